@@ -1,0 +1,714 @@
+import { z } from "zod";
+import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
+import { Permissions, type PermissionsInit } from "../types/permissions.js";
+import { SCOPES, type Scope } from "../types/status.js";
+import { ExecContextSchema, type ExecContextWire } from "../types/context-wire.js";
+import { TRACE_ID, type Attributes } from "../types/trace.js";
+import {
+  TokenUsageDeltaSchema,
+  tokenUsageToWire,
+  type TokenUsage,
+  type TokenUsageDelta,
+} from "../types/usage.js";
+import { newRequestId, newSpanId, newTraceId, parseTraceparent } from "./ids.js";
+import { Span, nowMs } from "./span.js";
+
+/**
+ * Where primitives push output as it is produced (tokens, progress). `push` may return a promise
+ * to apply backpressure; producers await it.
+ *
+ * @example
+ * const chunks: string[] = [];
+ * const ctx = ExecContext.create({ stream: { push: (c) => void chunks.push(c) } });
+ */
+export interface StreamSink {
+  push(chunk: string): void | Promise<void>;
+}
+
+/** A structured event recorded with `ctx.event()`. */
+export interface ContextEvent {
+  readonly name: string;
+  readonly timestampMs: number;
+  readonly requestId: string;
+  readonly spanId: string | null;
+  readonly attributes: Readonly<Attributes>;
+}
+
+/** Options of {@link ExecContext.create}. */
+export interface ExecContextOptions {
+  userId?: string | null;
+  sessionId?: string | null;
+  /** Defaults to {@link Permissions.UNRESTRICTED}: the app that builds a context grants what it wants. */
+  permissions?: Permissions | PermissionsInit;
+  /** Defaults to `"session"`. */
+  memoryScope?: Scope;
+  /** Deadline in seconds from now. Omitted or `null`: no deadline of its own. */
+  timeoutSeconds?: number | null;
+  /** Supply to join an existing request; generated otherwise. */
+  requestId?: string;
+  /** 32 lowercase hex digits; supply to join an existing trace. Wins over `traceparent`. */
+  traceId?: string;
+  /** A W3C `traceparent` header: the context joins the caller's trace. Malformed values are ignored. */
+  traceparent?: string | null;
+  stream?: StreamSink | null;
+}
+
+/** Options of {@link ExecContext.child}. */
+export interface ChildOptions {
+  /** The child's own deadline; it never ends later than the parent's. */
+  timeoutSeconds?: number;
+  /** The span new spans of the child nest under (e.g. a `delegate` span). */
+  span?: Span;
+}
+
+/** Options of {@link ExecContext.fork}. */
+export interface ForkOptions extends ChildOptions {
+  /** The agent running in the fork (used by `agent` memory scope and delegation cycle checks). */
+  agentName?: string;
+  /** Replaces the stream sink (`null` silences it, e.g. for the inner steps of a chain). */
+  stream?: StreamSink | null;
+  /**
+   * Called once if the fork times out or is cancelled (not when it is disposed). Arms the deadline
+   * timer at once, so a runtime can race a handler against it without an AbortSignal listener.
+   */
+  onEnd?: (reason: NervaError) => void;
+}
+
+const MAX_TIMER_MS = 2_147_483_647;
+const LIVE = 0;
+const CANCELLED = 1;
+const TIMED_OUT = 2;
+const DISPOSED = 3;
+type State = typeof LIVE | typeof CANCELLED | typeof TIMED_OUT | typeof DISPOSED;
+
+const ZERO_USAGE: TokenUsage = Object.freeze({
+  promptTokens: 0,
+  completionTokens: 0,
+  totalTokens: 0,
+  costUsd: 0,
+});
+
+/** Spans and events of one context tree, shared by a root context and all its descendants. */
+interface Recorder {
+  readonly spans: Span[];
+  readonly events: ContextEvent[];
+}
+
+const OptionsSchema = z
+  .object({
+    userId: z.string().min(1).max(256).nullable().optional(),
+    sessionId: z.string().min(1).max(256).nullable().optional(),
+    permissions: z.unknown().optional(),
+    memoryScope: z.enum(SCOPES).optional(),
+    timeoutSeconds: z.number().positive().finite().nullable().optional(),
+    requestId: z.string().min(1).max(128).optional(),
+    traceId: z
+      .string()
+      .regex(TRACE_ID, "must be 32 lowercase hex digits")
+      .refine((s) => !/^0+$/.test(s), "must not be all zeros")
+      .optional(),
+    traceparent: z.string().nullable().optional(),
+    stream: z
+      .custom<StreamSink>(
+        (v) => typeof v === "object" && v !== null && typeof (v as StreamSink).push === "function",
+        "must be an object with a push(chunk) method",
+      )
+      .nullable()
+      .optional(),
+  })
+  .strict();
+
+const FIX_CREATE =
+  "See ExecContextOptions: userId/sessionId strings, memoryScope one of user|session|agent|global, timeoutSeconds > 0.";
+
+function checkSeconds(value: unknown, label: string): number {
+  if (typeof value !== "number" || !(value > 0) || !Number.isFinite(value)) {
+    throw new NervaError(
+      ErrorCode.INVALID_OPTIONS,
+      `Invalid ${label}: must be a positive finite number of seconds (got ${String(value)}).`,
+      { issues: [{ path: label, message: "must be a positive finite number" }] },
+    );
+  }
+  return value;
+}
+
+/**
+ * The one object that flows through every Nerva call: identity, permissions, memory scope, spans,
+ * events, token usage, deadline and cancellation, and an optional stream sink.
+ *
+ * Contexts form a tree. `child(name)` starts a sub-request (delegation): same trace, identity,
+ * permissions, scope and stream; new request id; depth + 1; a deadline never later than the
+ * parent's. Cancelling a parent cancels its children; cancelling a child leaves the parent alone.
+ *
+ * Nothing is left behind: the AbortSignal and the deadline timer are created only when someone
+ * reads `signal` (or a runtime waits on the deadline), and both are released when the context
+ * times out, is cancelled or is disposed.
+ *
+ * @example
+ * const ctx = ExecContext.create({ userId: "u1", sessionId: "s1", timeoutSeconds: 30 });
+ * await runtime.invoke("my_agent", { message: "hello" }, ctx);
+ * console.log(formatSpanTree(ctx.spans));
+ * ctx.dispose();
+ */
+export class ExecContext {
+  readonly requestId: string;
+  readonly traceId: string;
+  readonly userId: string | null;
+  readonly sessionId: string | null;
+  readonly permissions: Permissions;
+  readonly memoryScope: Scope;
+  readonly stream: StreamSink | null;
+  /** 0 for a root context, parent's depth + 1 for a child. */
+  readonly depth: number;
+  /** The agent this context runs for (`null` at the root). */
+  readonly agentName: string | null;
+  /** Epoch milliseconds. */
+  readonly createdAt: number;
+  /** Epoch milliseconds of the deadline, or `null` when there is none. */
+  readonly timeoutAt: number | null;
+
+  /** Lifecycle parent: a cancelled parent cancels this context. */
+  readonly #parent: ExecContext | null;
+  /** Root of the tree; owns the recorder. */
+  readonly #root: ExecContext | null;
+  /** Context whose token usage this one reports into (a fork reports into its base). */
+  readonly #usageOwner: ExecContext | null;
+  /** Where a context that is not a fork rolls its usage up to. */
+  readonly #usageParent: ExecContext | null;
+  /** Parent of new spans started on this context. */
+  readonly #spanId: string | null;
+  readonly #onEnd: ((reason: NervaError) => void) | null;
+  #recorder: Recorder | null = null;
+  #usage: { p: number; c: number; t: number; cost: number } | null = null;
+  #children: Set<ExecContext> | null = null;
+  #controller: AbortController | null = null;
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #state: State = LIVE;
+  #reason: NervaError | null = null;
+
+  private constructor(
+    base: {
+      requestId: string;
+      traceId: string;
+      userId: string | null;
+      sessionId: string | null;
+      permissions: Permissions;
+      memoryScope: Scope;
+      stream: StreamSink | null;
+      depth: number;
+      agentName: string | null;
+      createdAt: number;
+      timeoutAt: number | null;
+    },
+    links: {
+      parent: ExecContext | null;
+      root: ExecContext | null;
+      usageOwner: ExecContext | null;
+      usageParent: ExecContext | null;
+      spanId: string | null;
+      onEnd: ((reason: NervaError) => void) | null;
+    },
+  ) {
+    this.requestId = base.requestId;
+    this.traceId = base.traceId;
+    this.userId = base.userId;
+    this.sessionId = base.sessionId;
+    this.permissions = base.permissions;
+    this.memoryScope = base.memoryScope;
+    this.stream = base.stream;
+    this.depth = base.depth;
+    this.agentName = base.agentName;
+    this.createdAt = base.createdAt;
+    this.timeoutAt = base.timeoutAt;
+    this.#parent = links.parent;
+    this.#root = links.root;
+    this.#usageOwner = links.usageOwner;
+    this.#usageParent = links.usageParent;
+    this.#spanId = links.spanId;
+    this.#onEnd = links.onEnd;
+    const parent = links.parent;
+    if (parent !== null) {
+      if (parent.#state === CANCELLED || parent.#state === TIMED_OUT) {
+        this.#state = parent.#state;
+        this.#reason = parent.#reason;
+      } else {
+        (parent.#children ??= new Set()).add(this);
+      }
+    }
+    if (this.#onEnd !== null) this.#arm();
+  }
+
+  /**
+   * Creates a root context. Every option is validated; bad values throw `NervaError`
+   * INVALID_OPTIONS naming the field.
+   *
+   * @example
+   * const ctx = ExecContext.create({ userId: "u1", permissions: { allowedTools: ["search"] } });
+   */
+  static create(options: ExecContextOptions = {}): ExecContext {
+    const o = parseOrThrow(
+      OptionsSchema,
+      options,
+      ErrorCode.INVALID_OPTIONS,
+      "options",
+      FIX_CREATE,
+    );
+    const permissions =
+      o.permissions === undefined
+        ? Permissions.UNRESTRICTED
+        : o.permissions instanceof Permissions
+          ? o.permissions
+          : Permissions.create(o.permissions as PermissionsInit);
+    const remote = o.traceId === undefined ? parseTraceparent(o.traceparent) : null;
+    const createdAt = Date.now();
+    return new ExecContext(
+      {
+        requestId: o.requestId ?? newRequestId(),
+        traceId: o.traceId ?? remote?.traceId ?? newTraceId(),
+        userId: o.userId ?? null,
+        sessionId: o.sessionId ?? null,
+        permissions,
+        memoryScope: o.memoryScope ?? "session",
+        stream: o.stream ?? null,
+        depth: 0,
+        agentName: null,
+        createdAt,
+        timeoutAt: o.timeoutSeconds == null ? null : createdAt + o.timeoutSeconds * 1000,
+      },
+      {
+        parent: null,
+        root: null,
+        usageOwner: null,
+        usageParent: null,
+        spanId: remote?.parentSpanId ?? null,
+        onEnd: null,
+      },
+    );
+  }
+
+  /**
+   * Rebuilds a context from its wire form (e.g. inside a subprocess handler): same ids, identity,
+   * permissions, deadline, depth and usage so far. Throws INVALID_INPUT naming the bad field.
+   *
+   * @example
+   * const ctx = ExecContext.fromWire(JSON.parse(line).context);
+   */
+  static fromWire(wire: unknown, options: { stream?: StreamSink | null } = {}): ExecContext {
+    const w = parseOrThrow(
+      ExecContextSchema,
+      wire,
+      ErrorCode.INVALID_INPUT,
+      "context",
+      "Send the object produced by ctx.toWire() (snake_case fields).",
+    );
+    const ctx = new ExecContext(
+      {
+        requestId: w.request_id,
+        traceId: w.trace_id,
+        userId: w.user_id,
+        sessionId: w.session_id,
+        permissions: Permissions.fromWire(w.permissions),
+        memoryScope: w.memory_scope,
+        stream: options.stream ?? null,
+        depth: w.depth,
+        agentName: w.agent_name,
+        createdAt: Date.parse(w.created_at),
+        timeoutAt: w.timeout_at === null ? null : Date.parse(w.timeout_at),
+      },
+      {
+        parent: null,
+        root: null,
+        usageOwner: null,
+        usageParent: null,
+        spanId: w.span_id,
+        onEnd: null,
+      },
+    );
+    const u = w.token_usage;
+    if (u.total_tokens > 0 || u.cost_usd > 0) {
+      ctx.#usage = {
+        p: u.prompt_tokens,
+        c: u.completion_tokens,
+        t: u.total_tokens,
+        cost: u.cost_usd,
+      };
+    }
+    return ctx;
+  }
+
+  /** The serialisable part of this context, in the snake_case wire format of the spec. */
+  toWire(): ExecContextWire {
+    return {
+      request_id: this.requestId,
+      trace_id: this.traceId,
+      user_id: this.userId,
+      session_id: this.sessionId,
+      agent_name: this.agentName,
+      depth: this.depth,
+      permissions: this.permissions.toWire(),
+      memory_scope: this.memoryScope,
+      created_at: new Date(this.createdAt).toISOString(),
+      timeout_at: this.timeoutAt === null ? null : new Date(this.timeoutAt).toISOString(),
+      span_id: this.#spanId,
+      token_usage: tokenUsageToWire(this.tokenUsage),
+    };
+  }
+
+  /**
+   * A sub-request for agent `name` (what `runtime.delegate` uses): same trace, identity,
+   * permissions, memory scope and stream; a new request id; depth + 1; its own deadline, never
+   * later than this one's. Its token usage rolls up into this context.
+   *
+   * @example
+   * const child = ctx.child("calendar_agent", { timeoutSeconds: 5 });
+   */
+  child(name: string, options: ChildOptions = {}): ExecContext {
+    if (typeof name !== "string" || name.length === 0) {
+      throw new NervaError(
+        ErrorCode.INVALID_INPUT,
+        "Invalid name: child(name) needs the non-empty name of the agent it runs for.",
+        { issues: [{ path: "name", message: "must be a non-empty string" }] },
+      );
+    }
+    return new ExecContext(
+      {
+        ...this.#identity(),
+        requestId: newRequestId(),
+        depth: this.depth + 1,
+        agentName: name,
+        createdAt: Date.now(),
+        timeoutAt: this.#deadline(options.timeoutSeconds, "options.timeoutSeconds"),
+      },
+      {
+        parent: this,
+        root: this.#root ?? this,
+        usageOwner: null,
+        usageParent: this.#usageOwner ?? this,
+        spanId: options.span?.id ?? this.#spanId,
+        onEnd: null,
+      },
+    );
+  }
+
+  /**
+   * A view of the same request with its own lifecycle: same request id, identity, usage and
+   * spans, but an optional tighter deadline, a different current span and agent name. Runtimes
+   * give one to each handler so that a handler timeout aborts the handler's `signal` without
+   * cancelling the caller. Cancelling the fork never touches this context. Dispose it when done.
+   *
+   * @example
+   * const scoped = ctx.fork({ span, timeoutSeconds: 2, agentName: "my_agent" });
+   * try { await work(scoped.signal); } finally { scoped.dispose(); }
+   */
+  fork(options: ForkOptions = {}): ExecContext {
+    return new ExecContext(
+      {
+        ...this.#identity(),
+        stream: options.stream === undefined ? this.stream : options.stream,
+        requestId: this.requestId,
+        depth: this.depth,
+        agentName: options.agentName ?? this.agentName,
+        createdAt: this.createdAt,
+        timeoutAt: this.#deadline(options.timeoutSeconds, "options.timeoutSeconds"),
+      },
+      {
+        parent: this,
+        root: this.#root ?? this,
+        usageOwner: this.#usageOwner ?? this,
+        usageParent: null,
+        spanId: options.span?.id ?? this.#spanId,
+        onEnd: options.onEnd ?? null,
+      },
+    );
+  }
+
+  #identity() {
+    return {
+      traceId: this.traceId,
+      userId: this.userId,
+      sessionId: this.sessionId,
+      permissions: this.permissions,
+      memoryScope: this.memoryScope,
+      stream: this.stream,
+    };
+  }
+
+  #deadline(timeoutSeconds: number | undefined, label: string): number | null {
+    if (timeoutSeconds === undefined) return this.timeoutAt;
+    const own = Date.now() + checkSeconds(timeoutSeconds, label) * 1000;
+    return this.timeoutAt === null ? own : Math.min(own, this.timeoutAt);
+  }
+
+  // ---- lifecycle -------------------------------------------------------------------------
+
+  /**
+   * Aborts on deadline or cancellation, with a `NervaError` (TIMEOUT or CANCELLED) as reason.
+   * Created on first access; the deadline timer is unref'd and cleared when the context ends.
+   */
+  get signal(): AbortSignal {
+    if (this.#controller === null) {
+      this.#controller = new AbortController();
+      if (this.#state === CANCELLED || this.#state === TIMED_OUT) {
+        this.#controller.abort(this.#reason);
+      } else {
+        this.#arm();
+      }
+    }
+    return this.#controller.signal;
+  }
+
+  /** Milliseconds left before the deadline (`Infinity` without one, never negative). */
+  remainingMs(): number {
+    return this.timeoutAt === null ? Infinity : Math.max(0, this.timeoutAt - Date.now());
+  }
+
+  isTimedOut(): boolean {
+    return (
+      this.#state === TIMED_OUT ||
+      (this.#state === LIVE && this.timeoutAt !== null && Date.now() >= this.timeoutAt)
+    );
+  }
+
+  isCancelled(): boolean {
+    return this.#state === CANCELLED;
+  }
+
+  /** Why the context ended (timeout or cancellation), or `null` while it runs. */
+  get endReason(): NervaError | null {
+    if (this.#state === LIVE && this.isTimedOut()) this.#expire();
+    return this.#reason;
+  }
+
+  /** Throws the end reason if the context timed out or was cancelled. */
+  throwIfEnded(): void {
+    const reason = this.endReason;
+    if (reason !== null) throw reason;
+  }
+
+  /**
+   * Cancels this context and its descendants (never its parent). Aborts `signal` with a
+   * `NervaError` CANCELLED carrying `reason`. Later calls are ignored.
+   */
+  cancel(reason?: string | Error): void {
+    if (this.#state !== LIVE) return;
+    const error =
+      reason instanceof NervaError && reason.code === ErrorCode.CANCELLED
+        ? reason
+        : new NervaError(
+            ErrorCode.CANCELLED,
+            `Request ${this.requestId} was cancelled${reason === undefined ? "" : `: ${reason instanceof Error ? reason.message : reason}`}.`,
+            reason instanceof Error ? { cause: reason } : {},
+          );
+    this.#end(CANCELLED, error);
+  }
+
+  /**
+   * Marks the context finished: clears its timer, detaches it from its parent and cancels any
+   * descendants still running. Does not abort `signal` of a context that completed normally.
+   */
+  dispose(): void {
+    if (this.#state !== LIVE) return;
+    this.#state = DISPOSED;
+    this.#release();
+    const children = this.#children;
+    if (children !== null) {
+      this.#children = null;
+      for (const child of children) child.cancel(`parent request ${this.requestId} finished`);
+    }
+  }
+
+  #arm(): void {
+    if (this.#state !== LIVE || this.timeoutAt === null || this.#timer !== null) return;
+    const delay = this.timeoutAt - Date.now();
+    if (delay <= 0) {
+      this.#expire();
+      return;
+    }
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = null;
+        this.#expire();
+      },
+      Math.min(delay, MAX_TIMER_MS),
+    );
+    this.#timer.unref();
+  }
+
+  #expire(): void {
+    if (this.#state !== LIVE || this.timeoutAt === null) return;
+    if (Date.now() < this.timeoutAt) {
+      this.#arm();
+      return;
+    }
+    this.#end(
+      TIMED_OUT,
+      new NervaError(
+        ErrorCode.TIMEOUT,
+        `Request ${this.requestId}${this.agentName === null ? "" : ` (${this.agentName})`} reached its deadline.`,
+      ),
+    );
+  }
+
+  #end(state: typeof CANCELLED | typeof TIMED_OUT, reason: NervaError): void {
+    this.#state = state;
+    this.#reason = reason;
+    this.#release();
+    this.#controller?.abort(reason);
+    const children = this.#children;
+    if (children !== null) {
+      this.#children = null;
+      for (const child of children) {
+        if (child.#state === LIVE) child.#end(state, reason);
+      }
+    }
+    this.#onEnd?.(reason);
+  }
+
+  #release(): void {
+    if (this.#timer !== null) {
+      clearTimeout(this.#timer);
+      this.#timer = null;
+    }
+    const parent = this.#parent;
+    if (parent !== null) parent.#children?.delete(this);
+  }
+
+  // ---- observability ---------------------------------------------------------------------
+
+  #rec(): Recorder {
+    const root = this.#root ?? this;
+    return (root.#recorder ??= { spans: [], events: [] });
+  }
+
+  /** Every span of this context's tree (root, children and forks), in start order. */
+  get spans(): readonly Span[] {
+    return this.#rec().spans;
+  }
+
+  /** Every event of this context's tree, in order. */
+  get events(): readonly ContextEvent[] {
+    return this.#rec().events;
+  }
+
+  /** The span new spans of this context nest under (`null` at the top of a trace). */
+  get currentSpanId(): string | null {
+    return this.#spanId;
+  }
+
+  /**
+   * Starts a span nested under this context's current span. End it with `span.end()`.
+   *
+   * @example
+   * const span = ctx.startSpan("tools.call", { tool: "search" });
+   */
+  startSpan(name: string, attributes?: Attributes): Span {
+    const span = new Span(
+      newSpanId(),
+      this.#spanId,
+      this.traceId,
+      this.requestId,
+      name,
+      attributes,
+    );
+    this.#rec().spans.push(span);
+    return span;
+  }
+
+  /**
+   * Runs `fn` inside a span. `fn` gets a fork of this context whose new spans nest under the span;
+   * the span ends `ok` when `fn` resolves and `error` when it throws (the error is rethrown).
+   *
+   * @example
+   * const rows = await ctx.span("db.query", async (inner) => query(inner.signal), { table: "t" });
+   */
+  async span<T>(
+    name: string,
+    fn: (ctx: ExecContext, span: Span) => Promise<T> | T,
+    attributes?: Attributes,
+  ): Promise<T> {
+    const span = this.startSpan(name, attributes);
+    const inner = this.fork({ span });
+    try {
+      const value = await fn(inner, span);
+      span.end("ok");
+      return value;
+    } catch (err) {
+      span.end("error", err instanceof Error ? err.message : String(err));
+      throw err;
+    } finally {
+      inner.dispose();
+    }
+  }
+
+  /** Records a structured event under the current span. */
+  event(name: string, attributes: Attributes = {}): ContextEvent {
+    const event: ContextEvent = Object.freeze({
+      name,
+      timestampMs: nowMs(),
+      requestId: this.requestId,
+      spanId: this.#spanId,
+      attributes: Object.freeze({ ...attributes }),
+    });
+    this.#rec().events.push(event);
+    return event;
+  }
+
+  /** Usage of this request and of every child request below it. */
+  get tokenUsage(): TokenUsage {
+    const u = (this.#usageOwner ?? this).#usage;
+    if (u === null) return ZERO_USAGE;
+    return Object.freeze({
+      promptTokens: u.p,
+      completionTokens: u.c,
+      totalTokens: u.t,
+      costUsd: u.cost,
+    });
+  }
+
+  /**
+   * Adds one LLM call's usage to this context and every ancestor request. Throws
+   * INVALID_INPUT on negative or non-integer token counts.
+   *
+   * @example
+   * ctx.recordTokens({ promptTokens: 120, completionTokens: 30, costUsd: 0.0004 });
+   */
+  recordTokens(delta: TokenUsageDelta): void {
+    const d = parseOrThrow(
+      TokenUsageDeltaSchema,
+      delta,
+      ErrorCode.INVALID_INPUT,
+      "usage",
+      "Token counts are non-negative integers and costUsd a non-negative number.",
+    );
+    const p = d.promptTokens ?? 0;
+    const c = d.completionTokens ?? 0;
+    const t = d.totalTokens ?? p + c;
+    const cost = d.costUsd ?? 0;
+    let target: ExecContext | null = this.#usageOwner ?? this;
+    while (target !== null) {
+      const u = (target.#usage ??= { p: 0, c: 0, t: 0, cost: 0 });
+      u.p += p;
+      u.c += c;
+      u.t += t;
+      u.cost += cost;
+      target =
+        target.#usageParent === null
+          ? null
+          : (target.#usageParent.#usageOwner ?? target.#usageParent);
+    }
+  }
+
+  /**
+   * Names of the agents on the path from the root to this context, innermost first. Used to
+   * refuse delegation cycles.
+   */
+  agentPath(): string[] {
+    const path: string[] = [];
+    const visit = (name: string | null): void => {
+      if (name !== null && path[path.length - 1] !== name) path.push(name);
+    };
+    visit(this.agentName);
+    for (let c = this.#parent; c !== null; c = c.#parent) visit(c.agentName);
+    return path;
+  }
+}

@@ -1,0 +1,87 @@
+// Public entry of @nerva/core, grouped by primitive. Anything not exported here is internal.
+
+// Errors
+export { ErrorCode, NervaError, isNervaError, type ValidationIssue } from "./errors.js";
+
+// Value types (zod schemas double as the wire format)
+export { AgentStatus, Scope } from "./types/status.js";
+export {
+  AgentInputSchema,
+  AgentResultSchema,
+  PartialAgentResultSchema,
+  agentResult,
+  createAgentInput,
+  type AgentInput,
+  type AgentInputInit,
+  type AgentResult,
+  type JsonValue,
+  type PartialAgentResult,
+} from "./types/agent.js";
+export {
+  Permissions,
+  PermissionsSchema,
+  type PermissionsInit,
+  type PermissionsWire,
+} from "./types/permissions.js";
+export {
+  TokenUsageSchema,
+  tokenUsageFromWire,
+  tokenUsageToWire,
+  type TokenUsage,
+  type TokenUsageDelta,
+  type TokenUsageWire,
+} from "./types/usage.js";
+export {
+  EventSchema,
+  SpanSchema,
+  SpanStatus,
+  type AttributeValue,
+  type Attributes,
+  type EventWire,
+  type SpanWire,
+} from "./types/trace.js";
+export { ExecContextSchema, type ExecContextWire } from "./types/context-wire.js";
+export { wireSchemas } from "./types/wire.js";
+
+// ExecContext
+export {
+  ExecContext,
+  type ChildOptions,
+  type ContextEvent,
+  type ExecContextOptions,
+  type ForkOptions,
+  type StreamSink,
+} from "./context/exec-context.js";
+export { Span } from "./context/span.js";
+export {
+  formatTraceparent,
+  newRequestId,
+  newSpanId,
+  newTraceId,
+  parseTraceparent,
+  type TraceParent,
+} from "./context/ids.js";
+
+// Runtimes
+export type {
+  AgentHandler,
+  AgentRuntime,
+  DelegationPolicy,
+  DelegationRequest,
+  HandlerReturn,
+} from "./runtime/types.js";
+export {
+  InProcessRuntime,
+  type HandlerOptions,
+  type RuntimeOptions,
+} from "./runtime/in-process-runtime.js";
+export {
+  CircuitBreaker,
+  CircuitState,
+  type CircuitBreakerOptions,
+  type CircuitPermit,
+  type CircuitSnapshot,
+} from "./runtime/circuit-breaker.js";
+
+// Tracing
+export { formatSpanTree } from "./tracing/span-tree.js";

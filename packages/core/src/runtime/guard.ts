@@ -1,0 +1,135 @@
+import { ExecContext } from "../context/exec-context.js";
+import { ErrorCode, NervaError, parseOrThrow, type ValidationIssue } from "../errors.js";
+import { AgentInputSchema, type AgentInput, type AgentResult } from "../types/agent.js";
+import { AgentStatus } from "../types/status.js";
+import type { CircuitBreaker } from "./circuit-breaker.js";
+import { endedResult, errorResult, messageOf } from "./results.js";
+
+/** What the guard needs to know about a registered handler. */
+export interface GuardedHandler {
+  /** Effective timeout of one invocation. */
+  readonly timeoutSeconds: number;
+  readonly breaker: CircuitBreaker | null;
+}
+
+/**
+ * Runs one handler and resolves to its result: it must honour `scoped.signal` and may reject
+ * (a rejection becomes an ERROR result).
+ */
+export type Execute = (input: AgentInput, scoped: ExecContext) => Promise<AgentResult>;
+
+function invalid(path: string, message: string, fix: string): NervaError {
+  const issues: ValidationIssue[] = [{ path, message }];
+  return new NervaError(ErrorCode.INVALID_INPUT, `Invalid ${path}: ${message}. ${fix}`, { issues });
+}
+
+/** Checks the context argument of a runtime call; throws INVALID_INPUT otherwise. */
+export function checkContext(ctx: unknown, label = "ctx"): asserts ctx is ExecContext {
+  if (!(ctx instanceof ExecContext)) {
+    throw invalid(label, "must be an ExecContext", "Create one with ExecContext.create({ ... }).");
+  }
+}
+
+/** Validates the arguments of `invoke`/`delegate` and returns the frozen AgentInput. */
+export function checkInvokeArgs(handler: unknown, input: unknown, ctx: unknown): AgentInput {
+  if (typeof handler !== "string" || handler.length === 0) {
+    throw invalid(
+      "handler",
+      "must be a non-empty string",
+      "Pass the name a handler was registered under.",
+    );
+  }
+  checkContext(ctx);
+  return Object.freeze(
+    parseOrThrow(
+      AgentInputSchema,
+      input,
+      ErrorCode.INVALID_INPUT,
+      "input",
+      "Pass { message: string, args?: Record<string, string>, tools?: [], history?: [] }.",
+    ),
+  );
+}
+
+/** The ERROR result for a handler name nobody registered. */
+export function unknownHandlerResult(handler: string, known: readonly string[]): AgentResult {
+  const list =
+    known.length === 0 ? "none are registered" : `registered: ${[...known].sort().join(", ")}`;
+  return errorResult(handler, `Unknown handler "${handler}" (${list}).`);
+}
+
+/**
+ * The part of `invoke` every runtime shares: a `runtime.invoke` span, the circuit breaker, and a
+ * deadline that really ends the call — the handler gets a fork of `ctx` whose `signal` aborts at
+ * min(handler timeout, request deadline) or on cancel, and the result resolves at that moment
+ * even if the handler ignores the signal. Never rejects.
+ */
+export function invokeGuarded(
+  name: string,
+  handler: GuardedHandler | undefined,
+  known: () => readonly string[],
+  input: AgentInput,
+  ctx: ExecContext,
+  execute: Execute,
+): Promise<AgentResult> {
+  const span = ctx.startSpan("runtime.invoke", { handler: name });
+  const done = (result: AgentResult): AgentResult => {
+    span.setAttribute("status", result.status);
+    if (result.status === AgentStatus.SUCCESS) span.end("ok");
+    else span.end("error", result.error ?? result.status);
+    return result;
+  };
+  if (handler === undefined) return Promise.resolve(done(unknownHandlerResult(name, known())));
+
+  const permit = handler.breaker?.tryAcquire() ?? null;
+  if (permit !== null && !permit.admitted) {
+    const inMs = Math.max(0, permit.retryAt - Date.now());
+    ctx.event("circuit.rejected", { handler: name, retry_in_ms: inMs });
+    return Promise.resolve(
+      done(
+        errorResult(
+          name,
+          `Circuit open for handler "${name}" (${permit.reason}): call rejected; next probe in ${Math.ceil(inMs / 1000)} s at ${new Date(permit.retryAt).toISOString()}.`,
+        ),
+      ),
+    );
+  }
+
+  const startedMs = performance.now();
+  return new Promise<AgentResult>((resolve) => {
+    let settled = false;
+    let cancelled = false;
+    const finish = (result: AgentResult): void => {
+      if (settled) return;
+      settled = true;
+      if (permit !== null) handler.breaker?.record(permit, cancelled ? null : result.status);
+      resolve(done(result));
+    };
+    const scoped = ctx.fork({
+      span,
+      agentName: name,
+      timeoutSeconds: handler.timeoutSeconds,
+      onEnd: (reason) => {
+        cancelled = reason.code === ErrorCode.CANCELLED;
+        finish(endedResult(name, reason, startedMs));
+      },
+    });
+    if (settled) return;
+    let running: Promise<AgentResult>;
+    try {
+      running = execute(input, scoped);
+    } catch (err) {
+      running = Promise.reject(err);
+    }
+    running.then(
+      (result) => {
+        finish(result);
+        scoped.dispose();
+      },
+      (err: unknown) => {
+        finish(errorResult(name, messageOf(err)));
+        scoped.dispose();
+      },
+    );
+  });
+}

@@ -1,0 +1,255 @@
+import { z } from "zod";
+import type { ExecContext } from "../context/exec-context.js";
+import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
+import {
+  agentResult,
+  PartialAgentResultSchema,
+  type AgentInput,
+  type AgentInputInit,
+  type AgentResult,
+} from "../types/agent.js";
+import { AgentStatus } from "../types/status.js";
+import { runChain } from "./chain.js";
+import {
+  CircuitBreaker,
+  CircuitBreakerOptionsSchema,
+  type CircuitBreakerOptions,
+  type CircuitSnapshot,
+} from "./circuit-breaker.js";
+import { runDelegate, type DelegationOptions } from "./delegate.js";
+import { checkInvokeArgs, invokeGuarded, type GuardedHandler } from "./guard.js";
+import { errorResult } from "./results.js";
+import type { AgentHandler, AgentRuntime, DelegationPolicy, HandlerReturn } from "./types.js";
+
+const seconds = z.number().positive().finite();
+/** Handler names: what routers, registries and policies refer to. */
+export const HandlerNameSchema = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/,
+    "must be 1-128 letters, digits, '_', '.', ':' or '-'",
+  );
+
+export const RuntimeOptionsSchema = z
+  .object({
+    timeoutSeconds: seconds.default(30),
+    circuitBreaker: z.union([CircuitBreakerOptionsSchema.partial(), z.literal(false)]).default({}),
+    maxDelegationDepth: z.number().int().min(1).max(100).default(5),
+    delegationPolicy: z
+      .custom<DelegationPolicy>((v) => typeof v === "function", "must be a function")
+      .optional(),
+  })
+  .strict();
+/** Options shared by every runtime. */
+export type RuntimeOptions = z.input<typeof RuntimeOptionsSchema>;
+
+export const HandlerOptionsSchema = z
+  .object({
+    timeoutSeconds: seconds.optional(),
+    circuitBreaker: z.union([CircuitBreakerOptionsSchema.partial(), z.literal(false)]).optional(),
+    description: z.string().max(2000).optional(),
+  })
+  .strict();
+/** Per-handler overrides given to `register`. */
+export type HandlerOptions = z.input<typeof HandlerOptionsSchema>;
+
+interface Entry extends GuardedHandler {
+  readonly fn: AgentHandler;
+  readonly description: string | undefined;
+}
+
+/**
+ * Runs handlers as async functions in this process: the fastest runtime, with no isolation.
+ * Handlers return a string, a partial AgentResult, or are async generators whose chunks go to
+ * `ctx.stream` as they are produced and are joined into `output`.
+ *
+ * @example
+ * const runtime = new InProcessRuntime({ timeoutSeconds: 30, circuitBreaker: { failureThreshold: 3 } });
+ * runtime.register("my_agent", async (input) => `Processed: ${input.message}`);
+ * const result = await runtime.invoke("my_agent", { message: "hello" }, ExecContext.create());
+ */
+export class InProcessRuntime implements AgentRuntime {
+  readonly #options: z.output<typeof RuntimeOptionsSchema>;
+  readonly #delegation: DelegationOptions;
+  readonly #handlers = new Map<string, Entry>();
+  readonly #known = (): readonly string[] => this.handlerNames();
+
+  constructor(options: RuntimeOptions = {}) {
+    this.#options = parseOrThrow(
+      RuntimeOptionsSchema,
+      options,
+      ErrorCode.INVALID_OPTIONS,
+      "options",
+      "timeoutSeconds > 0, circuitBreaker { failureThreshold >= 1, recoverySeconds >= 0, halfOpenMaxCalls >= 1 } or false, maxDelegationDepth >= 1.",
+    );
+    this.#delegation = {
+      maxDelegationDepth: this.#options.maxDelegationDepth,
+      delegationPolicy: this.#options.delegationPolicy,
+    };
+  }
+
+  /** Registers `handler` under `name`. Throws on a duplicate name or invalid options. */
+  register(name: string, handler: AgentHandler, options: HandlerOptions = {}): this {
+    parseOrThrow(
+      HandlerNameSchema,
+      name,
+      ErrorCode.INVALID_INPUT,
+      "name",
+      'Pick a name like "flight_agent".',
+    );
+    if (typeof handler !== "function") {
+      throw new NervaError(
+        ErrorCode.INVALID_INPUT,
+        `Invalid handler for "${name}": must be a function (input, ctx, runtime) => string | AgentResult | AsyncIterable<string>.`,
+        {
+          issues: [{ path: "handler", message: "must be a function" }],
+        },
+      );
+    }
+    if (this.#handlers.has(name)) {
+      throw new NervaError(
+        ErrorCode.DUPLICATE_HANDLER,
+        `Handler "${name}" is already registered. Use another name, or create a new runtime to replace it.`,
+        { issues: [{ path: "name", message: "already registered" }] },
+      );
+    }
+    const o = parseOrThrow(
+      HandlerOptionsSchema,
+      options,
+      ErrorCode.INVALID_OPTIONS,
+      `options of "${name}"`,
+      "timeoutSeconds > 0; circuitBreaker fields as in the runtime options.",
+    );
+    this.#handlers.set(name, {
+      fn: handler,
+      description: o.description,
+      timeoutSeconds: o.timeoutSeconds ?? this.#options.timeoutSeconds,
+      breaker: makeBreaker(this.#options.circuitBreaker, o.circuitBreaker),
+    });
+    return this;
+  }
+
+  handlerNames(): readonly string[] {
+    return [...this.#handlers.keys()];
+  }
+
+  /** The description given at registration, if any. */
+  describe(name: string): string | undefined {
+    return this.#handlers.get(name)?.description;
+  }
+
+  /** State of the handler's circuit breaker (`undefined` if it has none). */
+  circuit(name: string): CircuitSnapshot | undefined {
+    return this.#handlers.get(name)?.breaker?.snapshot();
+  }
+
+  invoke(handler: string, input: AgentInputInit, ctx: ExecContext): Promise<AgentResult> {
+    const agentInput = checkInvokeArgs(handler, input, ctx);
+    const entry = this.#handlers.get(handler);
+    return invokeGuarded(handler, entry, this.#known, agentInput, ctx, (i, scoped) =>
+      runFunction(handler, (entry as Entry).fn, i, scoped, this),
+    );
+  }
+
+  invokeChain(
+    handlers: readonly string[],
+    input: AgentInputInit,
+    ctx: ExecContext,
+  ): Promise<AgentResult> {
+    return runChain(this, handlers, input, ctx);
+  }
+
+  delegate(handler: string, input: AgentInputInit, parentCtx: ExecContext): Promise<AgentResult> {
+    return runDelegate(this, this.#delegation, handler, input, parentCtx);
+  }
+
+  async close(): Promise<void> {
+    // Nothing to release: in-process handlers own no processes or timers between calls.
+  }
+}
+
+/** Builds a handler's breaker from the runtime's settings and the handler's overrides. */
+export function makeBreaker(
+  runtimeSettings: CircuitBreakerOptions | false,
+  handlerSettings: CircuitBreakerOptions | false | undefined,
+): CircuitBreaker | null {
+  if (handlerSettings === false || (runtimeSettings === false && handlerSettings === undefined)) {
+    return null;
+  }
+  return new CircuitBreaker({ ...(runtimeSettings || {}), ...(handlerSettings ?? {}) });
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function"
+  );
+}
+
+async function runFunction(
+  name: string,
+  fn: AgentHandler,
+  input: AgentInput,
+  ctx: ExecContext,
+  runtime: AgentRuntime,
+): Promise<AgentResult> {
+  const returned = fn(input, ctx, runtime);
+  if (isAsyncIterable(returned)) return consumeStream(name, returned, ctx);
+  return normalise(name, await returned);
+}
+
+/** Converts what a handler returned into an AgentResult. */
+export function normalise(name: string, value: HandlerReturn | unknown): AgentResult {
+  if (typeof value === "string") return agentResult(name, { output: value });
+  if (value === undefined || value === null) return agentResult(name, {});
+  if (typeof value === "object") {
+    const parsed = PartialAgentResultSchema.safeParse(value);
+    if (parsed.success) return agentResult(name, parsed.data);
+    const detail = parsed.error.issues
+      .map((i) => `${["result", ...i.path.map(String)].join(".")}: ${i.message}`)
+      .join("; ");
+    return errorResult(name, `Handler "${name}" returned an invalid result (${detail}).`);
+  }
+  return errorResult(
+    name,
+    `Handler "${name}" returned a ${typeof value}; return a string or a partial AgentResult, or yield strings.`,
+  );
+}
+
+async function consumeStream(
+  name: string,
+  iterable: AsyncIterable<unknown>,
+  ctx: ExecContext,
+): Promise<AgentResult> {
+  const iterator = iterable[Symbol.asyncIterator]();
+  let output = "";
+  let finished = false;
+  try {
+    for (;;) {
+      const step = await iterator.next();
+      if (step.done === true) {
+        finished = true;
+        if (step.value === undefined) return agentResult(name, { output });
+        const tail = normalise(name, step.value);
+        return agentResult(name, { ...tail, output: output + tail.output });
+      }
+      if (ctx.endReason !== null)
+        return agentResult(name, {
+          status: AgentStatus.ERROR,
+          output,
+          error: ctx.endReason.message,
+        });
+      if (typeof step.value !== "string") {
+        return errorResult(
+          name,
+          `Streaming handler "${name}" yielded a ${typeof step.value}; yield strings.`,
+        );
+      }
+      output += step.value;
+      if (ctx.stream !== null) await ctx.stream.push(step.value);
+    }
+  } finally {
+    if (!finished) await iterator.return?.();
+  }
+}

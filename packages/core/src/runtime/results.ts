@@ -1,0 +1,26 @@
+import type { NervaError } from "../errors.js";
+import { ErrorCode } from "../errors.js";
+import { agentResult, type AgentResult } from "../types/agent.js";
+import { AgentStatus } from "../types/status.js";
+
+/** An ERROR result for `handler` with `message`. */
+export function errorResult(handler: string, message: string): AgentResult {
+  return agentResult(handler, { status: AgentStatus.ERROR, error: message });
+}
+
+/** The message of anything thrown. */
+export function messageOf(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  return typeof err === "string" ? err : `non-error value thrown: ${String(err)}`;
+}
+
+/** The result of a handler whose context ended: TIMEOUT for a deadline, ERROR for a cancel. */
+export function endedResult(handler: string, reason: NervaError, startedMs: number): AgentResult {
+  if (reason.code === ErrorCode.TIMEOUT) {
+    return agentResult(handler, {
+      status: AgentStatus.TIMEOUT,
+      error: `Handler "${handler}" timed out after ${Math.round(performance.now() - startedMs)} ms: ${reason.message}`,
+    });
+  }
+  return errorResult(handler, `Handler "${handler}" was cancelled: ${reason.message}`);
+}

@@ -1,0 +1,58 @@
+import { z } from "zod";
+
+const count = z.number().int().nonnegative();
+
+/** Wire schema of TokenUsage. */
+export const TokenUsageSchema = z
+  .object({
+    prompt_tokens: count,
+    completion_tokens: count,
+    total_tokens: count,
+    cost_usd: z.number().nonnegative(),
+  })
+  .strict()
+  .meta({ id: "TokenUsage", description: "LLM tokens and cost accumulated by a request." });
+export type TokenUsageWire = z.output<typeof TokenUsageSchema>;
+
+/** LLM tokens and cost, accumulated on a context and rolled up to its ancestors. */
+export interface TokenUsage {
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  readonly totalTokens: number;
+  readonly costUsd: number;
+}
+
+/** One LLM call's usage as reported by a caller. `totalTokens` defaults to prompt + completion. */
+export interface TokenUsageDelta {
+  readonly promptTokens?: number;
+  readonly completionTokens?: number;
+  readonly totalTokens?: number;
+  readonly costUsd?: number;
+}
+
+export const TokenUsageDeltaSchema = z
+  .object({
+    promptTokens: count.optional(),
+    completionTokens: count.optional(),
+    totalTokens: count.optional(),
+    costUsd: z.number().nonnegative().optional(),
+  })
+  .strict();
+
+export function tokenUsageToWire(u: TokenUsage): TokenUsageWire {
+  return {
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+    total_tokens: u.totalTokens,
+    cost_usd: u.costUsd,
+  };
+}
+
+export function tokenUsageFromWire(w: TokenUsageWire): TokenUsage {
+  return {
+    promptTokens: w.prompt_tokens,
+    completionTokens: w.completion_tokens,
+    totalTokens: w.total_tokens,
+    costUsd: w.cost_usd,
+  };
+}

@@ -1,0 +1,34 @@
+import type { z } from "zod";
+import { AgentInputSchema, AgentResultSchema } from "./agent.js";
+import { ExecContextSchema } from "./context-wire.js";
+import { PermissionsSchema } from "./permissions.js";
+import { AGENT_STATUSES, SCOPES } from "./status.js";
+import { EventSchema, SpanSchema } from "./trace.js";
+import { TokenUsageSchema } from "./usage.js";
+import { z as zod } from "zod";
+
+const AgentStatusSchema = zod
+  .enum(AGENT_STATUSES)
+  .meta({ id: "AgentStatus", description: "Outcome of one agent invocation." });
+const ScopeSchema = zod
+  .enum(SCOPES)
+  .meta({ id: "Scope", description: "Which identity memory is keyed by." });
+
+/**
+ * Every wire type by name: the source of the JSON Schema files in `spec/` and of the
+ * conformance cases. Each schema validates the snake_case JSON form.
+ *
+ * @example
+ * const parsed = wireSchemas.AgentResult.parse(JSON.parse(stdout));
+ */
+export const wireSchemas = {
+  AgentInput: AgentInputSchema,
+  AgentResult: AgentResultSchema,
+  AgentStatus: AgentStatusSchema,
+  Scope: ScopeSchema,
+  Permissions: PermissionsSchema,
+  TokenUsage: TokenUsageSchema,
+  Span: SpanSchema,
+  Event: EventSchema,
+  ExecContext: ExecContextSchema,
+} as const satisfies Record<string, z.ZodType>;

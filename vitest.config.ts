@@ -1,0 +1,24 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  resolve: {
+    // Workspace packages export their TypeScript sources under the "source" condition, so tests
+    // run against the code as written without a build step in between.
+    conditions: ["source"],
+  },
+  test: {
+    include: [
+      "packages/*/src/**/*.test.ts",
+      "packages/*/test/**/*.test.ts",
+      "apps/*/src/**/*.test.ts",
+      "apps/*/test/**/*.test.ts",
+      "spec/**/*.test.ts",
+      "docs/**/*.test.ts",
+      "bench/**/*.test.ts",
+      "test/**/*.test.ts",
+    ],
+    testTimeout: 20_000,
+    hookTimeout: 60_000,
+    pool: "forks",
+  },
+});
