@@ -21,6 +21,20 @@ export const ErrorCode = {
   PERMISSION_DENIED: "PERMISSION_DENIED",
   /** A policy refused the request. */
   POLICY_DENIED: "POLICY_DENIED",
+  /** The request waits for a human approval before it may run. */
+  APPROVAL_PENDING: "APPROVAL_PENDING",
+  /** A rate limit was hit; `details.retryAfterSeconds` says when to retry. */
+  RATE_LIMITED: "RATE_LIMITED",
+  /** A token or cost budget was exhausted. */
+  BUDGET_EXCEEDED: "BUDGET_EXCEEDED",
+  /** A circuit breaker is open; `details.retryAt` says when it probes again. */
+  CIRCUIT_OPEN: "CIRCUIT_OPEN",
+  /** The request carries no authenticated user where one is required. */
+  UNAUTHENTICATED: "UNAUTHENTICATED",
+  /** A named thing (handler, tool, run) does not exist. */
+  NOT_FOUND: "NOT_FOUND",
+  /** A bug or an unexpected failure inside Nerva or a plug-in. */
+  INTERNAL: "INTERNAL",
   /** An optional dependency (a native or heavy package) is not installed. */
   MISSING_DEPENDENCY: "MISSING_DEPENDENCY",
 } as const;
@@ -48,15 +62,22 @@ export class NervaError extends Error {
   override readonly name = "NervaError";
   readonly code: ErrorCode;
   readonly issues: readonly ValidationIssue[];
+  /** Machine-readable extras, e.g. `{ retryAfterSeconds: 30 }` for RATE_LIMITED. */
+  readonly details: Readonly<Record<string, unknown>>;
 
   constructor(
     code: ErrorCode,
     message: string,
-    options: { cause?: unknown; issues?: readonly ValidationIssue[] } = {},
+    options: {
+      cause?: unknown;
+      issues?: readonly ValidationIssue[];
+      details?: Record<string, unknown>;
+    } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.issues = options.issues ?? [];
+    this.details = Object.freeze({ ...options.details });
   }
 }
 
