@@ -101,7 +101,7 @@ export function parseOrThrow<S extends z.ZodType>(
   if (parsed.success) return parsed.data;
   const issues = parsed.error.issues.map((issue) => ({
     path: [label, ...issue.path.map(String)].join("."),
-    message: issue.message,
+    message: issue.message.replace(/^Invalid input: /, ""),
   }));
   const detail = issues.map((i) => `${i.path}: ${i.message}`).join("; ");
   throw new NervaError(code, `Invalid ${label}: ${detail}. ${fix}`, {

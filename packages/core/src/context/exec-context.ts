@@ -235,7 +235,10 @@ export class ExecContext {
         (parent.#children ??= new Set()).add(this);
       }
     }
-    if (this.#onEnd !== null) this.#arm();
+    if (this.#onEnd !== null) {
+      if (this.#reason !== null) this.#onEnd(this.#reason);
+      else this.#arm();
+    }
   }
 
   /**

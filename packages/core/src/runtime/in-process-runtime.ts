@@ -144,7 +144,12 @@ export class InProcessRuntime implements AgentRuntime {
   }
 
   invoke(handler: string, input: AgentInputInit, ctx: ExecContext): Promise<AgentResult> {
-    const agentInput = checkInvokeArgs(handler, input, ctx);
+    let agentInput: AgentInput;
+    try {
+      agentInput = checkInvokeArgs(handler, input, ctx);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     const entry = this.#handlers.get(handler);
     return invokeGuarded(handler, entry, this.#known, agentInput, ctx, (i, scoped) =>
       runFunction(handler, (entry as Entry).fn, i, scoped, this),
