@@ -85,3 +85,25 @@ export {
 
 // Tracing
 export { formatSpanTree } from "./tracing/span-tree.js";
+
+// Router, tools, responder
+export type {
+  ClassifyOptions,
+  HandlerDescription,
+  RouteCandidate,
+  RouteResult,
+  Router,
+} from "./router/types.js";
+export {
+  ToolStatus,
+  type JsonSchema,
+  type ToolInfo,
+  type ToolManager,
+  type ToolResult,
+} from "./tools/types.js";
+export type {
+  Channel,
+  ChannelSpec,
+  FormattedResponse,
+  Responder,
+} from "./responder/types.js";
