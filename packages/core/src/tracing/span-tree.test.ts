@@ -20,7 +20,7 @@ describe("formatSpanTree", () => {
     expect(lines[0]).toMatch(/^handle \(\d+\.\d\dms\)$/);
     expect(lines[1]).toMatch(/^├─ router\.classify \(/);
     expect(lines[2]).toMatch(/^└─ runtime\.invoke flight_agent \(/);
-    expect(lines[3]).toMatch(/^   └─ tools\.call search \(\d+\.\d\dms\) ✗ denied$/);
+    expect(lines[3]).toMatch(/^ {3}└─ tools\.call search \(\d+\.\d\dms\) ✗ denied$/);
   });
 
   it("shows open spans and treats unknown parents as roots", () => {
