@@ -1,0 +1,32 @@
+// The framed worker protocol shared by the subprocess and container runtimes (see docs/protocol.md).
+export {
+  DEFAULT_MAX_FRAME_BYTES,
+  FrameDecoder,
+  FrameErrorReason,
+  encodeFrame,
+  type FrameDecoderOptions,
+} from "./codec.js";
+export {
+  CancelFrameSchema,
+  ChunkFrameSchema,
+  DelegateFrameSchema,
+  DelegateResultFrameSchema,
+  ErrorFrameSchema,
+  HostFrameSchema,
+  InvokeFrameSchema,
+  PROTOCOL_VERSION,
+  ReadyFrameSchema,
+  ResultFrameSchema,
+  ShutdownFrameSchema,
+  UsageFrameSchema,
+  WorkerFrameSchema,
+  protocolSchemas,
+  type DelegateFrame,
+  type HostFrame,
+  type HostFrameInput,
+  type InvokeFrame,
+  type ResultFrame,
+  type UsageFrame,
+  type WorkerFrame,
+  type WorkerFrameInput,
+} from "./frames.js";
