@@ -94,6 +94,14 @@ export type {
   RouteResult,
   Router,
 } from "./router/types.js";
+export { RuleRouter, type RouteRule, type RuleRouterOptions } from "./router/rule-router.js";
+export {
+  EmbeddingRouter,
+  type EmbedFunction,
+  type EmbeddingRouterOptions,
+} from "./router/embedding-router.js";
+export { LLMRouter, type LLMClassifyFunction, type LLMRouterOptions } from "./router/llm-router.js";
+export { HybridRouter, type HybridRouterOptions } from "./router/hybrid-router.js";
 export {
   ToolStatus,
   type JsonSchema,
