@@ -109,9 +109,4 @@ export {
   type ToolManager,
   type ToolResult,
 } from "./tools/types.js";
-export type {
-  Channel,
-  ChannelSpec,
-  FormattedResponse,
-  Responder,
-} from "./responder/types.js";
+export type { Channel, ChannelSpec, FormattedResponse, Responder } from "./responder/types.js";
