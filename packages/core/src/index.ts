@@ -110,3 +110,22 @@ export {
   type ToolResult,
 } from "./tools/types.js";
 export type { Channel, ChannelSpec, FormattedResponse, Responder } from "./responder/types.js";
+
+// Memory, registry, policy, middleware, orchestrator
+export {
+  MemoryKind,
+  type Memory,
+  type MemoryEventInit,
+  type MemoryItem,
+  type MemoryQuery,
+  type MemoryRead,
+  type MemoryReadResult,
+  type MemoryRecall,
+  type MemoryStore,
+  type MemoryWrite,
+  type ScoredMemoryItem,
+  type TurnRole,
+} from "./memory/types.js";
+export { memoryNamespace, type MemoryNamespace } from "./memory/namespace.js";
+export { TieredMemory, type TieredMemoryOptions } from "./memory/tiered-memory.js";
+export { InMemoryMemoryStore } from "./memory/in-memory-store.js";

@@ -1,0 +1,76 @@
+import { createRequire } from "node:module";
+import { ErrorCode, NervaError } from "../errors.js";
+
+/** The part of a better-sqlite3 statement Nerva uses (kept structural: no type dependency). */
+export interface SqliteStatement {
+  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+}
+
+/** The part of a better-sqlite3 database Nerva uses. */
+export interface SqliteDatabase {
+  prepare(sql: string): SqliteStatement;
+  exec(sql: string): unknown;
+  pragma(source: string, options?: { simple?: boolean }): unknown;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  transaction<F extends (...args: any[]) => any>(fn: F): F;
+  close(): unknown;
+  readonly open: boolean;
+}
+
+type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => SqliteDatabase;
+
+const requireFromHere = createRequire(import.meta.url);
+
+/**
+ * Loads an optional package on first use. When it is not installed, throws NervaError
+ * MISSING_DEPENDENCY naming the package and the command that installs it.
+ */
+export function requireOptional<T>(name: string, purpose: string, install = name): T {
+  try {
+    return requireFromHere(name) as T;
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (code === "MODULE_NOT_FOUND" || code === "ERR_MODULE_NOT_FOUND") {
+      throw new NervaError(
+        ErrorCode.MISSING_DEPENDENCY,
+        `${purpose} needs the optional package "${name}", which is not installed. Install it: npm install ${install}`,
+        { cause: err, details: { package: name } },
+      );
+    }
+    throw err;
+  }
+}
+
+let Database: DatabaseConstructor | null = null;
+
+/**
+ * Opens (creating if needed) a SQLite file with better-sqlite3 in WAL mode. `path` may be
+ * `":memory:"`. Throws MISSING_DEPENDENCY when better-sqlite3 is absent and INVALID_OPTIONS
+ * (naming `label`) when the file cannot be opened.
+ */
+export function openDatabase(path: string, label: string, purpose: string): SqliteDatabase {
+  Database ??= requireOptional<DatabaseConstructor>(
+    "better-sqlite3",
+    purpose,
+    '"better-sqlite3@^12"',
+  );
+  let db: SqliteDatabase;
+  try {
+    db = new Database(path, { timeout: 5000 });
+  } catch (err) {
+    throw new NervaError(
+      ErrorCode.INVALID_OPTIONS,
+      `Invalid ${label}: cannot open SQLite database "${path}" (${err instanceof Error ? err.message : String(err)}). Point it at a writable file whose directory exists.`,
+      { cause: err, issues: [{ path: label, message: "cannot be opened" }] },
+    );
+  }
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  db.pragma("foreign_keys = ON");
+  return db;
+}
+
+/** Validates an SQL identifier prefix so it can be spliced into table names safely. */
+export const TABLE_PREFIX = /^[A-Za-z_][A-Za-z0-9_]{0,30}$/;

@@ -1,0 +1,8 @@
+// Public entry of @nerva/core/sqlite: SQLite-backed implementations. They load the optional peer
+// dependency better-sqlite3 (^12) on first use and throw NervaError MISSING_DEPENDENCY without it.
+
+export {
+  SqliteMemoryStore,
+  SqliteMemoryStoreOptionsSchema,
+  type SqliteMemoryStoreOptions,
+} from "../memory/sqlite-memory-store.js";
