@@ -88,6 +88,15 @@ const ZERO_USAGE: TokenUsage = Object.freeze({
   costUsd: 0,
 });
 
+/** What every context of one tree shares. */
+interface Identity {
+  readonly traceId: string;
+  readonly userId: string | null;
+  readonly sessionId: string | null;
+  readonly permissions: Permissions;
+  readonly memoryScope: Scope;
+}
+
 /** Spans and events of one context tree, shared by a root context and all its descendants. */
 interface Recorder {
   readonly spans: Span[];
@@ -152,11 +161,6 @@ function checkSeconds(value: unknown, label: string): number {
  */
 export class ExecContext {
   readonly requestId: string;
-  readonly traceId: string;
-  readonly userId: string | null;
-  readonly sessionId: string | null;
-  readonly permissions: Permissions;
-  readonly memoryScope: Scope;
   readonly stream: StreamSink | null;
   /** 0 for a root context, parent's depth + 1 for a child. */
   readonly depth: number;
@@ -167,14 +171,12 @@ export class ExecContext {
   /** Epoch milliseconds of the deadline, or `null` when there is none. */
   readonly timeoutAt: number | null;
 
+  /** Trace, identity, permissions and scope: one frozen object shared by the whole tree. */
+  readonly #id: Identity;
   /** Lifecycle parent: a cancelled parent cancels this context. */
   readonly #parent: ExecContext | null;
-  /** Root of the tree; owns the recorder. */
-  readonly #root: ExecContext | null;
-  /** Context whose token usage this one reports into (a fork reports into its base). */
-  readonly #usageOwner: ExecContext | null;
-  /** Where a context that is not a fork rolls its usage up to. */
-  readonly #usageParent: ExecContext | null;
+  /** Set on a fork: the context whose request (token usage) the fork belongs to. */
+  readonly #base: ExecContext | null;
   /** Parent of new spans started on this context. */
   readonly #spanId: string | null;
   readonly #onEnd: ((reason: NervaError) => void) | null;
@@ -186,47 +188,32 @@ export class ExecContext {
   #state: State = LIVE;
   #reason: NervaError | null = null;
 
+  // Positional on purpose: this runs for every invoke, and intermediate option objects showed up
+  // as the main cost in profiles.
   private constructor(
-    base: {
-      requestId: string;
-      traceId: string;
-      userId: string | null;
-      sessionId: string | null;
-      permissions: Permissions;
-      memoryScope: Scope;
-      stream: StreamSink | null;
-      depth: number;
-      agentName: string | null;
-      createdAt: number;
-      timeoutAt: number | null;
-    },
-    links: {
-      parent: ExecContext | null;
-      root: ExecContext | null;
-      usageOwner: ExecContext | null;
-      usageParent: ExecContext | null;
-      spanId: string | null;
-      onEnd: ((reason: NervaError) => void) | null;
-    },
+    id: Identity,
+    requestId: string,
+    stream: StreamSink | null,
+    depth: number,
+    agentName: string | null,
+    createdAt: number,
+    timeoutAt: number | null,
+    parent: ExecContext | null,
+    base: ExecContext | null,
+    spanId: string | null,
+    onEnd: ((reason: NervaError) => void) | null,
   ) {
-    this.requestId = base.requestId;
-    this.traceId = base.traceId;
-    this.userId = base.userId;
-    this.sessionId = base.sessionId;
-    this.permissions = base.permissions;
-    this.memoryScope = base.memoryScope;
-    this.stream = base.stream;
-    this.depth = base.depth;
-    this.agentName = base.agentName;
-    this.createdAt = base.createdAt;
-    this.timeoutAt = base.timeoutAt;
-    this.#parent = links.parent;
-    this.#root = links.root;
-    this.#usageOwner = links.usageOwner;
-    this.#usageParent = links.usageParent;
-    this.#spanId = links.spanId;
-    this.#onEnd = links.onEnd;
-    const parent = links.parent;
+    this.#id = id;
+    this.requestId = requestId;
+    this.stream = stream;
+    this.depth = depth;
+    this.agentName = agentName;
+    this.createdAt = createdAt;
+    this.timeoutAt = timeoutAt;
+    this.#parent = parent;
+    this.#base = base;
+    this.#spanId = spanId;
+    this.#onEnd = onEnd;
     if (parent !== null) {
       if (parent.#state === CANCELLED || parent.#state === TIMED_OUT) {
         this.#state = parent.#state;
@@ -235,10 +222,27 @@ export class ExecContext {
         (parent.#children ??= new Set()).add(this);
       }
     }
-    if (this.#onEnd !== null) {
-      if (this.#reason !== null) this.#onEnd(this.#reason);
+    if (onEnd !== null) {
+      if (this.#reason !== null) onEnd(this.#reason);
       else this.#arm();
     }
+  }
+
+  /** 32 lowercase hex digits, shared by every context of the trace. */
+  get traceId(): string {
+    return this.#id.traceId;
+  }
+  get userId(): string | null {
+    return this.#id.userId;
+  }
+  get sessionId(): string | null {
+    return this.#id.sessionId;
+  }
+  get permissions(): Permissions {
+    return this.#id.permissions;
+  }
+  get memoryScope(): Scope {
+    return this.#id.memoryScope;
   }
 
   /**
@@ -264,28 +268,25 @@ export class ExecContext {
           : Permissions.create(o.permissions as PermissionsInit);
     const remote = o.traceId === undefined ? parseTraceparent(o.traceparent) : null;
     const createdAt = Date.now();
+    const id: Identity = Object.freeze({
+      traceId: o.traceId ?? remote?.traceId ?? newTraceId(),
+      userId: o.userId ?? null,
+      sessionId: o.sessionId ?? null,
+      permissions,
+      memoryScope: o.memoryScope ?? "session",
+    });
     return new ExecContext(
-      {
-        requestId: o.requestId ?? newRequestId(),
-        traceId: o.traceId ?? remote?.traceId ?? newTraceId(),
-        userId: o.userId ?? null,
-        sessionId: o.sessionId ?? null,
-        permissions,
-        memoryScope: o.memoryScope ?? "session",
-        stream: o.stream ?? null,
-        depth: 0,
-        agentName: null,
-        createdAt,
-        timeoutAt: o.timeoutSeconds == null ? null : createdAt + o.timeoutSeconds * 1000,
-      },
-      {
-        parent: null,
-        root: null,
-        usageOwner: null,
-        usageParent: null,
-        spanId: remote?.parentSpanId ?? null,
-        onEnd: null,
-      },
+      id,
+      o.requestId ?? newRequestId(),
+      o.stream ?? null,
+      0,
+      null,
+      createdAt,
+      o.timeoutSeconds == null ? null : createdAt + o.timeoutSeconds * 1000,
+      null,
+      null,
+      remote?.parentSpanId ?? null,
+      null,
     );
   }
 
@@ -304,28 +305,25 @@ export class ExecContext {
       "context",
       "Send the object produced by ctx.toWire() (snake_case fields).",
     );
+    const id: Identity = Object.freeze({
+      traceId: w.trace_id,
+      userId: w.user_id,
+      sessionId: w.session_id,
+      permissions: Permissions.fromWire(w.permissions),
+      memoryScope: w.memory_scope,
+    });
     const ctx = new ExecContext(
-      {
-        requestId: w.request_id,
-        traceId: w.trace_id,
-        userId: w.user_id,
-        sessionId: w.session_id,
-        permissions: Permissions.fromWire(w.permissions),
-        memoryScope: w.memory_scope,
-        stream: options.stream ?? null,
-        depth: w.depth,
-        agentName: w.agent_name,
-        createdAt: Date.parse(w.created_at),
-        timeoutAt: w.timeout_at === null ? null : Date.parse(w.timeout_at),
-      },
-      {
-        parent: null,
-        root: null,
-        usageOwner: null,
-        usageParent: null,
-        spanId: w.span_id,
-        onEnd: null,
-      },
+      id,
+      w.request_id,
+      options.stream ?? null,
+      w.depth,
+      w.agent_name,
+      Date.parse(w.created_at),
+      w.timeout_at === null ? null : Date.parse(w.timeout_at),
+      null,
+      null,
+      w.span_id,
+      null,
     );
     const u = w.token_usage;
     if (u.total_tokens > 0 || u.cost_usd > 0) {
@@ -374,22 +372,17 @@ export class ExecContext {
       );
     }
     return new ExecContext(
-      {
-        ...this.#identity(),
-        requestId: newRequestId(),
-        depth: this.depth + 1,
-        agentName: name,
-        createdAt: Date.now(),
-        timeoutAt: this.#deadline(options.timeoutSeconds, "options.timeoutSeconds"),
-      },
-      {
-        parent: this,
-        root: this.#root ?? this,
-        usageOwner: null,
-        usageParent: this.#usageOwner ?? this,
-        spanId: options.span?.id ?? this.#spanId,
-        onEnd: null,
-      },
+      this.#id,
+      newRequestId(),
+      this.stream,
+      this.depth + 1,
+      name,
+      Date.now(),
+      this.#deadline(options.timeoutSeconds, "options.timeoutSeconds"),
+      this,
+      null,
+      options.span?.id ?? this.#spanId,
+      null,
     );
   }
 
@@ -405,40 +398,23 @@ export class ExecContext {
    */
   fork(options: ForkOptions = {}): ExecContext {
     return new ExecContext(
-      {
-        ...this.#identity(),
-        stream: options.stream === undefined ? this.stream : options.stream,
-        requestId: this.requestId,
-        depth: this.depth,
-        agentName: options.agentName ?? this.agentName,
-        createdAt: this.createdAt,
-        timeoutAt: this.#deadline(options.timeoutSeconds, "options.timeoutSeconds"),
-      },
-      {
-        parent: this,
-        root: this.#root ?? this,
-        usageOwner: this.#usageOwner ?? this,
-        usageParent: null,
-        spanId: options.span?.id ?? this.#spanId,
-        onEnd: options.onEnd ?? null,
-      },
+      this.#id,
+      this.requestId,
+      options.stream === undefined ? this.stream : options.stream,
+      this.depth,
+      options.agentName ?? this.agentName,
+      this.createdAt,
+      this.#deadline(options.timeoutSeconds, "options.timeoutSeconds"),
+      this,
+      this.#base ?? this,
+      options.span?.id ?? this.#spanId,
+      options.onEnd ?? null,
     );
   }
 
-  #identity() {
-    return {
-      traceId: this.traceId,
-      userId: this.userId,
-      sessionId: this.sessionId,
-      permissions: this.permissions,
-      memoryScope: this.memoryScope,
-      stream: this.stream,
-    };
-  }
-
-  #deadline(timeoutSeconds: number | undefined, label: string): number | null {
+  #deadline(timeoutSeconds: number | undefined, label: string, now = Date.now()): number | null {
     if (timeoutSeconds === undefined) return this.timeoutAt;
-    const own = Date.now() + checkSeconds(timeoutSeconds, label) * 1000;
+    const own = now + checkSeconds(timeoutSeconds, label) * 1000;
     return this.timeoutAt === null ? own : Math.min(own, this.timeoutAt);
   }
 
@@ -578,9 +554,13 @@ export class ExecContext {
 
   // ---- observability ---------------------------------------------------------------------
 
+  static #rootOf(ctx: ExecContext): ExecContext {
+    while (ctx.#parent !== null) ctx = ctx.#parent;
+    return ctx;
+  }
+
   #rec(): Recorder {
-    const root = this.#root ?? this;
-    return (root.#recorder ??= { spans: [], events: [] });
+    return (ExecContext.#rootOf(this).#recorder ??= { spans: [], events: [] });
   }
 
   /** Every span of this context's tree (root, children and forks), in start order. */
@@ -658,7 +638,7 @@ export class ExecContext {
 
   /** Usage of this request and of every child request below it. */
   get tokenUsage(): TokenUsage {
-    const u = (this.#usageOwner ?? this).#usage;
+    const u = (this.#base ?? this).#usage;
     if (u === null) return ZERO_USAGE;
     return Object.freeze({
       promptTokens: u.p,
@@ -687,17 +667,15 @@ export class ExecContext {
     const c = d.completionTokens ?? 0;
     const t = d.totalTokens ?? p + c;
     const cost = d.costUsd ?? 0;
-    let target: ExecContext | null = this.#usageOwner ?? this;
-    while (target !== null) {
+    // A fork's usage belongs to its base; a request's usage also counts for every ancestor request.
+    for (let target: ExecContext | null = this.#base ?? this; target !== null;) {
       const u = (target.#usage ??= { p: 0, c: 0, t: 0, cost: 0 });
       u.p += p;
       u.c += c;
       u.t += t;
       u.cost += cost;
-      target =
-        target.#usageParent === null
-          ? null
-          : (target.#usageParent.#usageOwner ?? target.#usageParent);
+      const up: ExecContext | null = target.#parent;
+      target = up === null ? null : (up.#base ?? up);
     }
   }
 

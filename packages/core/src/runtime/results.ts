@@ -15,11 +15,11 @@ export function messageOf(err: unknown): string {
 }
 
 /** The result of a handler whose context ended: TIMEOUT for a deadline, ERROR for a cancel. */
-export function endedResult(handler: string, reason: NervaError, startedMs: number): AgentResult {
+export function endedResult(handler: string, reason: NervaError, startedAtMs: number): AgentResult {
   if (reason.code === ErrorCode.TIMEOUT) {
     return agentResult(handler, {
       status: AgentStatus.TIMEOUT,
-      error: `Handler "${handler}" timed out after ${Math.round(performance.now() - startedMs)} ms: ${reason.message}`,
+      error: `Handler "${handler}" timed out after ${Math.round(Date.now() - startedAtMs)} ms: ${reason.message}`,
     });
   }
   return errorResult(handler, `Handler "${handler}" was cancelled: ${reason.message}`);
