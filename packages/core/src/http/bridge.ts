@@ -1,0 +1,242 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { ExecContext } from "../context/exec-context.js";
+import { newRequestId } from "../context/ids.js";
+import { ErrorCode, NervaError } from "../errors.js";
+import {
+  parseHttpOptions,
+  resolveIdentity,
+  type HttpRequestLike,
+  type NervaHttpOptions,
+  type ResolvedHttpOptions,
+} from "./options.js";
+import { httpStatusOf } from "./status.js";
+
+/** Client request ids we accept with `trustRequestId` (anything else gets a fresh id). */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+const OPEN = 0;
+const FINISHED = 1;
+const ABORTED = 2;
+
+/**
+ * Turns framework requests into ExecContexts: the one implementation behind `@nerva/express`,
+ * `@nerva/fastify` and `@nerva/nestjs`. A bridge calls {@link HttpBridge.begin} as early as it
+ * can and reads the context lazily through {@link RequestScope.context}, so identity is resolved
+ * after the app's own authentication ran, wherever that runs.
+ *
+ * @example
+ * const bridge = createHttpBridge({ requireAuth: true });
+ * http.createServer((req, res) => {
+ *   const scope = bridge.begin(req, res);
+ *   const ctx = scope.context(req); // throws NervaError UNAUTHENTICATED without a user
+ * });
+ */
+export class HttpBridge<Req extends HttpRequestLike = HttpRequestLike> {
+  readonly options: ResolvedHttpOptions;
+
+  constructor(options: NervaHttpOptions<Req> = {}) {
+    this.options = parseHttpOptions(options);
+  }
+
+  /**
+   * Starts one request: picks its request id, returns it in the response header, and ties the
+   * context's lifecycle to the response — disposed when the response finishes, cancelled when
+   * the client goes away before that.
+   */
+  begin(req: IncomingMessage, res: ServerResponse): RequestScope<Req> {
+    const traceparent = req.headers.traceparent;
+    const scope = new RequestScope<Req>(
+      this,
+      this.#requestId(req),
+      Array.isArray(traceparent) ? traceparent[0] : traceparent,
+    );
+    if (!res.headersSent) res.setHeader(this.options.requestIdHeader, scope.requestId);
+    if (res.writableFinished || res.destroyed) {
+      scope.end(!res.writableFinished);
+    } else {
+      res.once("close", () => scope.end(!res.writableFinished));
+    }
+    return scope;
+  }
+
+  #requestId(req: IncomingMessage): string {
+    if (this.options.trustRequestId) {
+      const value = req.headers[this.options.requestIdHeader];
+      if (typeof value === "string" && REQUEST_ID.test(value)) return value;
+    }
+    return newRequestId();
+  }
+
+  /** Reports a 5xx to the `onError` option; other statuses are the client's business. */
+  report(error: unknown, requestId: string | null): void {
+    if (httpStatusOf(error) >= 500) this.options.onError(error, requestId);
+  }
+}
+
+/**
+ * Creates an {@link HttpBridge}; throws NervaError INVALID_OPTIONS naming each bad option.
+ *
+ * @example
+ * const bridge = createHttpBridge({ trustRequestId: true, timeoutSeconds: 30 });
+ */
+export function createHttpBridge<Req extends HttpRequestLike = HttpRequestLike>(
+  options: NervaHttpOptions<Req> = {},
+): HttpBridge<Req> {
+  return new HttpBridge<Req>(options);
+}
+
+/**
+ * One request's lazily created ExecContext. The first {@link RequestScope.context} call resolves
+ * the identity (after the app's auth ran) and creates the context; later calls return the same
+ * one. A failed resolution is remembered: every later call throws the same error, so a request
+ * never falls back to an anonymous context.
+ */
+export class RequestScope<Req extends HttpRequestLike = HttpRequestLike> {
+  readonly requestId: string;
+  readonly #bridge: HttpBridge<Req>;
+  readonly #traceparent: string | undefined;
+  #ctx: ExecContext | null = null;
+  #error: unknown = null;
+  #user: unknown = undefined;
+  #state: typeof OPEN | typeof FINISHED | typeof ABORTED = OPEN;
+
+  constructor(bridge: HttpBridge<Req>, requestId: string, traceparent: string | undefined) {
+    this.#bridge = bridge;
+    this.requestId = requestId;
+    this.#traceparent = traceparent;
+  }
+
+  /** `true` once the client went away before the response finished. */
+  get aborted(): boolean {
+    return this.#state === ABORTED;
+  }
+
+  /** The context if it was already created, without resolving anything. */
+  peek(): ExecContext | null {
+    return this.#ctx;
+  }
+
+  /**
+   * The request's context, created on first call from `req` (whose `user` the app's auth set).
+   * Throws NervaError UNAUTHENTICATED (`requireAuth`), the error `resolve` threw when it carries
+   * an HTTP status or is a NervaError, NervaError INTERNAL otherwise — and INTERNAL when the user
+   * changed after the context was created (it was read before authentication ran).
+   */
+  context(req: Req): ExecContext {
+    const ctx = this.#ctx;
+    if (ctx !== null) {
+      if (req.user !== this.#user) throw this.#staleUser();
+      return ctx;
+    }
+    if (this.#error !== null) throw this.#error;
+    return this.#create(req);
+  }
+
+  #create(req: Req): ExecContext {
+    const options = this.#bridge.options;
+    let ctx: ExecContext;
+    try {
+      const identity = resolveIdentity(req, options);
+      ctx = ExecContext.create({
+        userId: identity.userId,
+        sessionId: identity.sessionId,
+        permissions: identity.permissions,
+        memoryScope: identity.memoryScope,
+        timeoutSeconds: options.timeoutSeconds,
+        requestId: this.requestId,
+        traceparent: this.#traceparent ?? null,
+      });
+    } catch (err) {
+      this.#error = asResolveError(err);
+      throw this.#error;
+    }
+    this.#user = req.user;
+    this.#ctx = ctx;
+    if (this.#state === ABORTED && options.cancelOnDisconnect) ctx.cancel("client disconnected");
+    else if (this.#state === FINISHED) ctx.dispose();
+    return ctx;
+  }
+
+  #staleUser(): NervaError {
+    return new NervaError(
+      ErrorCode.INTERNAL,
+      "The request's user changed after its Nerva context was created: nervaCtx was read before your authentication ran. Read it in route handlers, or after your auth middleware/hook/guard.",
+    );
+  }
+
+  /**
+   * Ends the request: `aborted` cancels the context (the client went away), otherwise it is
+   * disposed. Bridges call it from the response's `close` event (done by {@link HttpBridge.begin}).
+   */
+  end(aborted: boolean): void {
+    if (this.#state !== OPEN) return;
+    this.#state = aborted ? ABORTED : FINISHED;
+    const ctx = this.#ctx;
+    if (ctx === null) return;
+    if (aborted && this.#bridge.options.cancelOnDisconnect) ctx.cancel("client disconnected");
+    ctx.dispose();
+  }
+}
+
+/** What a failed resolution throws: NervaErrors and errors with an HTTP status as they are. */
+function asResolveError(err: unknown): unknown {
+  if (err instanceof NervaError) {
+    // ExecContext.create validates what resolve produced: a bad value is a server bug, not input.
+    return err.code === ErrorCode.INVALID_OPTIONS
+      ? new NervaError(ErrorCode.INTERNAL, `Could not create the request context: ${err.message}`, {
+          cause: err,
+        })
+      : err;
+  }
+  if (httpStatusOf(err) !== 500) return err;
+  return new NervaError(
+    ErrorCode.INTERNAL,
+    `resolve(req) failed: ${err instanceof Error ? err.message : String(err)}`,
+    { cause: err },
+  );
+}
+
+/** Where a bridge keeps a request's scope (a registered symbol, shared by every copy of Nerva). */
+const SCOPE: unique symbol = Symbol.for("nerva.http.requestScope") as never;
+
+/**
+ * Remembers `scope` on a request object (framework request or raw `IncomingMessage`).
+ *
+ * @example
+ * setRequestScope(req, bridge.begin(req, res));
+ */
+export function setRequestScope(target: object, scope: RequestScope<never>): void {
+  (target as { [SCOPE]?: RequestScope<never> })[SCOPE] = scope;
+}
+
+/**
+ * The scope {@link setRequestScope} stored on `target`, or `undefined`.
+ *
+ * @example
+ * const scope = getRequestScope(req.raw ?? req);
+ */
+export function getRequestScope<Req extends HttpRequestLike = HttpRequestLike>(
+  target: object,
+): RequestScope<Req> | undefined {
+  return (target as { [SCOPE]?: RequestScope<Req> })[SCOPE];
+}
+
+/**
+ * Defines a lazy `nervaCtx` getter (or `property`) on `req`: the context is resolved on first read,
+ * i.e. after whatever authentication ran before that read.
+ *
+ * @example
+ * defineContextGetter(req, bridge.begin(req, res));
+ * req.nervaCtx.userId;
+ */
+export function defineContextGetter<Req extends HttpRequestLike>(
+  req: Req,
+  scope: RequestScope<Req>,
+  property = "nervaCtx",
+): void {
+  Object.defineProperty(req, property, {
+    configurable: true,
+    enumerable: false,
+    get: () => scope.context(req),
+  });
+}

@@ -1,0 +1,43 @@
+// Public entry of @nerva/core/http: what the framework bridges (@nerva/express, @nerva/fastify,
+// @nerva/nestjs) share. Framework-agnostic: it sees Node's IncomingMessage/ServerResponse and the
+// request object only through HttpRequestLike (headers + the user the app's auth set).
+
+// Options and identity
+export {
+  NervaHttpOptionsSchema,
+  defaultResolve,
+  parseHttpOptions,
+  resolveIdentity,
+  type HttpErrorListener,
+  type HttpRequestLike,
+  type NervaHttpOptions,
+  type NervaIdentity,
+  type ResolveIdentity,
+  type ResolvedHttpOptions,
+  type ResolvedIdentity,
+} from "./options.js";
+
+// Request lifecycle
+export {
+  HttpBridge,
+  RequestScope,
+  createHttpBridge,
+  defineContextGetter,
+  getRequestScope,
+  setRequestScope,
+} from "./bridge.js";
+
+// Errors and results → HTTP
+export {
+  HTTP_STATUS_BY_AGENT_STATUS,
+  HTTP_STATUS_BY_ERROR_CODE,
+  httpStatusOf,
+  httpStatusOfResult,
+  toHttpError,
+  type HttpErrorBody,
+  type HttpErrorResponse,
+} from "./status.js";
+
+// Server-Sent Events
+export { SSE_HEADERS, formatSseEvent, writeSse, type SseOptions, type SseOutcome } from "./sse.js";
+export { readSseEvents, type SseEvent } from "./sse-client.js";

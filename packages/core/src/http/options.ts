@@ -1,0 +1,325 @@
+import type { IncomingHttpHeaders } from "node:http";
+import { z } from "zod";
+import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
+import { Permissions, type PermissionsInit } from "../types/permissions.js";
+import { SCOPES, type Scope } from "../types/status.js";
+
+/**
+ * What the bridges need from a framework request: its headers and, once the app's own
+ * authentication ran, `user` (set by passport, `@fastify/jwt`, a NestJS guard or your middleware).
+ */
+export interface HttpRequestLike {
+  readonly headers: IncomingHttpHeaders;
+  readonly user?: unknown;
+}
+
+/**
+ * Who a request runs for, as returned by a `resolve` option. Omitted fields get the bridge's
+ * defaults: no session, no roles, the `permissions` option (or `anonymousPermissions` when
+ * `userId` is `null`) and the `memoryScope` option.
+ *
+ * @example
+ * const identity: NervaIdentity = { userId: "u1", roles: ["admin"], allowedTools: ["search"] };
+ */
+export interface NervaIdentity {
+  /** `null` for an anonymous request. Never a bearer token: use the authenticated subject. */
+  readonly userId: string | null;
+  readonly sessionId?: string | null;
+  readonly roles?: readonly string[];
+  /** `null`: every tool. `[]`: none. Omitted: the bridge's `permissions` option decides. */
+  readonly allowedTools?: readonly string[] | null;
+  /** `null`: every agent. `[]`: none. Omitted: the bridge's `permissions` option decides. */
+  readonly allowedAgents?: readonly string[] | null;
+  readonly memoryScope?: Scope;
+}
+
+/**
+ * Maps a framework request (after the app's authentication ran) to a {@link NervaIdentity}.
+ * Must be synchronous: do lookups (database roles, ...) in your auth layer and put the result on
+ * `req.user`. Return `null` for an anonymous request; throw to refuse it (the error's own HTTP
+ * status is kept, anything else is a 500 — never an anonymous context).
+ */
+export type ResolveIdentity<Req = HttpRequestLike> = (req: Req) => NervaIdentity | null | undefined;
+
+/** Called with every error the bridge answers with a 5xx status (log it; the client sees no detail). */
+export type HttpErrorListener = (error: unknown, requestId: string | null) => void;
+
+/**
+ * Options shared by `@nerva/express`, `@nerva/fastify` and `@nerva/nestjs`.
+ *
+ * @example
+ * const options: NervaHttpOptions = {
+ *   requireAuth: true,
+ *   timeoutSeconds: 30,
+ *   resolve: (req) => ({ userId: (req.user as { id: string }).id, roles: ["member"] }),
+ * };
+ */
+export interface NervaHttpOptions<Req = HttpRequestLike> {
+  /** Defaults to {@link defaultResolve}: `req.user` (`id`, `sub` or `userId`; `roles`...) or anonymous. */
+  resolve?: ResolveIdentity<Req>;
+  /** Answer 401 (NervaError UNAUTHENTICATED) when the request has no user. Default `false`. */
+  requireAuth?: boolean;
+  /**
+   * Take `x-user-id`, `x-user-roles` (comma-separated) and `x-session-id` from the request when
+   * `req.user` is absent. Only behind a gateway that authenticates and strips them. Default `false`.
+   */
+  trustIdentityHeaders?: boolean;
+  /** Reuse the client's request id header (when well-formed) instead of a fresh one. Default `false`. */
+  trustRequestId?: boolean;
+  /** Header the request id is read from (with `trustRequestId`) and returned in. Default `x-request-id`. */
+  requestIdHeader?: string;
+  /** Deadline of each request's context, in seconds. Default `null`: none of its own. */
+  timeoutSeconds?: number | null;
+  /** Memory scope of each context unless `resolve` says otherwise. Default `"session"`. */
+  memoryScope?: Scope;
+  /** Granted to authenticated users whose identity does not list tools/agents. Default: everything. */
+  permissions?: PermissionsInit;
+  /** Granted to anonymous requests. Default: nothing (no tool, no agent, no role). */
+  anonymousPermissions?: PermissionsInit;
+  /** Cancel the context (`ctx.signal` aborts) when the client disconnects early. Default `true`. */
+  cancelOnDisconnect?: boolean;
+  /** Receives errors answered with a 5xx. Default: `console.error` with the request id. */
+  onError?: HttpErrorListener;
+}
+
+const fn = <T>(label: string) =>
+  z.custom<T>((v) => typeof v === "function", `must be a function (${label})`);
+const names = z.array(z.string().min(1).max(256));
+const PermissionsInitSchema = z
+  .object({
+    roles: names.optional(),
+    allowedTools: names.nullable().optional(),
+    allowedAgents: names.nullable().optional(),
+  })
+  .strict();
+
+/** zod schema of {@link NervaHttpOptions}. */
+export const NervaHttpOptionsSchema = z
+  .object({
+    resolve: fn<ResolveIdentity<unknown>>("req) => NervaIdentity | null").optional(),
+    requireAuth: z.boolean().default(false),
+    trustIdentityHeaders: z.boolean().default(false),
+    trustRequestId: z.boolean().default(false),
+    requestIdHeader: z
+      .string()
+      .regex(/^[a-z0-9-]{1,64}$/, "must be a lowercase header name such as x-request-id")
+      .default("x-request-id"),
+    timeoutSeconds: z.number().positive().finite().nullable().default(null),
+    memoryScope: z.enum(SCOPES).default("session"),
+    permissions: PermissionsInitSchema.optional(),
+    anonymousPermissions: PermissionsInitSchema.optional(),
+    cancelOnDisconnect: z.boolean().default(true),
+    onError: fn<HttpErrorListener>("error, requestId) => void").optional(),
+  })
+  .strict();
+
+/** Validated options with defaults applied. */
+export interface ResolvedHttpOptions {
+  readonly resolve: ResolveIdentity<never> | undefined;
+  readonly requireAuth: boolean;
+  readonly trustIdentityHeaders: boolean;
+  readonly trustRequestId: boolean;
+  readonly requestIdHeader: string;
+  readonly timeoutSeconds: number | null;
+  readonly memoryScope: Scope;
+  readonly permissions: Permissions;
+  readonly anonymousPermissions: Permissions;
+  readonly cancelOnDisconnect: boolean;
+  readonly onError: HttpErrorListener;
+}
+
+const ANONYMOUS = Permissions.NONE;
+
+function logError(error: unknown, requestId: string | null): void {
+  console.error(`[nerva] request ${requestId ?? "(no id)"} failed:`, error);
+}
+
+/**
+ * Validates bridge options; throws NervaError INVALID_OPTIONS naming each bad field.
+ *
+ * @example
+ * const resolved = parseHttpOptions({ requireAuth: true });
+ */
+export function parseHttpOptions<Req>(options: NervaHttpOptions<Req> = {}): ResolvedHttpOptions {
+  const o = parseOrThrow(
+    NervaHttpOptionsSchema,
+    options,
+    ErrorCode.INVALID_OPTIONS,
+    "options",
+    "See NervaHttpOptions: resolve(req) function, requireAuth/trustIdentityHeaders/trustRequestId booleans, timeoutSeconds > 0, memoryScope user|session|agent|global.",
+  );
+  return Object.freeze({
+    resolve: o.resolve as ResolveIdentity<never> | undefined,
+    requireAuth: o.requireAuth,
+    trustIdentityHeaders: o.trustIdentityHeaders,
+    trustRequestId: o.trustRequestId,
+    requestIdHeader: o.requestIdHeader,
+    timeoutSeconds: o.timeoutSeconds,
+    memoryScope: o.memoryScope,
+    permissions:
+      o.permissions === undefined ? Permissions.UNRESTRICTED : Permissions.create(o.permissions),
+    anonymousPermissions:
+      o.anonymousPermissions === undefined ? ANONYMOUS : Permissions.create(o.anonymousPermissions),
+    cancelOnDisconnect: o.cancelOnDisconnect,
+    onError: o.onError ?? logError,
+  });
+}
+
+/** A request's identity with every default filled in, ready for `ExecContext.create`. */
+export interface ResolvedIdentity {
+  readonly userId: string | null;
+  readonly sessionId: string | null;
+  readonly permissions: Permissions;
+  readonly memoryScope: Scope;
+}
+
+const IdentitySchema = z
+  .object({
+    userId: z.string().min(1).max(256).nullable(),
+    sessionId: z.string().min(1).max(256).nullable().optional(),
+    roles: names.optional(),
+    allowedTools: names.nullable().optional(),
+    allowedAgents: names.nullable().optional(),
+    memoryScope: z.enum(SCOPES).optional(),
+  })
+  .strict();
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  const first = Array.isArray(value) ? value[0] : value;
+  return first === undefined || first === "" ? undefined : first;
+}
+
+function stringList(value: unknown): string[] | undefined {
+  if (typeof value === "string") return value === "" ? [] : [value];
+  if (!Array.isArray(value)) return undefined;
+  return value.filter((v): v is string => typeof v === "string" && v.length > 0);
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+function idOf(value: unknown): string | undefined {
+  if (typeof value === "string" && value.length > 0) return value;
+  if (typeof value === "number" && Number.isSafeInteger(value)) return String(value);
+  return undefined;
+}
+
+/**
+ * The default `resolve`: the user the app's auth layer put on `req.user` — its `id`, `sub` or
+ * `userId`; `roles` (or a single `role`); `sessionId` or `sid`; optional `allowedTools` and
+ * `allowedAgents` lists. Without `req.user` the request is anonymous, unless `trustIdentityHeaders`
+ * is on and `x-user-id` is present. Never reads the `Authorization` header.
+ *
+ * @example
+ * defaultResolve({ headers: {}, user: { sub: "u1", roles: ["admin"] } }, false);
+ * // → { userId: "u1", roles: ["admin"], sessionId: null }
+ */
+export function defaultResolve(req: HttpRequestLike, trustIdentityHeaders: boolean): NervaIdentity {
+  const user = req.user;
+  if (user !== undefined && user !== null) {
+    if (typeof user !== "object") {
+      throw new NervaError(
+        ErrorCode.INTERNAL,
+        `req.user is a ${typeof user}, not an object: the default resolve needs { id | sub | userId }. Set req.user to the authenticated user or pass a resolve(req) option.`,
+      );
+    }
+    const u = user as Record<string, unknown>;
+    const userId = idOf(u.id) ?? idOf(u.sub) ?? idOf(u.userId);
+    if (userId === undefined) {
+      throw new NervaError(
+        ErrorCode.INTERNAL,
+        "req.user has no usable id: the default resolve reads req.user.id, .sub or .userId (a string or an integer). Fix your auth layer or pass a resolve(req) option.",
+      );
+    }
+    const identity: {
+      userId: string;
+      sessionId: string | null;
+      roles: string[];
+      allowedTools?: string[] | null;
+      allowedAgents?: string[] | null;
+    } = {
+      userId,
+      sessionId: idOf(u.sessionId) ?? idOf(u.sid) ?? null,
+      roles: stringList(u.roles) ?? stringList(u.role) ?? [],
+    };
+    const tools = stringList(u.allowedTools);
+    if (tools !== undefined) identity.allowedTools = tools;
+    const agents = stringList(u.allowedAgents);
+    if (agents !== undefined) identity.allowedAgents = agents;
+    return identity;
+  }
+  if (!trustIdentityHeaders) return { userId: null, sessionId: null };
+  const roles = header(req.headers, "x-user-roles");
+  return {
+    userId: header(req.headers, "x-user-id") ?? null,
+    sessionId: header(req.headers, "x-session-id") ?? null,
+    roles:
+      roles === undefined
+        ? []
+        : roles
+            .split(",")
+            .map((r) => r.trim())
+            .filter((r) => r.length > 0),
+  };
+}
+
+/**
+ * Runs `resolve` (or the default) and fills in every default. Throws NervaError UNAUTHENTICATED
+ * when `requireAuth` is on and there is no user; INTERNAL when `resolve` returns something that is
+ * not an identity (INVALID_INPUT when the bad value came from a trusted identity header).
+ *
+ * @example
+ * const identity = resolveIdentity(req, parseHttpOptions({ requireAuth: true }));
+ */
+export function resolveIdentity<Req extends HttpRequestLike>(
+  req: Req,
+  options: ResolvedHttpOptions,
+): ResolvedIdentity {
+  const custom = options.resolve as ResolveIdentity<Req> | undefined;
+  const raw =
+    custom === undefined ? defaultResolve(req, options.trustIdentityHeaders) : custom(req);
+  if (
+    raw !== null &&
+    typeof raw === "object" &&
+    typeof (raw as { then?: unknown }).then === "function"
+  ) {
+    throw new NervaError(
+      ErrorCode.INTERNAL,
+      "resolve(req) returned a promise: it must be synchronous. Do asynchronous lookups in your auth layer and put the result on req.user.",
+    );
+  }
+  const fromHeaders = custom === undefined && req.user == null;
+  const identity = parseOrThrow(
+    IdentitySchema,
+    raw ?? { userId: null },
+    fromHeaders ? ErrorCode.INVALID_INPUT : ErrorCode.INTERNAL,
+    fromHeaders ? "identity headers" : "identity",
+    fromHeaders
+      ? "Send x-user-id / x-session-id of at most 256 characters."
+      : "resolve(req) must return { userId: string | null, sessionId?, roles?, allowedTools?, allowedAgents?, memoryScope? } or null.",
+  );
+  if (identity.userId === null && options.requireAuth) {
+    throw new NervaError(
+      ErrorCode.UNAUTHENTICATED,
+      "Authentication required: this endpoint needs an authenticated user.",
+    );
+  }
+  const base = identity.userId === null ? options.anonymousPermissions : options.permissions;
+  const sameRoles = identity.roles === undefined || sameList(identity.roles, base.roles);
+  const permissions =
+    sameRoles && identity.allowedTools === undefined && identity.allowedAgents === undefined
+      ? base
+      : base.with({
+          roles: identity.roles ?? base.roles,
+          allowedTools: identity.allowedTools,
+          allowedAgents: identity.allowedAgents,
+        });
+  return {
+    userId: identity.userId,
+    sessionId: identity.sessionId ?? null,
+    permissions,
+    memoryScope: identity.memoryScope ?? options.memoryScope,
+  };
+}

@@ -1,0 +1,195 @@
+import { once } from "node:events";
+import http, { type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { ExecContext } from "../context/exec-context.js";
+import { ErrorCode, NervaError } from "../errors.js";
+import { formatSseEvent, writeSse, type SseOutcome } from "./sse.js";
+import { readSseEvents, type SseEvent } from "./sse-client.js";
+
+const servers: http.Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
+});
+
+async function serve(handler: (res: ServerResponse) => Promise<unknown>): Promise<string> {
+  const server = http.createServer((_req, res) => void handler(res));
+  servers.push(server);
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+async function collect(url: string): Promise<{ res: Response; events: SseEvent[] }> {
+  const res = await fetch(url);
+  const events: SseEvent[] = [];
+  for await (const e of readSseEvents(res.body as AsyncIterable<Uint8Array>)) events.push(e);
+  return { res, events };
+}
+
+describe("formatSseEvent / readSseEvents", () => {
+  it("round-trips multi-line data, leading spaces and event names", async () => {
+    const wire = formatSseEvent(" hello\nworld") + ": comment\n\n" + formatSseEvent("{}", "done");
+    const events: SseEvent[] = [];
+    // Split the wire into 3-byte pieces, including between "\r" and "\n".
+    const pieces = (async function* () {
+      const bytes = new TextEncoder().encode(wire.replaceAll("\n", "\r\n"));
+      for (let i = 0; i < bytes.length; i += 3) yield bytes.slice(i, i + 3);
+    })();
+    for await (const e of readSseEvents(pieces)) events.push(e);
+    expect(events).toEqual([
+      { event: "message", data: " hello\nworld", id: null },
+      { event: "done", data: "{}", id: null },
+    ]);
+  });
+});
+
+describe("writeSse over a real HTTP server", () => {
+  it("sends SSE headers, one event per chunk as produced, and a final done event", async () => {
+    const ctx = ExecContext.create();
+    const url = await serve(async (res) => {
+      res.setHeader("x-request-id", ctx.requestId);
+      await writeSse(
+        res,
+        (async function* () {
+          yield "Hello";
+          yield " wor\nld";
+          return { status: "success" };
+        })(),
+        ctx,
+      );
+    });
+    const { res, events } = await collect(url);
+    expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    expect(res.headers.get("cache-control")).toBe("no-cache, no-transform");
+    expect(res.headers.get("x-accel-buffering")).toBe("no");
+    expect(res.headers.get("x-request-id")).toBe(ctx.requestId);
+    expect(events.map((e) => [e.event, e.data])).toEqual([
+      ["message", "Hello"],
+      ["message", " wor\nld"],
+      ["done", JSON.stringify({ requestId: ctx.requestId, result: { status: "success" } })],
+    ]);
+  });
+
+  it("flushes each chunk before the next one is produced", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const url = await serve((res) =>
+      writeSse(
+        res,
+        (async function* () {
+          yield "first";
+          await gate;
+          yield "second";
+        })(),
+      ),
+    );
+    const res = await fetch(url);
+    const iterator = readSseEvents(res.body as AsyncIterable<Uint8Array>);
+    // The first event arrives while the producer still waits on the gate.
+    expect((await iterator.next()).value).toMatchObject({ data: "first" });
+    release();
+    expect((await iterator.next()).value).toMatchObject({ data: "second" });
+    expect((await iterator.next()).value).toMatchObject({ event: "done" });
+  });
+
+  it("ends with an error event when the iterable throws, hiding 500 details", async () => {
+    const outcomes: SseOutcome[] = [];
+    const url = await serve(async (res) => {
+      const outcome = await writeSse(
+        res,
+        (async function* () {
+          yield "partial";
+          throw new NervaError(ErrorCode.RATE_LIMITED, "too many requests");
+        })(),
+      );
+      outcomes.push(outcome);
+    });
+    const { events } = await collect(url);
+    expect(events.map((e) => e.event)).toEqual(["message", "error"]);
+    expect(JSON.parse(events[1]?.data ?? "")).toMatchObject({
+      status: 429,
+      error: { code: "RATE_LIMITED" },
+    });
+    expect(outcomes).toEqual(["error"]);
+
+    const url500 = await serve((res) =>
+      writeSse(
+        res,
+        (async function* () {
+          yield* [];
+          throw new Error("secret connection string");
+        })(),
+      ),
+    );
+    const failed = await collect(url500);
+    expect(failed.events.map((e) => e.event)).toEqual(["error"]);
+    expect(failed.events[0]?.data).not.toMatch(/secret/);
+  });
+
+  it("cancels the context and stops the producer when the client disconnects", async () => {
+    const ctx = ExecContext.create();
+    let finallyRan = false;
+    let resolveOutcome!: (o: SseOutcome) => void;
+    const outcome = new Promise<SseOutcome>((r) => (resolveOutcome = r));
+    const url = await serve(async (res) => {
+      resolveOutcome(
+        await writeSse(
+          res,
+          (async function* () {
+            try {
+              yield "tick";
+              // Waits until the request is cancelled, as a well-behaved handler does.
+              await new Promise((r) => ctx.signal.addEventListener("abort", r));
+              yield "never sent";
+            } finally {
+              finallyRan = true;
+            }
+          })(),
+          ctx,
+          { heartbeatSeconds: false },
+        ),
+      );
+    });
+    const controller = new AbortController();
+    const res = await fetch(url, { signal: controller.signal });
+    const iterator = readSseEvents(res.body as AsyncIterable<Uint8Array>);
+    expect((await iterator.next()).value).toMatchObject({ data: "tick" });
+    controller.abort();
+    expect(await outcome).toBe("disconnected");
+    expect(ctx.isCancelled()).toBe(true);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(finallyRan).toBe(true);
+  });
+
+  it("writes heartbeat comments while the producer is idle", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const url = await serve((res) =>
+      writeSse(
+        res,
+        (async function* () {
+          await gate;
+          yield "late";
+        })(),
+        null,
+        { heartbeatSeconds: 0.02 },
+      ),
+    );
+    const res = await fetch(url);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    expect(first).toContain(": ping");
+    release();
+    let rest = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      rest += new TextDecoder().decode(value);
+    }
+    expect(rest).toContain("data: late");
+  });
+});
