@@ -19,7 +19,7 @@ export function endedResult(handler: string, reason: NervaError, startedAtMs: nu
   if (reason.code === ErrorCode.TIMEOUT) {
     return agentResult(handler, {
       status: AgentStatus.TIMEOUT,
-      error: `Handler "${handler}" timed out after ${Math.round(Date.now() - startedAtMs)} ms: ${reason.message}`,
+      error: `Handler "${handler}" timed out after ${Math.round(Date.now() - startedAtMs)} ms.`,
     });
   }
   return errorResult(handler, `Handler "${handler}" was cancelled: ${reason.message}`);
