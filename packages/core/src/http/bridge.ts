@@ -164,6 +164,11 @@ export class RequestScope<Req extends HttpRequestLike = HttpRequestLike> {
     );
   }
 
+  /** Reports `error` to the bridge's `onError` option when it answers with a 5xx. */
+  report(error: unknown): void {
+    this.#bridge.report(error, this.requestId);
+  }
+
   /**
    * Ends the request: `aborted` cancels the context (the client went away), otherwise it is
    * disposed. Bridges call it from the response's `close` event (done by {@link HttpBridge.begin}).

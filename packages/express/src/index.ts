@@ -1,0 +1,18 @@
+// Public entry of @nerva/express: the Express 5 bridge.
+
+// Middleware, error handler, req.nervaCtx typing
+export { nervaErrorHandler, nervaMiddleware, type NervaExpressOptions } from "./middleware.js";
+
+// Streaming
+export { sendSse } from "./sse.js";
+
+// Shared HTTP helpers, re-exported so apps need one import
+export {
+  httpStatusOf,
+  httpStatusOfResult,
+  toHttpError,
+  type NervaHttpOptions,
+  type NervaIdentity,
+  type SseOptions,
+  type SseOutcome,
+} from "@nerva/core/http";

@@ -1,0 +1,28 @@
+import type { ExecContext } from "@nerva/core";
+import { getRequestScope, writeSse, type SseOptions, type SseOutcome } from "@nerva/core/http";
+import type { Response } from "express";
+
+/**
+ * Streams `source` (e.g. `orchestrator.stream(message, ctx)`) to the client as Server-Sent Events:
+ * SSE headers, one event per chunk flushed as it is produced, a final `done` event, an `error`
+ * event if the source throws, and on client disconnect `ctx.cancel()` (the handler's `ctx.signal`
+ * aborts) and `return()` on the source. Resolves with how the stream ended; never rejects.
+ *
+ * @example
+ * app.post("/chat/stream", (req, res) => sendSse(res, orchestrator.stream(req.body.message, req.nervaCtx), req.nervaCtx));
+ */
+export function sendSse(
+  res: Response,
+  source: AsyncIterable<unknown>,
+  ctx: ExecContext | null = null,
+  options: SseOptions = {},
+): Promise<SseOutcome> {
+  const scope = getRequestScope(res.req);
+  return writeSse(res, source, ctx, {
+    ...options,
+    onError: (err) => {
+      scope?.report(err);
+      options.onError?.(err);
+    },
+  });
+}
