@@ -10,7 +10,8 @@
 #
 # No image registry is reachable here, so the image is made with `docker import` from a minimal
 # root filesystem: this machine's own `node` binary, the shared libraries `ldd` lists, the dynamic
-# loader, the warm-container agent and the test handlers. Its tag is a hash of those inputs, so
+# loader, the Nerva container agent (/nerva/agent.mjs), the stdio test handlers (/handlers) and
+# the module test handlers (/modules). Its tag is a hash of those inputs, so
 # editing a handler (or upgrading node) builds a new image on the next run.
 set -euo pipefail
 
@@ -91,7 +92,7 @@ build_image() {
   node_bin="$(readlink -f "$(command -v node)")"
   rootfs="$(mktemp -d)"
   log "building $ref from $node_bin"
-  mkdir -p "$rootfs/usr/bin" "$rootfs/bin" "$rootfs/tmp" "$rootfs/etc" "$rootfs/nerva" "$rootfs/handlers"
+  mkdir -p "$rootfs/usr/bin" "$rootfs/bin" "$rootfs/tmp" "$rootfs/etc" "$rootfs/nerva" "$rootfs/handlers" "$rootfs/modules"
   chmod 1777 "$rootfs/tmp"
   native_files | while read -r f; do
     mkdir -p "$rootfs$(dirname "$f")"
@@ -103,7 +104,9 @@ build_image() {
   printf 'root:x:0:\nnogroup:x:65534:\n' >"$rootfs/etc/group"
   cp "$IMAGE_DIR"/agent/*.mjs "$rootfs/nerva/"
   cp "$IMAGE_DIR"/handlers/*.mjs "$rootfs/handlers/"
+  cp "$IMAGE_DIR"/modules/*.mjs "$rootfs/modules/"
   chmod 0755 "$rootfs"/handlers/*.mjs "$rootfs"/nerva/*.mjs
+  chmod 0644 "$rootfs"/modules/*.mjs
   tar --numeric-owner --owner=0 --group=0 -C "$rootfs" -c . |
     docker import \
       --change 'ENV PATH=/usr/bin:/bin' \

@@ -1,0 +1,295 @@
+#!/usr/bin/env node
+// The Nerva container agent: runs JavaScript handler modules inside a container and speaks the
+// framed worker protocol (docs/protocol.md) on stdin/stdout. It has no dependencies, so it can be
+// copied into any image that has `node`:
+//
+//   COPY agent.mjs /nerva/agent.mjs
+//   CMD ["node", "/nerva/agent.mjs", "/app/handler.mjs"]
+//
+// A handler module exports a function (default export, or `handler`):
+//   export default async function (input, ctx, runtime) { return `Processed: ${input.message}`; }
+// It may return a string or a partial AgentResult ({ status, output, data, error }), or be an
+// async generator whose string chunks are streamed. `ctx` carries the request identity,
+// permissions, deadline, an abort `signal`, `recordTokens()` and `stream.push()`;
+// `runtime.delegate(handler, input)` asks the host to run another agent.
+//
+// stdout carries frames only: console.* and process.stdout writes of handlers go to stderr.
+// The agent exits when stdin ends (the host has gone) or on a `shutdown` frame.
+import { isAbsolute } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const PROTOCOL_VERSION = 1;
+const MAX_FRAME_BYTES = 64 * 1024 * 1024;
+const STATUSES = new Set([
+  "success",
+  "error",
+  "timeout",
+  "wrong_handler",
+  "needs_data",
+  "needs_credentials",
+]);
+
+const writeFrameLine = process.stdout.write.bind(process.stdout);
+// Anything a handler prints must not corrupt a frame: route it to stderr (the host drains it).
+process.stdout.write = process.stderr.write.bind(process.stderr);
+
+function send(frame) {
+  writeFrameLine(JSON.stringify(frame) + "\n");
+}
+
+const defaultModule = process.argv[2] ?? process.env.NERVA_MODULE ?? null;
+const modules = new Map();
+/** id → { controller, calls: Map<call_id, resolve>, nextCall } */
+const running = new Map();
+let shuttingDown = false;
+
+function messageOf(err) {
+  if (err instanceof Error) return err.message || err.name;
+  return typeof err === "string" ? err : `non-error value thrown: ${String(err)}`;
+}
+
+async function loadHandler(path, name) {
+  if (typeof path !== "string" || !isAbsolute(path)) {
+    throw new Error(
+      `No handler module for "${name}": start the agent with the module path (node agent.mjs /app/handler.mjs) or send "module" with the invoke.`,
+    );
+  }
+  let loaded = modules.get(path);
+  if (loaded === undefined) {
+    loaded = import(pathToFileURL(path).href);
+    modules.set(path, loaded);
+    loaded.catch(() => modules.delete(path));
+  }
+  const mod = await loaded;
+  const fn = typeof mod.default === "function" ? mod.default : mod.handler;
+  if (typeof fn !== "function") {
+    throw new Error(
+      `Module ${path} exports no handler: use "export default async function (input, ctx, runtime) { ... }" or "export async function handler(input, ctx, runtime) { ... }".`,
+    );
+  }
+  return fn;
+}
+
+function permissionsOf(wire) {
+  const tools = wire.allowed_tools === null ? null : new Set(wire.allowed_tools);
+  const agents = wire.allowed_agents === null ? null : new Set(wire.allowed_agents);
+  return Object.freeze({
+    roles: wire.roles,
+    allowedTools: wire.allowed_tools,
+    allowedAgents: wire.allowed_agents,
+    canUseTool: (n) => tools === null || tools.has(n),
+    canUseAgent: (n) => agents === null || agents.has(n),
+    hasRole: (r) => wire.roles.includes(r),
+  });
+}
+
+function makeContext(frame, state) {
+  const w = frame.context;
+  const timeoutAt = w.timeout_at === null ? null : Date.parse(w.timeout_at);
+  const send_ = (f) => {
+    if (running.get(frame.id) === state) send({ ...f, id: frame.id });
+  };
+  const ctx = Object.freeze({
+    requestId: w.request_id,
+    traceId: w.trace_id,
+    userId: w.user_id,
+    sessionId: w.session_id,
+    agentName: w.agent_name,
+    depth: w.depth,
+    memoryScope: w.memory_scope,
+    permissions: permissionsOf(w.permissions),
+    createdAt: Date.parse(w.created_at),
+    timeoutAt,
+    signal: state.controller.signal,
+    isCancelled: () => state.controller.signal.aborted,
+    isTimedOut: () => timeoutAt !== null && Date.now() >= timeoutAt,
+    remainingMs: () => (timeoutAt === null ? Infinity : Math.max(0, timeoutAt - Date.now())),
+    stream: frame.stream ? { push: (text) => send_({ type: "chunk", text: String(text) }) } : null,
+    get endReason() {
+      return state.controller.signal.aborted ? state.controller.signal.reason : null;
+    },
+    throwIfEnded() {
+      if (state.controller.signal.aborted) throw state.controller.signal.reason;
+    },
+    // Spans and events stay inside the container (the host records the invoke span); these
+    // exist so that handlers written for the subprocess worker run here unchanged.
+    event: () => undefined,
+    startSpan: () => ({ setAttribute: () => undefined, end: () => undefined }),
+    span: (_name, fn) => fn(ctx, { setAttribute: () => undefined, end: () => undefined }),
+    recordTokens(delta = {}) {
+      const p = delta.promptTokens ?? 0;
+      const c = delta.completionTokens ?? 0;
+      send_({
+        type: "usage",
+        prompt_tokens: p,
+        completion_tokens: c,
+        total_tokens: delta.totalTokens ?? p + c,
+        cost_usd: delta.costUsd ?? 0,
+      });
+    },
+    toWire: () => w,
+  });
+  return ctx;
+}
+
+function makeRuntime(frame, state) {
+  return Object.freeze({
+    delegate(handler, input) {
+      const callId = String(++state.nextCall);
+      return new Promise((resolve) => {
+        state.calls.set(callId, resolve);
+        send({
+          type: "delegate",
+          id: frame.id,
+          call_id: callId,
+          handler,
+          input: typeof input === "string" ? { message: input } : input,
+        });
+      });
+    },
+  });
+}
+
+function normalise(value) {
+  if (typeof value === "string") return { status: "success", output: value };
+  if (value === undefined || value === null) return { status: "success", output: "" };
+  if (typeof value === "object" && !Array.isArray(value)) {
+    const result = {};
+    if (value.status !== undefined) {
+      if (!STATUSES.has(value.status))
+        return {
+          status: "error",
+          error: `Handler returned an unknown status "${String(value.status)}".`,
+        };
+      result.status = value.status;
+    }
+    if (value.output !== undefined) result.output = String(value.output);
+    if (value.data !== undefined) result.data = value.data;
+    if (value.error !== undefined) result.error = value.error === null ? null : String(value.error);
+    return result;
+  }
+  return {
+    status: "error",
+    error: `Handler returned a ${typeof value}; return a string or a partial AgentResult, or yield strings.`,
+  };
+}
+
+async function invoke(frame) {
+  const state = { controller: new AbortController(), calls: new Map(), nextCall: 0 };
+  running.set(frame.id, state);
+  let result;
+  try {
+    const fn = await loadHandler(frame.module ?? defaultModule, frame.handler);
+    const ctx = makeContext(frame, state);
+    const returned = fn(frame.input, ctx, makeRuntime(frame, state));
+    if (
+      returned !== null &&
+      typeof returned === "object" &&
+      typeof returned[Symbol.asyncIterator] === "function"
+    ) {
+      let output = "";
+      const iterator = returned[Symbol.asyncIterator]();
+      for (;;) {
+        const step = await iterator.next();
+        if (step.done) {
+          const tail = step.value === undefined ? {} : normalise(step.value);
+          result = { ...tail, output: output + (tail.output ?? "") };
+          break;
+        }
+        if (typeof step.value !== "string") {
+          await iterator.return?.();
+          result = {
+            status: "error",
+            error: `Streaming handler yielded a ${typeof step.value}; yield strings.`,
+          };
+          break;
+        }
+        output += step.value;
+        ctx.stream?.push(step.value);
+      }
+    } else {
+      result = normalise(await returned);
+    }
+  } catch (err) {
+    result = { status: "error", error: messageOf(err) };
+  }
+  if (running.get(frame.id) === state) {
+    running.delete(frame.id);
+    send({ type: "result", id: frame.id, result });
+  }
+  if (shuttingDown && running.size === 0) process.exit(0);
+}
+
+function onFrame(frame) {
+  switch (frame?.type) {
+    case "invoke":
+      if (typeof frame.id !== "string" || running.has(frame.id)) {
+        send({
+          type: "error",
+          message: `invoke frame with a missing or duplicate id (${String(frame.id)}).`,
+        });
+        return;
+      }
+      frame.input = { args: {}, tools: [], history: [], ...frame.input };
+      void invoke(frame);
+      return;
+    case "cancel": {
+      const state = running.get(frame.id);
+      if (state !== undefined) state.controller.abort(new Error(frame.reason ?? "cancelled"));
+      return;
+    }
+    case "delegate_result": {
+      const state = running.get(frame.id);
+      const resolve = state?.calls.get(frame.call_id);
+      if (resolve === undefined) {
+        send({
+          type: "error",
+          message: `delegate_result for unknown call ${String(frame.id)}/${String(frame.call_id)}.`,
+        });
+        return;
+      }
+      state.calls.delete(frame.call_id);
+      resolve(frame.result);
+      return;
+    }
+    case "shutdown":
+      shuttingDown = true;
+      if (running.size === 0) process.exit(0);
+      return;
+    default:
+      send({ type: "error", message: `Unknown frame type "${String(frame?.type)}".` });
+  }
+}
+
+let pending = Buffer.alloc(0);
+process.stdin.on("data", (chunk) => {
+  let buf = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+  let nl;
+  while ((nl = buf.indexOf(10)) !== -1) {
+    const line = buf.subarray(0, nl).toString("utf8").trim();
+    buf = buf.subarray(nl + 1);
+    if (line.length === 0) continue;
+    let frame;
+    try {
+      frame = JSON.parse(line);
+    } catch (err) {
+      send({ type: "error", message: `Malformed frame (not JSON: ${messageOf(err)}).` });
+      continue;
+    }
+    onFrame(frame);
+  }
+  if (buf.length > MAX_FRAME_BYTES) {
+    send({ type: "error", message: `Frame larger than ${MAX_FRAME_BYTES} bytes; dropped.` });
+    buf = Buffer.alloc(0);
+  }
+  pending = Buffer.from(buf);
+});
+// The host closed our stdin: it is gone (or done with us). Nothing can be answered any more.
+process.stdin.on("end", () => process.exit(0));
+
+send({
+  type: "ready",
+  protocol: PROTOCOL_VERSION,
+  pid: process.pid,
+  runtime: `node ${process.version} (nerva container agent)`,
+});

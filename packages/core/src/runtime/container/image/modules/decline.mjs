@@ -1,0 +1,3 @@
+export default async function decline() {
+  return { status: "wrong_handler" };
+}

@@ -1,0 +1,3 @@
+export default async function fail() {
+  throw new Error("boom");
+}

@@ -1,0 +1,3 @@
+export default async function* stream(input) {
+  for (const word of input.message.split(/\s+/).filter(Boolean)) yield `${word} `;
+}

@@ -1,0 +1,222 @@
+import type { Duplex } from "node:stream";
+import type { ExecContext } from "../../context/exec-context.js";
+import {
+  agentResult,
+  type AgentInput,
+  type AgentResult,
+  type JsonValue,
+} from "../../types/agent.js";
+import { AgentStatus } from "../../types/status.js";
+import { errorResult } from "../results.js";
+import {
+  Demuxer,
+  dockerError,
+  STDERR,
+  STDOUT,
+  Tail,
+  type Container,
+  type Docker,
+} from "./docker.js";
+import { contextEnv, createOptions, type HandlerSpec } from "./spec.js";
+
+/** What the per-call and warm runners need from the runtime that owns the containers. */
+export interface ContainerHost {
+  readonly labelPrefix: string;
+  readonly instanceId: string;
+  readonly maxOutputBytes: number;
+  /** Resolves once the engine answered and orphans were swept; rejects with a readable error. */
+  docker(): Promise<Docker>;
+  /** Records a live container so that `close()` removes it. */
+  track(container: Container): void;
+  /** Kills and removes a container in the background; `close()` waits for it. */
+  discard(container: Container): Promise<void>;
+}
+
+/** How a stdio container ended. */
+export interface StdioOutcome {
+  readonly exitCode: number;
+  readonly stdout: Buffer;
+  readonly stderrTail: string;
+  readonly oomKilled: boolean;
+  readonly overflow: boolean;
+}
+
+/**
+ * Runs one invocation of a stdio handler in a fresh container: the AgentInput JSON goes to
+ * stdin (then EOF), stdout is the result, the exit code says success (0), wrong handler (2) or
+ * error. The container is killed the moment `scoped` ends and removed in every case.
+ */
+export async function runStdioCall(
+  host: ContainerHost,
+  spec: HandlerSpec,
+  input: AgentInput,
+  scoped: ExecContext,
+): Promise<AgentResult> {
+  const docker = await host.docker();
+  if (scoped.endReason !== null) return errorResult(spec.name, scoped.endReason.message);
+  let container: Container | undefined;
+  let socket: Duplex | undefined;
+  const stop = (): void => {
+    socket?.destroy();
+    if (container !== undefined) void host.discard(container);
+  };
+  scoped.signal.addEventListener("abort", stop, { once: true });
+  try {
+    try {
+      container = await docker.createContainer(
+        createOptions(spec, host.labelPrefix, host.instanceId, contextEnv(spec.name, scoped)),
+      );
+    } catch (err) {
+      return errorResult(
+        spec.name,
+        `${dockerError(`create a container from image "${spec.options.image}"`, err)}`,
+      );
+    }
+    host.track(container);
+    if (scoped.signal.aborted) return errorResult(spec.name, "ended before the container started");
+    const outcome = await execute(host, container, input, scoped, (s) => (socket = s));
+    return stdioResult(spec, outcome);
+  } catch (err) {
+    return errorResult(spec.name, dockerError(`run handler "${spec.name}"`, err));
+  } finally {
+    scoped.signal.removeEventListener("abort", stop);
+    socket?.destroy();
+    if (container !== undefined) void host.discard(container);
+  }
+}
+
+async function execute(
+  host: ContainerHost,
+  container: Container,
+  input: AgentInput,
+  scoped: ExecContext,
+  onSocket: (socket: Duplex) => void,
+): Promise<StdioOutcome> {
+  const socket = (await container.attach({
+    stream: true,
+    stdin: true,
+    stdout: true,
+    stderr: true,
+    hijack: true,
+  })) as Duplex;
+  onSocket(socket);
+  const stdout: Buffer[] = [];
+  let stdoutBytes = 0;
+  let overflow = false;
+  const stderr = new Tail();
+  const demux = new Demuxer((stream, payload) => {
+    if (stream === STDERR) {
+      stderr.push(payload);
+      return;
+    }
+    if (stream !== STDOUT || overflow) return;
+    stdoutBytes += payload.length;
+    if (stdoutBytes > host.maxOutputBytes) {
+      // Too much output is an error, never silently cut: stop the container now.
+      overflow = true;
+      void host.discard(container);
+      return;
+    }
+    stdout.push(payload);
+  });
+  const drained = new Promise<void>((resolve) => {
+    socket.on("data", (chunk: Buffer) => demux.push(chunk));
+    socket.once("end", resolve);
+    socket.once("close", resolve);
+    // A killed container resets the connection; what arrived so far is all there is.
+    socket.once("error", () => resolve());
+  });
+  const exited = container.wait({ condition: "next-exit" }) as Promise<{ StatusCode: number }>;
+  await container.start();
+  if (scoped.signal.aborted)
+    return { exitCode: -1, stdout: Buffer.alloc(0), stderrTail: "", oomKilled: false, overflow };
+  socket.end(JSON.stringify(input));
+  const { StatusCode: exitCode } = await exited;
+  await drained;
+  let oomKilled = false;
+  if (exitCode !== 0 && exitCode !== 2 && !overflow && !scoped.signal.aborted) {
+    const state = (await container.inspect()).State;
+    oomKilled = state.OOMKilled === true;
+  }
+  return {
+    exitCode,
+    stdout: Buffer.concat(stdout),
+    stderrTail: stderr.text(),
+    oomKilled,
+    overflow,
+  };
+}
+
+/** Maps a finished stdio container to an AgentResult (the executable protocol, docs/protocol.md). */
+export function stdioResult(spec: HandlerSpec, outcome: StdioOutcome): AgentResult {
+  const { name } = spec;
+  const tail = outcome.stderrTail;
+  const withStderr = (result: AgentResult): AgentResult =>
+    tail.length === 0
+      ? result
+      : agentResult(name, { ...result, data: { ...result.data, stderr: tail } });
+  const stderr = tail.length > 0 ? ` stderr: ${tail}` : "";
+  if (outcome.overflow) {
+    return withStderr(
+      errorResult(
+        name,
+        `Handler "${name}" wrote more than maxOutputBytes of output; the container was killed.${stderr}`,
+      ),
+    );
+  }
+  if (outcome.oomKilled) {
+    return withStderr(
+      errorResult(
+        name,
+        `Handler "${name}" exceeded its memory limit of ${spec.options.memoryLimit}: the container was OOM-killed (exit code ${outcome.exitCode}).${stderr}`,
+      ),
+    );
+  }
+  if (outcome.exitCode === 2) {
+    return withStderr(
+      agentResult(name, {
+        status: AgentStatus.WRONG_HANDLER,
+        error: `Handler "${name}" declined the request (exit code 2).${stderr}`,
+      }),
+    );
+  }
+  if (outcome.exitCode !== 0) {
+    const how =
+      outcome.exitCode === 137
+        ? "was killed (SIGKILL, exit code 137)"
+        : outcome.exitCode > 128
+          ? `was killed by signal ${outcome.exitCode - 128} (exit code ${outcome.exitCode})`
+          : `exited with code ${outcome.exitCode}`;
+    return withStderr(errorResult(name, `Handler "${name}" ${how}.${stderr}`));
+  }
+  return withStderr(parseStdout(name, outcome.stdout.toString("utf8")));
+}
+
+/**
+ * A JSON object on stdout: its `output` (or `response`) field is the text and every other field
+ * is data. Anything else is the output as it is, minus one trailing newline.
+ */
+export function parseStdout(name: string, text: string): AgentResult {
+  if (text.trimStart().startsWith("{")) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
+      const { output, response, ...data } = parsed as Record<string, JsonValue>;
+      const out = output !== undefined ? output : response;
+      return agentResult(name, {
+        output:
+          typeof out === "string"
+            ? out
+            : out === undefined || out === null
+              ? ""
+              : JSON.stringify(out),
+        data,
+      });
+    }
+  }
+  return agentResult(name, { output: text.endsWith("\n") ? text.slice(0, -1) : text });
+}
