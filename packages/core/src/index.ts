@@ -129,3 +129,15 @@ export {
 export { memoryNamespace, type MemoryNamespace } from "./memory/namespace.js";
 export { TieredMemory, type TieredMemoryOptions } from "./memory/tiered-memory.js";
 export { InMemoryMemoryStore } from "./memory/in-memory-store.js";
+export {
+  HealthStatus,
+  RegistryKind,
+  type DiscoverFilter,
+  type InvocationRecord,
+  type InvocationStats,
+  type Registry,
+  type RegistryEntry,
+  type RegistryEntryInit,
+} from "./registry/types.js";
+export { InMemoryRegistry } from "./registry/in-memory-registry.js";
+export type { RegistryOptions } from "./registry/shared.js";

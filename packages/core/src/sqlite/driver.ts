@@ -14,7 +14,9 @@ export interface SqliteDatabase {
   exec(sql: string): unknown;
   pragma(source: string, options?: { simple?: boolean }): unknown;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  transaction<F extends (...args: any[]) => any>(fn: F): F;
+  transaction<F extends (...args: any[]) => any>(
+    fn: F,
+  ): F & { deferred: F; immediate: F; exclusive: F };
   close(): unknown;
   readonly open: boolean;
 }

@@ -6,3 +6,8 @@ export {
   SqliteMemoryStoreOptionsSchema,
   type SqliteMemoryStoreOptions,
 } from "../memory/sqlite-memory-store.js";
+export {
+  SqliteRegistry,
+  SqliteRegistryOptionsSchema,
+  type SqliteRegistryOptions,
+} from "../registry/sqlite-registry.js";

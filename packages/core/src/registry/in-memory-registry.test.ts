@@ -1,0 +1,6 @@
+import { InMemoryRegistry } from "./in-memory-registry.js";
+import { describeRegistryContract } from "./registry-contract.js";
+
+describeRegistryContract("InMemoryRegistry", async (options) => ({
+  registry: new InMemoryRegistry(options),
+}));
