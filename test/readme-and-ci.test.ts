@@ -1,0 +1,35 @@
+// The README's two set-up commands come first, and CI runs exactly the README's test command.
+import { readFileSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const readme = readFileSync(join(root, "README.md"), "utf8");
+const ci = readFileSync(join(root, ".ci/run"), "utf8");
+const shBlocks = [...readme.matchAll(/```sh\n([^`]*)```/g)].map((m) => (m[1] as string).trim());
+
+describe("README set-up commands", () => {
+  it("starts with exactly two commands: the demo, then the test suite", () => {
+    const firstCode = readme.indexOf("```");
+    expect(readme.indexOf("```sh")).toBe(firstCode);
+    expect(shBlocks.slice(0, 2)).toEqual([
+      "npm i -g pnpm@10 && pnpm install && pnpm demo",
+      "npm i -g pnpm@10 && pnpm install && pnpm test",
+    ]);
+  });
+
+  it("runs the README's test command as the last step of .ci/run", () => {
+    const lastLine = ci.trim().split("\n").at(-1);
+    expect(lastLine).toBe(shBlocks[1]);
+    expect(ci).toMatch(/set -euo pipefail/);
+    expect(statSync(join(root, ".ci/run")).mode & 0o111).not.toBe(0);
+  });
+
+  it("points both commands at real scripts", () => {
+    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+    expect(pkg.scripts.demo).toContain("apps/demo");
+    expect(pkg.scripts.test).toMatch(/turbo run build.*vitest run/);
+    expect(pkg.scripts.check).toContain("spec:check");
+  });
+});
