@@ -1,0 +1,18 @@
+// Public entry of @nerva/fastify: the Fastify 5 bridge.
+
+// Plugin, error answers, request.nervaCtx typing
+export { nervaPlugin, replyNervaError, type NervaFastifyOptions } from "./plugin.js";
+
+// Streaming
+export { sendSse } from "./sse.js";
+
+// Shared HTTP helpers, re-exported so apps need one import
+export {
+  httpStatusOf,
+  httpStatusOfResult,
+  toHttpError,
+  type NervaHttpOptions,
+  type NervaIdentity,
+  type SseOptions,
+  type SseOutcome,
+} from "@nerva/core/http";
