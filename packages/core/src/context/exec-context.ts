@@ -649,6 +649,17 @@ export class ExecContext {
   }
 
   /**
+   * Usage of the whole tree this context belongs to: the root request's usage, which includes
+   * every child request. Budgets read it, so a delegated agent cannot escape its request's budget.
+   *
+   * @example
+   * if (ctx.rootTokenUsage.costUsd > 0.5) throw new Error("over budget");
+   */
+  get rootTokenUsage(): TokenUsage {
+    return ExecContext.#rootOf(this).tokenUsage;
+  }
+
+  /**
    * Adds one LLM call's usage to this context and every ancestor request. Throws
    * INVALID_INPUT on negative or non-integer token counts.
    *
