@@ -212,9 +212,11 @@ describe("FunctionToolManager", () => {
     expect(thrown(() => m.register({ ...add, parameters: {} as never })).issues[0]?.path).toBe(
       "tool.parameters",
     );
-    const notObject = thrown(() => m.register({ ...add, parameters: z.string() }));
+    const notObject = thrown(() => m.register({ ...add, parameters: z.string() } as never));
     expect(notObject.message).toContain("tool.parameters: must be an object schema");
-    const noJson = thrown(() => m.register({ ...add, parameters: z.object({ when: z.date() }) }));
+    const noJson = thrown(() =>
+      m.register({ ...add, parameters: z.object({ when: z.date() }) } as never),
+    );
     expect(noJson.message).toContain("cannot be expressed as JSON Schema");
     const dup = thrown(() => new FunctionToolManager({ tools: [add, add] }));
     expect(dup.message).toContain('options.tools.1.name: tool "add" is already registered');

@@ -1,0 +1,312 @@
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ExecContext } from "../../context/exec-context.js";
+import { ErrorCode, NervaError } from "../../errors.js";
+import {
+  MCPToolManager,
+  type MCPNotification,
+  type MCPToolManagerOptions,
+} from "./mcp-tool-manager.js";
+import { importOptional } from "./optional-import.js";
+
+/** A real MCP server (the SDK's McpServer over stdio), started as a child process per manager. */
+const SERVER = fileURLToPath(new URL("../../../test/fixtures/mcp-server.mjs", import.meta.url));
+const ctx = (allowedTools: string[] | null = null, timeoutSeconds?: number) =>
+  ExecContext.create({ userId: "u1", permissions: { allowedTools }, timeoutSeconds });
+
+const open: MCPToolManager[] = [];
+async function start(options: Partial<MCPToolManagerOptions> = {}): Promise<MCPToolManager> {
+  const manager = await MCPToolManager.connect({
+    command: process.execPath,
+    args: [SERVER],
+    name: "fixture",
+    ...options,
+  });
+  open.push(manager);
+  return manager;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves with the first notification matching `predicate` (pushed by the server, no polling). */
+function notifications() {
+  const waiters: {
+    predicate: (n: MCPNotification) => boolean;
+    resolve: (n: MCPNotification) => void;
+  }[] = [];
+  const seen: MCPNotification[] = [];
+  return {
+    seen,
+    onNotification: (n: MCPNotification) => {
+      seen.push(n);
+      for (const w of [...waiters]) {
+        if (w.predicate(n)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(n);
+        }
+      }
+    },
+    next: (predicate: (n: MCPNotification) => boolean) =>
+      new Promise<MCPNotification>((resolve) => waiters.push({ predicate, resolve })),
+  };
+}
+
+afterAll(async () => {
+  await Promise.all(open.map((m) => m.close()));
+  for (const m of open) expect(m.pid).toBeNull();
+});
+
+describe("MCPToolManager against a real MCP server process", () => {
+  let tools: MCPToolManager;
+  beforeAll(async () => {
+    tools = await start();
+  });
+
+  it("lists the server's tools with their JSON Schemas", async () => {
+    const list = await tools.discover(ctx());
+    const add = list.find((t) => t.name === "add");
+    expect(add?.description).toBe("Adds two numbers");
+    expect(add?.parameters).toMatchObject({
+      type: "object",
+      properties: { a: { type: "number" }, b: { type: "number" } },
+      required: ["a", "b"],
+    });
+    expect(add?.parameters["$schema"]).toBeUndefined();
+    expect(tools.toolNames()).toEqual(
+      expect.arrayContaining(["add", "echo", "fail", "log", "progress"]),
+    );
+  });
+
+  it("calls tools: structured output, text output, tool errors, invalid arguments", async () => {
+    expect(await tools.call("add", { a: 2, b: 3 }, ctx())).toMatchObject({
+      status: "success",
+      output: { sum: 5 },
+      error: null,
+    });
+    expect((await tools.call("echo", { text: "héllo" }, ctx())).output).toBe("héllo");
+    const failed = await tools.call("fail", {}, ctx());
+    expect(failed).toMatchObject({
+      status: "error",
+      output: null,
+      error: 'Tool "fail" reported an error: deliberate failure',
+    });
+    const invalid = await tools.call("add", { a: "two", b: 3 }, ctx());
+    expect(invalid.status).toBe("error");
+    expect(invalid.error).toMatch(/Input validation error/);
+    expect((await tools.call("add", [1, 2], ctx())).error).toContain("args must be an object");
+  });
+
+  it("runs 10 calls concurrently over one connection and matches each result to its call", async () => {
+    const started = performance.now();
+    // Later calls finish first, so responses arrive in the reverse order of the requests.
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        tools.call("echo", { text: `call-${i}`, delayMs: (10 - i) * 40 }, ctx()),
+      ),
+    );
+    expect(results.map((r) => r.output)).toEqual(Array.from({ length: 10 }, (_, i) => `call-${i}`));
+    expect(results.every((r) => r.status === "success")).toBe(true);
+    // Sequential calls would take at least 40 * (1 + ... + 10) = 2200 ms.
+    expect(performance.now() - started).toBeLessThan(1500);
+  });
+
+  it("lists and calls only tools the context may use", async () => {
+    const c = ctx(["echo"]);
+    expect((await tools.discover(c)).map((t) => t.name)).toEqual(["echo"]);
+    const denied = await tools.call("add", { a: 1, b: 2 }, c);
+    expect(denied.status).toBe("permission_denied");
+    expect((await tools.call("nope", {}, ctx())).status).toBe("not_found");
+  });
+
+  it("records progress notifications as events under the call's span", async () => {
+    const c = ctx();
+    const r = await tools.call("progress", { steps: 3 }, c);
+    expect(r.output).toBe("done in 3 steps");
+    const span = c.spans.find((s) => s.name === "tools.call");
+    const progress = c.events.filter((e) => e.name === "mcp.progress");
+    expect(
+      progress.map((e) => [e.attributes["progress"], e.attributes["total"], e.spanId]),
+    ).toEqual([
+      [1, 3, span?.id],
+      [2, 3, span?.id],
+      [3, 3, span?.id],
+    ]);
+    expect(span?.attributes).toMatchObject({
+      tool: "progress",
+      status: "success",
+      server: "fixture",
+    });
+  });
+
+  it("times out a call at its deadline and keeps the connection usable", async () => {
+    const c = ctx(null, 0.2);
+    const r = await tools.call("stubborn", { ms: 5000 }, c);
+    expect(r.status).toBe("timeout");
+    expect(r.durationMs).toBeLessThan(1500);
+    expect(r.error).toContain("the request's deadline");
+    expect((await tools.call("echo", { text: "still here" }, ctx())).output).toBe("still here");
+  });
+
+  it("ends a call when the request is cancelled", async () => {
+    const c = ctx();
+    const pending = tools.call("stubborn", { ms: 5000 }, c);
+    setTimeout(() => c.cancel("user left"), 50);
+    const r = await pending;
+    expect(r.status).toBe("error");
+    expect(r.error).toMatch(/was cancelled .*user left/);
+  });
+
+  it("does not leak this process's environment to the server", async () => {
+    process.env["NERVA_TEST_SECRET"] = "s3cret";
+    try {
+      const m = await start({ env: { NERVA_VISIBLE: "yes" } });
+      expect((await m.call("env", { name: "NERVA_TEST_SECRET" }, ctx())).output).toBe("unset");
+      expect((await m.call("env", { name: "NERVA_VISIBLE" }, ctx())).output).toBe("set");
+      expect((await m.call("env", { name: "PATH" }, ctx())).output).toBe("set");
+    } finally {
+      delete process.env["NERVA_TEST_SECRET"];
+    }
+  });
+});
+
+describe("MCPToolManager notifications", () => {
+  it("refreshes the tool list on tools/list_changed", async () => {
+    const n = notifications();
+    const tools = await start({ onNotification: n.onNotification, toolPrefix: "fx." });
+    expect(tools.toolNames()).not.toContain("fx.dynamic");
+
+    const added = n.next((x) => x.kind === "tools_changed" && x.tools.includes("fx.dynamic"));
+    expect((await tools.call("fx.add_tool", { name: "dynamic" }, ctx())).output).toBe(
+      "added dynamic",
+    );
+    await added;
+    expect((await tools.discover(ctx())).map((t) => t.name)).toContain("fx.dynamic");
+    expect((await tools.call("fx.dynamic", {}, ctx())).output).toBe("hello from dynamic");
+
+    const removed = n.next((x) => x.kind === "tools_changed" && !x.tools.includes("fx.dynamic"));
+    await tools.call("fx.remove_tool", { name: "dynamic" }, ctx());
+    await removed;
+    expect((await tools.call("fx.dynamic", {}, ctx())).status).toBe("not_found");
+  });
+
+  it("records a log message on the ctx of the only call in flight, and reports every one", async () => {
+    const n = notifications();
+    const tools = await start({ onNotification: n.onNotification });
+    const c = ctx();
+    await tools.call("log", { message: "indexing 42 files", level: "warning" }, c);
+    const log = c.events.find((e) => e.name === "mcp.log");
+    expect(log?.attributes).toEqual({
+      level: "warning",
+      logger: "fixture",
+      data: "indexing 42 files",
+    });
+    expect(log?.spanId).toBe(c.spans.find((s) => s.name === "tools.call")?.id);
+    expect(n.seen).toContainEqual({
+      kind: "log",
+      level: "warning",
+      logger: "fixture",
+      data: "indexing 42 files",
+    });
+  });
+
+  it("does not attribute a log message to anyone while calls overlap", async () => {
+    const n = notifications();
+    const tools = await start({ onNotification: n.onNotification });
+    const other = ExecContext.create({ userId: "someone-else" });
+    const mine = ctx();
+    const slow = tools.call("echo", { text: "x", delayMs: 300 }, other);
+    await tools.call("log", { message: "private detail", level: "info" }, mine);
+    await slow;
+    expect(other.events.filter((e) => e.name === "mcp.log")).toEqual([]);
+    expect(mine.events.filter((e) => e.name === "mcp.log")).toEqual([]);
+    expect(n.seen.some((x) => x.kind === "log" && x.data === "private detail")).toBe(true);
+  });
+});
+
+describe("MCPToolManager lifecycle", () => {
+  it("resolves error (not a hang) for calls in flight and later when the server dies", async () => {
+    const n = notifications();
+    const tools = await start({ onNotification: n.onNotification });
+    const pid = tools.pid!;
+    const inFlight = tools.call("stubborn", { ms: 10_000 }, ctx());
+    const started = performance.now();
+    const crash = await tools.call("crash", {}, ctx());
+    expect(crash.status).toBe("error");
+    expect(crash.error).toContain('MCP server "fixture" exited');
+    expect(crash.error).toContain("crashing on purpose");
+    const other = await inFlight;
+    expect(other.status).toBe("error");
+    expect(performance.now() - started).toBeLessThan(2000);
+    const later = await tools.call("echo", { text: "x" }, ctx());
+    expect(later).toMatchObject({ status: "error" });
+    expect(later.error).toContain("exited");
+    expect(tools.connected).toBe(false);
+    expect(isAlive(pid)).toBe(false);
+    expect(n.seen.some((x) => x.kind === "error" && x.message.includes("exited"))).toBe(true);
+  });
+
+  it("close() ends the server process; later calls resolve error", async () => {
+    const tools = await start();
+    const pid = tools.pid!;
+    expect(isAlive(pid)).toBe(true);
+    await tools.close();
+    expect(isAlive(pid)).toBe(false);
+    expect(tools.pid).toBeNull();
+    expect(await tools.call("echo", { text: "x" }, ctx())).toMatchObject({
+      status: "error",
+      error: 'MCP server "fixture" is closed.',
+    });
+    await tools.close(); // idempotent
+  });
+
+  it("fails fast with INVALID_OPTIONS when the command does not exist", async () => {
+    const started = performance.now();
+    const err = await MCPToolManager.connect({ command: "/nonexistent/mcp-server" }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(NervaError);
+    expect((err as NervaError).code).toBe(ErrorCode.INVALID_OPTIONS);
+    expect((err as NervaError).message).toContain("options.command");
+    expect(performance.now() - started).toBeLessThan(2000);
+  });
+
+  it("reports a server that dies during start-up with its stderr", async () => {
+    const err = await MCPToolManager.connect({
+      command: process.execPath,
+      args: ["-e", "process.stderr.write('bad config: missing API_URL\\n'); process.exit(2)"],
+      name: "broken",
+    }).catch((e: unknown) => e);
+    expect((err as NervaError).code).toBe(ErrorCode.INTERNAL);
+    expect((err as NervaError).message).toContain('MCP server "broken" failed to start');
+    expect((err as NervaError).message).toContain("bad config: missing API_URL");
+  });
+
+  it("validates options naming the field", async () => {
+    await expect(MCPToolManager.connect({ command: "" })).rejects.toThrow(/options\.command/);
+    await expect(
+      MCPToolManager.connect({ command: "node", toolPrefix: "has space" }),
+    ).rejects.toThrow(/options\.toolPrefix/);
+    await expect(MCPToolManager.connect({ command: "node", timeoutSeconds: -1 })).rejects.toThrow(
+      /options\.timeoutSeconds/,
+    );
+  });
+
+  it("turns a missing optional package into MISSING_DEPENDENCY naming it", async () => {
+    const err = await importOptional(
+      "@nerva-test/not-installed-anywhere/client/index.js",
+      "@nerva-test/not-installed-anywhere",
+      "MCPToolManager",
+    ).catch((e: unknown) => e);
+    expect((err as NervaError).code).toBe(ErrorCode.MISSING_DEPENDENCY);
+    expect((err as NervaError).message).toContain('"@nerva-test/not-installed-anywhere"');
+    expect((err as NervaError).message).toContain("pnpm add @nerva-test/not-installed-anywhere");
+    expect((err as NervaError).details).toEqual({ package: "@nerva-test/not-installed-anywhere" });
+  });
+});
