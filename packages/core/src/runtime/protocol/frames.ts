@@ -137,6 +137,8 @@ export type InvokeFrame = z.output<typeof InvokeFrameSchema>;
 export type ResultFrame = z.output<typeof ResultFrameSchema>;
 export type DelegateFrame = z.output<typeof DelegateFrameSchema>;
 export type UsageFrame = z.output<typeof UsageFrameSchema>;
+/** An AgentInput as it goes into a frame. */
+export type AgentInputWire = z.input<typeof AgentInputSchema>;
 
 /**
  * Every frame schema by name, for documentation and for generating JSON Schema.

@@ -21,6 +21,7 @@ export {
   UsageFrameSchema,
   WorkerFrameSchema,
   protocolSchemas,
+  type AgentInputWire,
   type DelegateFrame,
   type HostFrame,
   type HostFrameInput,

@@ -1,0 +1,265 @@
+import { spawn } from "node:child_process";
+import type { Readable, Writable } from "node:stream";
+import type { ExecContext } from "../../context/exec-context.js";
+import type { NervaError } from "../../errors.js";
+import {
+  agentResult,
+  type AgentInput,
+  type AgentResult,
+  type JsonValue,
+} from "../../types/agent.js";
+import { AgentStatus } from "../../types/status.js";
+import { FrameDecoder, encodeFrame } from "../protocol/codec.js";
+import { WorkerFrameSchema, type WorkerFrame } from "../protocol/frames.js";
+import { errorResult } from "../results.js";
+import { contextEnv } from "./env.js";
+import { TailBuffer, describeSignal, killGroup, looksOutOfMemory, withStderr } from "./output.js";
+import { InvocationSession } from "./session.js";
+
+/** Settings of one executable call. */
+export interface ExecutableCall {
+  readonly handler: string;
+  readonly file: string;
+  readonly cwd: string;
+  readonly input: AgentInput;
+  readonly scoped: ExecContext;
+  readonly baseEnv: Readonly<Record<string, string>>;
+  readonly maxOutputBytes: number;
+  readonly stderrTailBytes: number;
+  readonly memoryLimitMb: number | undefined;
+  readonly cancelGraceMs: number;
+  readonly delegate: (handler: string, input: AgentInput) => Promise<AgentResult>;
+  /** Told the pid once spawned and the stderr tail as it grows, for results the guard builds. */
+  readonly observe: (obs: { pid?: number; stderr: TailBuffer }) => void;
+}
+
+const FRAME_SLACK = 64 * 1024;
+
+/** Why spawn failed, in words that say what to do. */
+function spawnFailure(handler: string, file: string, err: NodeJS.ErrnoException): string {
+  switch (err.code) {
+    case "EACCES":
+      return `Handler "${handler}" could not be started: ${file} is not executable (EACCES). Make it executable (chmod +x) and start it with a #! line.`;
+    case "ENOENT":
+      return `Handler "${handler}" could not be started: ${file} was not found, or the interpreter on its #! line does not exist (ENOENT).`;
+    case "ENOEXEC":
+      return `Handler "${handler}" could not be started: ${file} is not a program the system can run (ENOEXEC); start it with a #! line.`;
+    default:
+      return `Handler "${handler}" could not be started: ${err.code ?? "error"} ${err.message}`;
+  }
+}
+
+/** Parses an executable's stdout into output + data (docs/protocol.md). */
+export function parseStdout(text: string): { output: string; data: Record<string, JsonValue> } {
+  const trimmed = text.trim();
+  if (trimmed.startsWith("{")) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(trimmed);
+    } catch {
+      parsed = undefined;
+    }
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
+      const { output, response, ...rest } = parsed as Record<string, JsonValue>;
+      const data: Record<string, JsonValue> = rest;
+      const text = output !== undefined ? output : response;
+      if (output !== undefined && response !== undefined) data["response"] = response;
+      return {
+        output:
+          text === undefined || text === null
+            ? ""
+            : typeof text === "string"
+              ? text
+              : JSON.stringify(text),
+        data,
+      };
+    }
+  }
+  return { output: text.replace(/\r?\n$/, ""), data: {} };
+}
+
+/**
+ * Runs an executable handler once (the executable protocol of docs/protocol.md): a new process
+ * group per call, AgentInput on stdin, result on stdout, exit code for the status, fd 3 as the
+ * frame channel. Resolves (never rejects) when the process and all its stdio are closed.
+ */
+export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
+  const { handler, scoped } = call;
+  const stderr = new TailBuffer(call.stderrTailBytes);
+  return new Promise<AgentResult>((resolve) => {
+    const env = { ...call.baseEnv, ...contextEnv(handler, scoped) };
+    const limitKb = call.memoryLimitMb === undefined ? 0 : call.memoryLimitMb * 1024;
+    const child =
+      limitKb === 0
+        ? spawn(call.file, [], {
+            cwd: call.cwd,
+            env,
+            detached: true,
+            stdio: ["pipe", "pipe", "pipe", "pipe"],
+          })
+        : spawn("/bin/sh", ["-c", `ulimit -v ${limitKb} && exec "$0"`, call.file], {
+            cwd: call.cwd,
+            env,
+            detached: true,
+            stdio: ["pipe", "pipe", "pipe", "pipe"],
+          });
+    const pid = child.pid;
+    call.observe({ ...(pid === undefined ? {} : { pid }), stderr });
+
+    let failure: string | null = null;
+    let stopped: NervaError | null = null;
+    let settled = false;
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+    const out: Buffer[] = [];
+    let outBytes = 0;
+    let errBytes = 0;
+    let channelBytes = 0;
+    let resultFrame: Extract<WorkerFrame, { type: "result" }> | null = null;
+    let graceTimer: ReturnType<typeof setTimeout> | null = null;
+
+    const stdin = child.stdio[0] as Writable;
+    const stdout = child.stdio[1] as Readable;
+    const stderrStream = child.stdio[2] as Readable;
+    const channel = child.stdio[3] as (Readable & Writable) | null | undefined;
+
+    const fail = (message: string): void => {
+      if (failure === null && stopped === null) failure = message;
+      killGroup(pid);
+    };
+    const session = new InvocationSession({
+      handler,
+      scoped,
+      id: scoped.requestId,
+      delegate: call.delegate,
+      send: (frame) => {
+        if (channel?.writable === true) channel.write(encodeFrame(frame));
+      },
+      fail,
+    });
+    const limit = (stream: string): string =>
+      `Output limit exceeded: handler "${handler}" wrote more than ${call.maxOutputBytes} bytes to ${stream} (maxOutputBytes); the process was killed.`;
+
+    const onAbort = (): void => {
+      stopped = scoped.endReason;
+      if (call.cancelGraceMs > 0 && pid !== undefined) {
+        killGroup(pid, "SIGTERM");
+        graceTimer = setTimeout(() => killGroup(pid), call.cancelGraceMs);
+      } else {
+        killGroup(pid);
+      }
+    };
+    const signal = scoped.signal;
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+
+    const finish = (result: AgentResult): void => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener("abort", onAbort);
+      if (graceTimer !== null) clearTimeout(graceTimer);
+      session.close();
+      void session.drain().then(() => resolve(withStderr(result, stderr.text())));
+    };
+    child.on("error", (err: NodeJS.ErrnoException) => {
+      // spawn failures (ENOENT, EACCES) arrive here, before any exit.
+      if (exit === null && err.syscall?.startsWith("spawn") === true) {
+        finish(errorResult(handler, spawnFailure(handler, call.file, err)));
+      }
+    });
+    stdin.on("error", () => {
+      // EPIPE: the handler exited without reading its input; its exit code tells the story.
+    });
+    stdin.end(JSON.stringify(call.input));
+
+    stdout.on("data", (bytes: Buffer) => {
+      outBytes += bytes.length;
+      if (outBytes > call.maxOutputBytes) fail(limit("stdout"));
+      else out.push(bytes);
+    });
+    stderrStream.on("data", (bytes: Buffer) => {
+      errBytes += bytes.length;
+      stderr.push(bytes);
+      if (errBytes > call.maxOutputBytes) fail(limit("stderr"));
+    });
+    if (channel !== null && channel !== undefined) {
+      const decoder = new FrameDecoder({
+        schema: WorkerFrameSchema,
+        maxFrameBytes: call.maxOutputBytes + FRAME_SLACK,
+        onFrame: (frame, bytes) => {
+          channelBytes += bytes;
+          if (channelBytes > call.maxOutputBytes) {
+            fail(limit("its channel (fd 3)"));
+            return;
+          }
+          if (session.handle(frame)) return;
+          if (frame.type === "result") resultFrame = frame;
+          else if (frame.type === "error") fail(`Handler "${handler}" reported: ${frame.message}`);
+        },
+        onError: (err) => fail(`Protocol error on the channel of "${handler}": ${err.message}`),
+      });
+      channel.on("data", (bytes: Buffer) => decoder.push(bytes));
+      channel.on("error", () => undefined);
+    }
+
+    child.on("exit", (code, sig) => {
+      exit = { code, signal: sig };
+      // Nothing the handler started may outlive it.
+      killGroup(pid);
+    });
+    child.on("close", (code: number | null, sig: NodeJS.Signals | null) => {
+      const status = exit ?? { code, signal: sig };
+      if (settled) return;
+      if (stopped !== null) {
+        finish(errorResult(handler, `Handler "${handler}" was stopped: ${stopped.message}`));
+        return;
+      }
+      if (failure !== null) {
+        finish(errorResult(handler, failure));
+        return;
+      }
+      finish(interpret(status.code, status.signal));
+    });
+
+    const interpret = (code: number | null, sig: NodeJS.Signals | null): AgentResult => {
+      const text = Buffer.concat(out, outBytes).toString("utf8");
+      const parsed = parseStdout(text);
+      if (parsed.output === "" && session.chunks > 0) parsed.output = session.streamed;
+      if (sig !== null) {
+        const oom = call.memoryLimitMb !== undefined && looksOutOfMemory(stderr.text());
+        return errorResult(
+          handler,
+          oom
+            ? `Memory limit exceeded: handler "${handler}" ran out of its ${call.memoryLimitMb} MiB address space (memoryLimitMb, ulimit -v) and was killed by ${describeSignal(sig)}.`
+            : `Handler "${handler}" was killed by signal ${describeSignal(sig)}.`,
+        );
+      }
+      if (code === 0) {
+        if (resultFrame !== null) {
+          const r = resultFrame.result;
+          return agentResult(handler, {
+            ...r,
+            output: r.output ?? parsed.output,
+          });
+        }
+        return agentResult(handler, parsed);
+      }
+      if (code === 2) {
+        return agentResult(handler, { ...parsed, status: AgentStatus.WRONG_HANDLER });
+      }
+      const reported = typeof parsed.data["error"] === "string" ? `: ${parsed.data["error"]}` : "";
+      if (call.memoryLimitMb !== undefined && looksOutOfMemory(stderr.text())) {
+        return errorResult(
+          handler,
+          `Memory limit exceeded: handler "${handler}" ran out of its ${call.memoryLimitMb} MiB address space (memoryLimitMb, ulimit -v) and exited with code ${code}.`,
+        );
+      }
+      if (limitKb !== 0 && (code === 126 || code === 127)) {
+        return errorResult(
+          handler,
+          `Handler "${handler}" could not be started: ${call.file} is not executable or was not found (exit ${code} from the shell applying memoryLimitMb).`,
+        );
+      }
+      return errorResult(handler, `Handler "${handler}" exited with code ${code}${reported}.`);
+    };
+  });
+}

@@ -1,0 +1,102 @@
+import type { ExecContext } from "../../context/exec-context.js";
+import type { AgentInput, AgentResult } from "../../types/agent.js";
+import type { HostFrameInput, WorkerFrame } from "../protocol/frames.js";
+import { errorResult, messageOf } from "../results.js";
+
+/** What an {@link InvocationSession} needs from its runtime. */
+export interface SessionOptions {
+  readonly handler: string;
+  /** The handler's context (the fork made by the guard). */
+  readonly scoped: ExecContext;
+  /** Id put in frames sent back (the invocation id). */
+  readonly id: string;
+  /** Runs a delegation requested by the handler, with `scoped` as the parent context. */
+  readonly delegate: (handler: string, input: AgentInput) => Promise<AgentResult>;
+  /** Sends a frame to the handler's process. */
+  readonly send: (frame: HostFrameInput) => void;
+  /** Ends the invocation with an ERROR (e.g. the stream sink failed). */
+  readonly fail: (message: string) => void;
+  /** Called with +1 when a delegation starts and -1 when it ends (the process waits meanwhile). */
+  readonly onBlocked?: (delta: 1 | -1) => void;
+}
+
+/**
+ * The host side of one invocation's `chunk`, `usage` and `delegate` frames, shared by pooled
+ * workers and executables. Chunks go to `ctx.stream` strictly in order (each push awaited before
+ * the next, so a sink's backpressure holds); a delegation starts only after the chunks sent
+ * before it have been pushed.
+ */
+export class InvocationSession {
+  readonly #o: SessionOptions;
+  #chain: Promise<void> = Promise.resolve();
+  #closed = false;
+  /** Everything streamed so far (the output of an executable that prints nothing else). */
+  streamed = "";
+  chunks = 0;
+
+  constructor(options: SessionOptions) {
+    this.#o = options;
+  }
+
+  /** Handles a `chunk`, `usage` or `delegate` frame; returns false for any other type. */
+  handle(frame: WorkerFrame): boolean {
+    const o = this.#o;
+    switch (frame.type) {
+      case "chunk": {
+        this.streamed += frame.text;
+        this.chunks++;
+        const sink = o.scoped.stream;
+        if (sink !== null) {
+          const text = frame.text;
+          this.#chain = this.#chain.then(
+            () => sink.push(text),
+            () => undefined,
+          );
+          this.#chain.catch((err: unknown) =>
+            o.fail(`The stream sink failed on a chunk of "${o.handler}": ${messageOf(err)}`),
+          );
+        }
+        return true;
+      }
+      case "usage":
+        try {
+          o.scoped.recordTokens({
+            promptTokens: frame.prompt_tokens,
+            completionTokens: frame.completion_tokens,
+            totalTokens: frame.total_tokens ?? frame.prompt_tokens + frame.completion_tokens,
+            costUsd: frame.cost_usd,
+          });
+        } catch (err) {
+          o.fail(`Handler "${o.handler}" reported invalid usage: ${messageOf(err)}`);
+        }
+        return true;
+      case "delegate": {
+        const { call_id: callId, handler, input } = frame;
+        o.onBlocked?.(1);
+        const before = this.#chain.catch(() => undefined);
+        void before
+          .then(() => o.delegate(handler, input))
+          .catch((err: unknown) => errorResult(handler, messageOf(err)))
+          .then((result) => {
+            o.onBlocked?.(-1);
+            if (!this.#closed) {
+              o.send({ type: "delegate_result", id: o.id, call_id: callId, result });
+            }
+          });
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  /** Resolves when every chunk received so far has been pushed to the sink. */
+  drain(): Promise<void> {
+    return this.#chain.catch(() => undefined);
+  }
+
+  /** Stops answering delegations (the process is gone or the invocation is over). */
+  close(): void {
+    this.#closed = true;
+  }
+}

@@ -1,0 +1,313 @@
+import { pathToFileURL } from "node:url";
+import { ExecContext, type StreamSink } from "../../context/exec-context.js";
+import { ErrorCode, NervaError } from "../../errors.js";
+import { agentResult, type AgentInputInit, type AgentResult } from "../../types/agent.js";
+import { AgentStatus } from "../../types/status.js";
+import type { TokenUsage } from "../../types/usage.js";
+import { checkInvokeArgs } from "../guard.js";
+import { normalise } from "../in-process-runtime.js";
+import { FrameDecoder, encodeFrame } from "../protocol/codec.js";
+import {
+  HostFrameSchema,
+  PROTOCOL_VERSION,
+  type HostFrame,
+  type AgentInputWire,
+  type InvokeFrame,
+  type WorkerFrameInput,
+} from "../protocol/frames.js";
+import { errorResult, messageOf } from "../results.js";
+import type { AgentHandler, AgentRuntime } from "../types.js";
+
+/** Largest frame a worker accepts from its host (an invoke carries the input and the context). */
+const WORKER_MAX_FRAME_BYTES = 64 * 1024 * 1024;
+
+/** Options of {@link serveWorker}. */
+export interface ServeWorkerOptions {
+  /** Where host frames arrive. */
+  readonly input: NodeJS.ReadableStream;
+  /** Where worker frames go. */
+  readonly output: { write(text: string): unknown };
+  /**
+   * Finds the handler for an `invoke` frame. Default: `import(frame.module)` and take its
+   * default export, or its export named `handler`.
+   */
+  readonly resolveHandler?: (frame: InvokeFrame) => Promise<AgentHandler>;
+  /** Called once when the host's stream ends or a `shutdown` frame arrives. */
+  readonly onEnd?: () => void;
+}
+
+interface Invocation {
+  readonly id: string;
+  readonly ctx: ExecContext;
+  readonly calls: Map<string, (result: AgentResult) => void>;
+  reported: TokenUsage;
+  nextCall: number;
+}
+
+const moduleCache = new Map<string, Promise<AgentHandler>>();
+
+/**
+ * Imports a handler module: its default export, or its export named `handler`, must be a function.
+ * Successful imports are cached for the life of the worker (recycle the worker to reload).
+ */
+export function importHandler(file: string): Promise<AgentHandler> {
+  const cached = moduleCache.get(file);
+  if (cached !== undefined) return cached;
+  const loading = import(pathToFileURL(file).href).then(
+    (mod: Record<string, unknown>) => {
+      const fn = typeof mod["default"] === "function" ? mod["default"] : mod["handler"];
+      if (typeof fn !== "function") {
+        throw new NervaError(
+          ErrorCode.INVALID_INPUT,
+          `Module ${file} exports no handler: use "export default async function (input, ctx, runtime) { ... }" or "export async function handler(input, ctx, runtime) { ... }".`,
+        );
+      }
+      return fn as AgentHandler;
+    },
+    (err: unknown) => {
+      moduleCache.delete(file);
+      throw new NervaError(
+        ErrorCode.INVALID_INPUT,
+        `Could not load handler module ${file}: ${messageOf(err)}`,
+        { cause: err },
+      );
+    },
+  );
+  moduleCache.set(file, loading);
+  return loading;
+}
+
+function defaultResolve(frame: InvokeFrame): Promise<AgentHandler> {
+  if (frame.module === null) {
+    return Promise.reject(
+      new NervaError(
+        ErrorCode.INVALID_INPUT,
+        `Invoke frame for "${frame.handler}" has no module: the Node worker needs the path of the handler's file.`,
+      ),
+    );
+  }
+  return importHandler(frame.module);
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function"
+  );
+}
+
+function notAvailable(method: string): NervaError {
+  return new NervaError(
+    ErrorCode.INVALID_INPUT,
+    `runtime.${method}() is not available inside a subprocess worker; use runtime.delegate(handler, input, ctx), which the host runs with depth, cycle and permission checks.`,
+  );
+}
+
+/**
+ * The worker side of the framed protocol (see docs/protocol.md): answers `ready`, runs `invoke`
+ * frames (several may run at once, keyed by id), streams `chunk` frames, reports token usage as
+ * `usage` deltas, forwards `runtime.delegate()` to the host, aborts a handler's context on
+ * `cancel`. Used by the Node worker of `SubprocessRuntime` (channel on fd 3) and reusable as the
+ * agent of a container (channel on stdin/stdout).
+ *
+ * @example
+ * import net from "node:net";
+ * const channel = new net.Socket({ fd: 3, readable: true, writable: true });
+ * serveWorker({ input: channel, output: channel, onEnd: () => process.exit(0) });
+ */
+export function serveWorker(options: ServeWorkerOptions): void {
+  const resolve = options.resolveHandler ?? defaultResolve;
+  const running = new Map<string, Invocation>();
+  let ended = false;
+  const send = (frame: WorkerFrameInput): void => {
+    if (!ended) options.output.write(encodeFrame(frame));
+  };
+  const end = (): void => {
+    if (ended) return;
+    ended = true;
+    for (const inv of running.values()) inv.ctx.cancel("the host closed the channel");
+    options.onEnd?.();
+  };
+
+  const decoder = new FrameDecoder<HostFrame>({
+    schema: HostFrameSchema,
+    maxFrameBytes: WORKER_MAX_FRAME_BYTES,
+    onFrame: (frame) => {
+      switch (frame.type) {
+        case "invoke":
+          if (running.has(frame.id)) {
+            send({
+              type: "error",
+              id: frame.id,
+              message: `Invocation ${frame.id} is already running.`,
+            });
+            return;
+          }
+          void run(frame);
+          return;
+        case "cancel":
+          // A cancel that crossed the result on the wire names nothing: nothing to do.
+          running.get(frame.id)?.ctx.cancel(frame.reason);
+          return;
+        case "delegate_result": {
+          const call = running.get(frame.id)?.calls.get(frame.call_id);
+          if (call !== undefined) call(frame.result as AgentResult);
+          return;
+        }
+        case "shutdown":
+          end();
+          return;
+      }
+    },
+    onError: (err) => send({ type: "error", message: err.message }),
+  });
+  options.input.on("data", (bytes: Buffer | string) => decoder.push(bytes));
+  options.input.on("end", () => {
+    decoder.end();
+    end();
+  });
+  options.input.on("error", end);
+
+  const flushUsage = (inv: Invocation): void => {
+    const now = inv.ctx.tokenUsage;
+    const before = inv.reported;
+    if (
+      now.promptTokens === before.promptTokens &&
+      now.completionTokens === before.completionTokens &&
+      now.totalTokens === before.totalTokens &&
+      now.costUsd === before.costUsd
+    ) {
+      return;
+    }
+    inv.reported = now;
+    send({
+      type: "usage",
+      id: inv.id,
+      prompt_tokens: now.promptTokens - before.promptTokens,
+      completion_tokens: now.completionTokens - before.completionTokens,
+      total_tokens: now.totalTokens - before.totalTokens,
+      cost_usd: Math.max(0, now.costUsd - before.costUsd),
+    });
+  };
+
+  async function run(frame: InvokeFrame): Promise<void> {
+    const id = frame.id;
+    let inv: Invocation | undefined;
+    const sink: StreamSink | null = frame.stream
+      ? {
+          push: (text: string) => {
+            if (inv !== undefined) flushUsage(inv);
+            send({ type: "chunk", id, text });
+          },
+        }
+      : null;
+    let result: AgentResult;
+    try {
+      const ctx = ExecContext.fromWire(frame.context, { stream: sink });
+      inv = { id, ctx, calls: new Map(), reported: ctx.tokenUsage, nextCall: 0 };
+      const current = inv;
+      running.set(id, current);
+      // Report usage the moment it is recorded, so a handler killed later is still charged.
+      const record = ctx.recordTokens.bind(ctx);
+      ctx.recordTokens = (delta) => {
+        record(delta);
+        flushUsage(current);
+      };
+      const fn = await resolve(frame);
+      result = await execute(frame.handler, fn, frame, current);
+    } catch (err) {
+      result = errorResult(frame.handler, messageOf(err));
+    }
+    if (inv !== undefined) {
+      flushUsage(inv);
+      running.delete(id);
+      inv.ctx.dispose();
+    }
+    send({
+      type: "result",
+      id,
+      result: {
+        status: result.status,
+        output: result.output,
+        data: result.data as Record<string, never>,
+        error: result.error,
+      },
+    });
+  }
+
+  async function execute(
+    name: string,
+    fn: AgentHandler,
+    frame: InvokeFrame,
+    inv: Invocation,
+  ): Promise<AgentResult> {
+    const runtime: AgentRuntime = {
+      invoke: () => Promise.reject(notAvailable("invoke")),
+      invokeChain: () => Promise.reject(notAvailable("invokeChain")),
+      handlerNames: () => {
+        throw notAvailable("handlerNames");
+      },
+      close: () => Promise.resolve(),
+      delegate: (handler: string, input: AgentInputInit, parentCtx: ExecContext) => {
+        try {
+          const checked = checkInvokeArgs(handler, input, parentCtx ?? inv.ctx);
+          const callId = String(++inv.nextCall);
+          flushUsage(inv);
+          return new Promise<AgentResult>((done) => {
+            inv.calls.set(callId, (r) => {
+              inv.calls.delete(callId);
+              done(agentResult(r.handler, r));
+            });
+            send({
+              type: "delegate",
+              id: inv.id,
+              call_id: callId,
+              handler,
+              input: checked as AgentInputWire,
+            });
+          });
+        } catch (err) {
+          return Promise.reject(err);
+        }
+      },
+    };
+    const returned = fn(frame.input, inv.ctx, runtime);
+    if (!isAsyncIterable(returned)) return normalise(name, await returned);
+    const iterator = returned[Symbol.asyncIterator]();
+    let output = "";
+    let finished = false;
+    try {
+      for (;;) {
+        const step = await iterator.next();
+        if (step.done === true) {
+          finished = true;
+          if (step.value === undefined) return agentResult(name, { output });
+          const tail = normalise(name, step.value);
+          return agentResult(name, { ...tail, output: output + tail.output });
+        }
+        const reason = inv.ctx.endReason;
+        if (reason !== null) {
+          return agentResult(name, { status: AgentStatus.ERROR, output, error: reason.message });
+        }
+        if (typeof step.value !== "string") {
+          return errorResult(
+            name,
+            `Streaming handler "${name}" yielded a ${typeof step.value}; yield strings.`,
+          );
+        }
+        output += step.value;
+        if (inv.ctx.stream !== null) await inv.ctx.stream.push(step.value);
+      }
+    } finally {
+      if (!finished) await iterator.return?.();
+    }
+  }
+
+  send({
+    type: "ready",
+    protocol: PROTOCOL_VERSION,
+    pid: process.pid,
+    runtime: `node ${process.version}`,
+  });
+}

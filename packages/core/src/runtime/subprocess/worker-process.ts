@@ -1,0 +1,491 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, renameSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import type { Readable, Writable } from "node:stream";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import type { ExecContext } from "../../context/exec-context.js";
+import { ErrorCode, NervaError } from "../../errors.js";
+import { agentResult, type AgentInput, type AgentResult } from "../../types/agent.js";
+import { FrameDecoder, encodeFrame } from "../protocol/codec.js";
+import {
+  PROTOCOL_VERSION,
+  WorkerFrameSchema,
+  type AgentInputWire,
+  type HostFrameInput,
+  type WorkerFrame,
+} from "../protocol/frames.js";
+import { errorResult } from "../results.js";
+import {
+  TailBuffer,
+  describeSignal,
+  killGroup,
+  looksOutOfMemory,
+  quoteTail,
+  withStderr,
+} from "./output.js";
+import { InvocationSession } from "./session.js";
+
+/** Settings shared by every worker of a pool. */
+export interface WorkerSettings {
+  readonly nodePath: string;
+  readonly cwd: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly maxOutputBytes: number;
+  readonly stderrTailBytes: number;
+  readonly memoryLimitMb: number | undefined;
+  readonly cancelGraceMs: number;
+  /** Milliseconds a new worker may take to send `ready`. */
+  readonly startupTimeoutMs: number;
+}
+
+/** One invocation handed to a worker. */
+export interface WorkerJob {
+  readonly id: string;
+  readonly handler: string;
+  readonly module: string;
+  readonly input: AgentInput;
+  readonly scoped: ExecContext;
+  readonly delegate: (handler: string, input: AgentInput) => Promise<AgentResult>;
+  /** +1 while the job waits on a delegation (its worker holds no CPU), -1 after. */
+  readonly onBlocked: (delta: 1 | -1) => void;
+  /** Gets the stderr tail of the job, for results the guard builds (timeouts, cancels). */
+  readonly observe: (obs: { pid?: number; stderr: TailBuffer }) => void;
+}
+
+const FRAME_SLACK = 64 * 1024;
+
+let entry: { file: string; execArgv: string[] } | null = null;
+
+interface Esbuild {
+  buildSync(options: Record<string, unknown>): { outputFiles?: { contents: Uint8Array }[] };
+}
+
+/**
+ * Where the worker entry script is and how to start it. Built code runs `worker-entry.js` with
+ * plain node. Running from the TypeScript sources (tests, development), the entry is bundled once
+ * with esbuild into a content-addressed file in the temp directory (a worker then starts as fast
+ * as a built one); without esbuild it falls back to the much slower tsx loader.
+ */
+function workerEntry(): { file: string; execArgv: string[] } {
+  if (entry !== null) return entry;
+  const here = fileURLToPath(import.meta.url);
+  const dir = dirname(here);
+  if (!here.endsWith(".ts")) {
+    entry = { file: join(dir, "worker-entry.js"), execArgv: [] };
+    return entry;
+  }
+  const source = join(dir, "worker-entry.ts");
+  const require = createRequire(here);
+  let tsx: string | null;
+  try {
+    tsx = require.resolve("tsx");
+  } catch {
+    tsx = null;
+  }
+  let esbuild: Esbuild | null = null;
+  for (const from of [here, tsx]) {
+    if (from === null || esbuild !== null) continue;
+    try {
+      esbuild = createRequire(from)("esbuild") as Esbuild;
+    } catch {
+      esbuild = null;
+    }
+  }
+  if (esbuild !== null) {
+    const out = esbuild.buildSync({
+      entryPoints: [source],
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      write: false,
+      logLevel: "silent",
+    });
+    const code = out.outputFiles?.[0]?.contents;
+    if (code !== undefined) {
+      const hash = createHash("sha256").update(code).digest("hex").slice(0, 16);
+      const file = join(tmpdir(), `nerva-worker-${hash}.mjs`);
+      if (!existsSync(file)) {
+        const partial = `${file}.${process.pid}.tmp`;
+        writeFileSync(partial, code);
+        renameSync(partial, file);
+      }
+      entry = { file, execArgv: [] };
+      return entry;
+    }
+  }
+  if (tsx === null) {
+    throw new NervaError(
+      ErrorCode.MISSING_DEPENDENCY,
+      "SubprocessRuntime is running from TypeScript sources and needs esbuild or tsx to start its workers: install one, or use the built package.",
+    );
+  }
+  entry = { file: source, execArgv: ["--import", pathToFileURL(tsx).href] };
+  return entry;
+}
+
+type State = "starting" | "idle" | "busy" | "dead";
+
+interface Current {
+  readonly job: WorkerJob;
+  readonly session: InvocationSession;
+  readonly stderr: TailBuffer;
+  readonly resolve: (result: AgentResult) => void;
+  outBytes: number;
+  errBytes: number;
+  channelBytes: number;
+  failure: string | null;
+  stopping: boolean;
+  graceTimer: ReturnType<typeof setTimeout> | null;
+  onAbort: () => void;
+}
+
+/**
+ * One long-lived Node worker: its own process group (so a kill takes anything it started), the
+ * frame channel on fd 3, stdout and stderr drained and counted against `maxOutputBytes`. Runs one
+ * job at a time. Any crash, protocol error or output flood ends the job with an ERROR that says
+ * which, and the worker is dead for good (the pool replaces it).
+ */
+export class WorkerProcess {
+  readonly pid: number | undefined;
+  /** Resolves when the worker sent `ready`; rejects if it died or took too long. */
+  readonly ready: Promise<void>;
+  /** Resolves once the process has exited and been reaped. */
+  readonly exited: Promise<void>;
+  invocations = 0;
+  #state: State = "starting";
+  readonly #settings: WorkerSettings;
+  readonly #child: ChildProcess;
+  readonly #channel: Readable & Writable;
+  #current: Current | null = null;
+  /** Set once a kill was sent: later frames are ignored, the job settles when the process closes. */
+  #doomed = false;
+  #idleBytes = 0;
+  #exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  #readyResolve!: () => void;
+  #readyReject!: (err: Error) => void;
+  #startTimer: ReturnType<typeof setTimeout> | null = null;
+  readonly #startupErr = new TailBuffer(2048);
+  /** Called when the worker dies (whatever the reason). */
+  onDeath: (() => void) | null = null;
+
+  constructor(settings: WorkerSettings) {
+    this.#settings = settings;
+    const { file, execArgv } = workerEntry();
+    const args = [...execArgv];
+    if (settings.memoryLimitMb !== undefined) {
+      args.push(`--max-old-space-size=${settings.memoryLimitMb}`);
+    }
+    args.push(file);
+    this.ready = new Promise<void>((resolve, reject) => {
+      this.#readyResolve = resolve;
+      this.#readyReject = reject;
+    });
+    this.ready.catch(() => undefined);
+    this.#child = spawn(settings.nodePath, args, {
+      cwd: settings.cwd,
+      env: settings.env,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe", "pipe"],
+    });
+    this.pid = this.#child.pid;
+    this.#channel = this.#child.stdio[3] as Readable & Writable;
+    this.exited = new Promise<void>((resolve) => this.#child.once("exit", () => resolve()));
+    this.#startTimer = setTimeout(() => {
+      this.#startTimer = null;
+      this.#die(`did not start within ${settings.startupTimeoutMs} ms`);
+    }, settings.startupTimeoutMs);
+    this.#startTimer.unref();
+    this.#wire();
+  }
+
+  get state(): State {
+    return this.#state;
+  }
+
+  #wire(): void {
+    const child = this.#child;
+    const s = this.#settings;
+    child.on("error", (err) => this.#die(`could not be started: ${err.message}`));
+    (child.stdio[1] as Readable).on("data", (bytes: Buffer) => this.#output("stdout", bytes));
+    (child.stdio[2] as Readable).on("data", (bytes: Buffer) => this.#output("stderr", bytes));
+    const decoder = new FrameDecoder({
+      schema: WorkerFrameSchema,
+      maxFrameBytes: s.maxOutputBytes + FRAME_SLACK,
+      onFrame: (frame, bytes) => this.#frame(frame, bytes),
+      onError: (err) => this.#protocolError(err.message),
+    });
+    this.#channel.on("data", (bytes: Buffer) => decoder.push(bytes));
+    this.#channel.on("error", () => undefined);
+    child.on("exit", (code, signal) => {
+      this.#exit = { code, signal };
+      killGroup(this.pid);
+      if (this.#state === "starting") this.#die("exited during start-up");
+    });
+    child.on("close", () => this.#closed());
+  }
+
+  #output(stream: "stdout" | "stderr", bytes: Buffer): void {
+    const cur = this.#current;
+    if (cur === null) {
+      if (stream === "stderr" && this.#state === "starting") this.#startupErr.push(bytes);
+      this.#idleBytes += bytes.length;
+      if (this.#idleBytes > this.#settings.maxOutputBytes) {
+        this.#die(`wrote more than ${this.#settings.maxOutputBytes} bytes while idle`);
+      }
+      return;
+    }
+    if (stream === "stderr") {
+      cur.stderr.push(bytes);
+      cur.errBytes += bytes.length;
+    } else {
+      cur.outBytes += bytes.length;
+    }
+    const written = stream === "stderr" ? cur.errBytes : cur.outBytes;
+    if (written > this.#settings.maxOutputBytes) {
+      this.#failJob(
+        `Output limit exceeded: handler "${cur.job.handler}" wrote more than ${this.#settings.maxOutputBytes} bytes to ${stream} (maxOutputBytes); its worker was killed.`,
+      );
+    }
+  }
+
+  #frame(frame: WorkerFrame, bytes: number): void {
+    if (this.#doomed) return;
+    if (frame.type === "ready") {
+      if (this.#state !== "starting") {
+        this.#protocolError("sent a second ready frame");
+      } else if (frame.protocol !== PROTOCOL_VERSION) {
+        this.#die(`speaks protocol ${frame.protocol}, not ${PROTOCOL_VERSION}`);
+      } else {
+        if (this.#startTimer !== null) clearTimeout(this.#startTimer);
+        this.#startTimer = null;
+        this.#state = "idle";
+        this.#readyResolve();
+      }
+      return;
+    }
+    const cur = this.#current;
+    if (cur === null || (frame.id !== undefined && frame.id !== cur.job.id)) {
+      this.#protocolError(`sent a ${frame.type} frame for no running invocation`);
+      return;
+    }
+    cur.channelBytes += bytes;
+    if (cur.channelBytes > this.#settings.maxOutputBytes) {
+      this.#failJob(
+        `Output limit exceeded: handler "${cur.job.handler}" sent more than ${this.#settings.maxOutputBytes} bytes of chunks and results (maxOutputBytes); its worker was killed.`,
+      );
+      return;
+    }
+    if (cur.session.handle(frame)) return;
+    if (frame.type === "error") {
+      this.#protocolError(`reported: ${frame.message}`);
+    } else if (frame.type === "result") {
+      this.#complete(agentResult(cur.job.handler, frame.result));
+    }
+  }
+
+  #protocolError(message: string): void {
+    const cur = this.#current;
+    if (cur !== null) {
+      this.#failJob(`Protocol error from the worker of "${cur.job.handler}": ${message}`);
+    } else {
+      this.#die(`protocol error: ${message}`);
+    }
+  }
+
+  /** Ends the current job with `message` and kills the worker; the result waits for its stderr. */
+  #failJob(message: string): void {
+    const cur = this.#current;
+    if (cur === null) return;
+    if (cur.failure === null) cur.failure = message;
+    this.#kill();
+  }
+
+  /** A job ended normally: resolve after its chunks are pushed, and become idle again. */
+  #complete(result: AgentResult): void {
+    const cur = this.#current;
+    if (cur === null) return;
+    this.#release(cur);
+    if (cur.stopping) {
+      // Stopped within the grace period after a cancel frame: the worker is fine to reuse.
+      this.#state = "idle";
+      this.#current = null;
+      cur.resolve(result);
+      return;
+    }
+    this.#state = "idle";
+    this.#current = null;
+    void cur.session.drain().then(() => cur.resolve(withStderr(result, cur.stderr.text())));
+  }
+
+  #release(cur: Current): void {
+    cur.session.close();
+    cur.job.scoped.signal.removeEventListener("abort", cur.onAbort);
+    if (cur.graceTimer !== null) clearTimeout(cur.graceTimer);
+  }
+
+  /** Runs `job`; resolves (never rejects) with its result. The worker must be idle. */
+  run(job: WorkerJob): Promise<AgentResult> {
+    if (this.#state !== "idle") {
+      return Promise.resolve(
+        errorResult(job.handler, `Internal error: worker ${this.pid} is ${this.#state}, not idle.`),
+      );
+    }
+    this.#state = "busy";
+    this.invocations++;
+    this.#idleBytes = 0;
+    const stderr = new TailBuffer(this.#settings.stderrTailBytes);
+    job.observe({ ...(this.pid === undefined ? {} : { pid: this.pid }), stderr });
+    return new Promise<AgentResult>((resolve) => {
+      const cur: Current = {
+        job,
+        stderr,
+        resolve,
+        outBytes: 0,
+        errBytes: 0,
+        channelBytes: 0,
+        failure: null,
+        stopping: false,
+        graceTimer: null,
+        onAbort: () => this.#abort(cur),
+        session: new InvocationSession({
+          handler: job.handler,
+          scoped: job.scoped,
+          id: job.id,
+          delegate: job.delegate,
+          send: (frame) => this.#send(frame),
+          fail: (message) => this.#failJob(message),
+          onBlocked: job.onBlocked,
+        }),
+      };
+      const signal = job.scoped.signal;
+      if (signal.aborted) {
+        // Ended before anything was sent: the worker stays idle and clean.
+        this.#state = "idle";
+        this.invocations--;
+        const why = job.scoped.endReason?.message ?? "cancelled";
+        resolve(errorResult(job.handler, `Handler "${job.handler}" was stopped: ${why}`));
+        return;
+      }
+      this.#current = cur;
+      signal.addEventListener("abort", cur.onAbort, { once: true });
+      this.#send({
+        type: "invoke",
+        id: job.id,
+        handler: job.handler,
+        module: job.module,
+        input: job.input as AgentInputWire,
+        context: job.scoped.toWire(),
+        stream: job.scoped.stream !== null,
+      });
+    });
+  }
+
+  #abort(cur: Current): void {
+    if (this.#current !== cur || cur.stopping) return;
+    cur.stopping = true;
+    const reason = cur.job.scoped.endReason;
+    cur.failure ??= `Handler "${cur.job.handler}" was stopped: ${reason?.message ?? "cancelled"}`;
+    this.#send({ type: "cancel", id: cur.job.id, reason: reason?.message ?? "cancelled" });
+    if (this.#settings.cancelGraceMs === 0) {
+      this.#kill();
+    } else {
+      cur.graceTimer = setTimeout(() => this.#kill(), this.#settings.cancelGraceMs);
+    }
+  }
+
+  #send(frame: HostFrameInput): void {
+    if (this.#state !== "dead" && this.#channel.writable) this.#channel.write(encodeFrame(frame));
+  }
+
+  /** Asks an idle worker to exit, killing it if it has not within a second. */
+  retire(): void {
+    if (this.#state === "dead") return;
+    this.#send({ type: "shutdown" });
+    this.#state = "dead";
+    this.#notifyDeath();
+    const timer = setTimeout(() => this.#kill(), 1000);
+    timer.unref();
+    void this.exited.then(() => clearTimeout(timer));
+  }
+
+  /** SIGKILLs the worker's process group. */
+  kill(): void {
+    this.#kill();
+  }
+
+  #kill(): void {
+    this.#doomed = true;
+    killGroup(this.pid);
+    if (this.pid === undefined) this.#die("has no pid");
+  }
+
+  /** While idle, the worker does not keep the host's event loop alive. */
+  setRef(ref: boolean): void {
+    const streams = [this.#child.stdio[1], this.#child.stdio[2], this.#channel] as unknown as {
+      ref?: () => void;
+      unref?: () => void;
+    }[];
+    if (ref) {
+      this.#child.ref();
+      for (const s of streams) s.ref?.();
+    } else {
+      this.#child.unref();
+      for (const s of streams) s.unref?.();
+    }
+  }
+
+  #die(why: string): void {
+    if (this.#startTimer !== null) clearTimeout(this.#startTimer);
+    this.#startTimer = null;
+    if (this.#state === "starting") {
+      const tail = this.#startupErr.text();
+      this.#readyReject(
+        new Error(
+          `The Node worker (pid ${this.pid ?? "none"}) ${why}${tail === "" ? "" : ` — stderr: ${quoteTail(tail)}`}`,
+        ),
+      );
+    }
+    if (this.#state !== "dead") {
+      this.#state = "dead";
+      this.#notifyDeath();
+    }
+    killGroup(this.pid);
+  }
+
+  #notifyDeath(): void {
+    const cb = this.onDeath;
+    this.onDeath = null;
+    cb?.();
+  }
+
+  /** The process and its stdio are closed: settle a job still running with the reason. */
+  #closed(): void {
+    const exit = this.#exit;
+    this.#die("exited");
+    const cur = this.#current;
+    if (cur === null) return;
+    this.#current = null;
+    this.#release(cur);
+    const h = cur.job.handler;
+    const tail = cur.stderr.text();
+    let message: string;
+    if (cur.failure !== null) {
+      message = cur.failure;
+    } else if (
+      exit !== null &&
+      looksOutOfMemory(tail) &&
+      this.#settings.memoryLimitMb !== undefined
+    ) {
+      message = `Memory limit exceeded: handler "${h}" hit the V8 heap limit of its worker (memoryLimitMb = ${this.#settings.memoryLimitMb} MiB, --max-old-space-size); the worker died${exit.signal === null ? ` with code ${exit.code}` : ` by ${describeSignal(exit.signal)}`}.`;
+    } else if (exit?.signal !== undefined && exit.signal !== null) {
+      message = `Worker crashed: the process running handler "${h}" was killed by signal ${describeSignal(exit.signal)}.`;
+    } else {
+      message = `Worker crashed: the process running handler "${h}" exited with code ${exit?.code ?? "unknown"} (process.exit or a fatal error) before returning a result.`;
+    }
+    void cur.session.drain().then(() => cur.resolve(withStderr(errorResult(h, message), tail)));
+  }
+}
