@@ -224,8 +224,33 @@ export class ExecContext {
     }
     if (onEnd !== null) {
       if (this.#reason !== null) onEnd(this.#reason);
-      else this.#arm();
+      else if (timeoutAt !== null) ExecContext.#armSoon(this);
     }
+  }
+
+  /**
+   * Contexts waiting for their deadline timer. Most handlers finish within the event-loop turn
+   * that started them; arming their timers once per turn (one shared setImmediate) instead of
+   * once per invocation saves a timer allocation per call. The deadline stays exact: the delay is
+   * computed from `timeoutAt` when armed, and a handler that waits for I/O lets the loop reach
+   * the check phase (and so its timer) before any I/O completes. A handler that never yields
+   * would block any timer anyway.
+   */
+  static #pendingArm = new Set<ExecContext>();
+  static #armScheduled = false;
+
+  static #armSoon(ctx: ExecContext): void {
+    ExecContext.#pendingArm.add(ctx);
+    if (ExecContext.#armScheduled) return;
+    ExecContext.#armScheduled = true;
+    setImmediate(ExecContext.#armPending);
+  }
+
+  static #armPending(this: void): void {
+    ExecContext.#armScheduled = false;
+    const pending = ExecContext.#pendingArm;
+    ExecContext.#pendingArm = new Set();
+    for (const ctx of pending) ctx.#arm();
   }
 
   /** 32 lowercase hex digits, shared by every context of the trace. */
@@ -548,6 +573,7 @@ export class ExecContext {
       clearTimeout(this.#timer);
       this.#timer = null;
     }
+    if (this.#onEnd !== null) ExecContext.#pendingArm.delete(this);
     const parent = this.#parent;
     if (parent !== null) parent.#children?.delete(this);
   }

@@ -142,6 +142,41 @@ describe("InProcessRuntime handlers", () => {
     expect(unhandled).not.toHaveBeenCalled();
   });
 
+  it("times out a handler awaiting a promise that never settles (no I/O, no timers)", async () => {
+    const rt = new InProcessRuntime().register("hang", () => new Promise<string>(() => undefined), {
+      timeoutSeconds: 0.05,
+    });
+    const started = Date.now();
+    const result = await rt.invoke("hang", { message: "x" }, ctx());
+    expect(result.status).toBe(AgentStatus.TIMEOUT);
+    expect(Date.now() - started).toBeLessThan(500);
+  });
+
+  it("arms a deadline timer only for handlers still running after their event-loop turn", async () => {
+    const rt = new InProcessRuntime()
+      .register("quick", async (i) => i.message)
+      .register("waits", () => new Promise<string>(() => undefined), { timeoutSeconds: 1 });
+    const setTimeoutSpy = vi.spyOn(globalThis, "setTimeout");
+    try {
+      for (let i = 0; i < 50; i++) await rt.invoke("quick", { message: "x" }, ctx());
+      await new Promise((r) => setImmediate(r));
+      expect(setTimeoutSpy).not.toHaveBeenCalled();
+    } finally {
+      setTimeoutSpy.mockRestore();
+    }
+    vi.useFakeTimers();
+    try {
+      const pending = rt.invoke("waits", { message: "x" }, ctx());
+      vi.advanceTimersToNextTimer();
+      expect(vi.getTimerCount()).toBe(1);
+      vi.advanceTimersByTime(1000);
+      expect((await pending).status).toBe(AgentStatus.TIMEOUT);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("returns at once when the context has already ended", async () => {
     const rt = new InProcessRuntime().register("echo", async (i) => i.message);
     const c = ctx();
