@@ -155,6 +155,11 @@ export class ContainerRuntime implements AgentRuntime {
     return this.#handlers.get(name)?.breaker?.snapshot();
   }
 
+  /** Value of the `<labelPrefix>.instance` label on every container of this runtime. */
+  get instanceId(): string {
+    return this.#host.instanceId;
+  }
+
   /** Ids of the containers this runtime currently holds (running or being created). */
   containerIds(): readonly string[] {
     return [...this.#live.keys()];

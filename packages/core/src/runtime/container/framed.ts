@@ -16,6 +16,8 @@ import { Demuxer, STDERR, STDOUT, Tail, type Container } from "./docker.js";
 import type { HandlerSpec } from "./spec.js";
 import type { ContainerHost } from "./stdio.js";
 
+/** How long to wait for the engine to record the exit of a container whose stream ended. */
+const EXIT_WAIT_MS = 2000;
 /** Room for the frame envelope around a result of `maxOutputBytes`. */
 const FRAME_OVERHEAD_BYTES = 64 * 1024;
 
@@ -247,10 +249,15 @@ export class FramedConnection {
 
   #exited(): void {
     if (this.#dead !== null) return;
-    this.#fail("exited");
+    this.#fail("exited", true);
   }
 
-  #fail(reason: string): void {
+  /**
+   * Marks the connection dead and fails the running invocation. `exited`: the container went
+   * away by itself, so the engine is asked why (memory limit, exit code); otherwise the reason
+   * given (a protocol error, a kill) is the one reported.
+   */
+  #fail(reason: string, exited = false): void {
     if (this.#dead !== null) return;
     this.#dead = reason;
     this.#socket.destroy();
@@ -258,15 +265,21 @@ export class FramedConnection {
     this.#ready = null;
     const current = this.#current;
     this.#current = null;
-    if (current !== null) void this.#failInvocation(current);
+    if (current !== null) void this.#failInvocation(current, exited);
     this.#onDead(this);
   }
 
   /** The container died mid-invocation: say why (memory limit, exit code), then resolve. */
-  async #failInvocation(current: Invocation): Promise<void> {
+  async #failInvocation(current: Invocation, exited: boolean): Promise<void> {
     let why = this.#deadMessage();
-    if (current.scoped.endReason === null) {
+    if (exited && current.scoped.endReason === null) {
       try {
+        // The stream can end a moment before the engine records the exit: wait for it (briefly).
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          this.container.wait({ condition: "not-running" }),
+          new Promise((r) => (timer = setTimeout(r, EXIT_WAIT_MS))),
+        ]).finally(() => clearTimeout(timer));
         const state = (await this.container.inspect()).State;
         if (state.OOMKilled === true) {
           why = `Handler "${this.#spec.name}" exceeded its memory limit of ${this.#spec.options.memoryLimit}: the container was OOM-killed (exit code ${state.ExitCode}).${this.#stderrNote()}`;
