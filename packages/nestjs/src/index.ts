@@ -1,0 +1,32 @@
+// Public entry of @nerva/nestjs: the NestJS 11+ bridge (Express and Fastify platforms).
+
+// Module and injection
+export {
+  NERVA_BRIDGE,
+  NERVA_OPTIONS,
+  NERVA_ORCHESTRATOR,
+  NERVA_RUNTIME,
+} from "./nerva.constants.js";
+export { InjectOrchestrator, InjectRuntime, NervaModule } from "./nerva.module.js";
+export type {
+  NervaModuleAsyncOptions,
+  NervaModuleOptions,
+  NervaModuleSwitches,
+} from "./nerva.options.js";
+
+// Request context
+export { NervaCtx, nervaContextOf } from "./nerva-ctx.decorator.js";
+export { NervaMiddleware } from "./nerva.middleware.js";
+
+// Errors and streaming
+export { NervaExceptionFilter } from "./nerva-exception.filter.js";
+export { toSseObservable } from "./sse.js";
+
+// Shared HTTP helpers, re-exported so apps need one import
+export {
+  httpStatusOf,
+  httpStatusOfResult,
+  toHttpError,
+  type NervaHttpOptions,
+  type NervaIdentity,
+} from "@nerva/core/http";

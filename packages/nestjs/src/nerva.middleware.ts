@@ -1,0 +1,29 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import {
+  defineContextGetter,
+  setRequestScope,
+  type HttpBridge,
+  type HttpRequestLike,
+} from "@nerva/core/http";
+import { Inject, Injectable, type NestMiddleware } from "@nestjs/common";
+import { NERVA_BRIDGE } from "./nerva.constants.js";
+
+/**
+ * Starts each request's Nerva scope (request id header, disconnect cancellation, disposal) before
+ * guards run. On the Express platform it also defines `req.nervaCtx`. Applied to every route by
+ * `NervaModule`; the context itself is resolved later, by `@NervaCtx()`, after the guards set
+ * `request.user`.
+ */
+@Injectable()
+export class NervaMiddleware implements NestMiddleware {
+  constructor(@Inject(NERVA_BRIDGE) private readonly bridge: HttpBridge) {}
+
+  use(req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): void {
+    const scope = this.bridge.begin(req, res);
+    setRequestScope(req, scope);
+    // Express platform: req is the object controllers see, so req.nervaCtx works there too.
+    // (Fastify platform: req is the raw request; @NervaCtx() reads the scope from request.raw.)
+    defineContextGetter(req as IncomingMessage & HttpRequestLike, scope);
+    next();
+  }
+}

@@ -1,0 +1,74 @@
+import { ErrorCode, NervaError, type AgentRuntime } from "@nerva/core";
+import type { HttpRequestLike, NervaHttpOptions } from "@nerva/core/http";
+import type { FactoryProvider, ModuleMetadata } from "@nestjs/common";
+
+/**
+ * What `NervaModule` makes injectable, plus the shared bridge options (`resolve` receives the
+ * platform request: Express's `req` or Fastify's `request`, with the `user` your guards set).
+ *
+ * @example
+ * NervaModule.forRoot({ orchestrator, runtime, requireAuth: true });
+ */
+export interface NervaModuleOptions<TOrchestrator extends object = object> extends NervaHttpOptions<
+  HttpRequestLike & Record<string, unknown>
+> {
+  /** Injectable with `@InjectOrchestrator()` / `NERVA_ORCHESTRATOR`. */
+  orchestrator?: TOrchestrator | null;
+  /** Injectable with `@InjectRuntime()` / `NERVA_RUNTIME`. */
+  runtime?: AgentRuntime | null;
+}
+
+/** Module-level switches, fixed when the module is declared (not produced by a factory). */
+export interface NervaModuleSwitches {
+  /** Register the module globally (its providers injectable everywhere). Default `true`. */
+  global?: boolean;
+  /** Install the global filter answering NervaErrors with their HTTP status. Default `true`. */
+  exceptionFilter?: boolean;
+}
+
+/**
+ * Options of `NervaModule.forRootAsync()`: a factory producing {@link NervaModuleOptions}.
+ *
+ * @example
+ * NervaModule.forRootAsync({
+ *   imports: [AgentsModule],
+ *   inject: [AgentsService],
+ *   useFactory: (agents: AgentsService) => ({ orchestrator: agents.orchestrator, requireAuth: true }),
+ * });
+ */
+export interface NervaModuleAsyncOptions extends NervaModuleSwitches {
+  imports?: ModuleMetadata["imports"];
+  inject?: FactoryProvider["inject"];
+  useFactory: (...args: never[]) => NervaModuleOptions | Promise<NervaModuleOptions>;
+}
+
+/** Splits the module's own keys from the bridge options, checking them. */
+export function splitOptions(options: NervaModuleOptions): {
+  orchestrator: object | null;
+  runtime: AgentRuntime | null;
+  http: NervaHttpOptions<HttpRequestLike>;
+} {
+  if (typeof options !== "object" || options === null) {
+    throw new NervaError(
+      ErrorCode.INVALID_OPTIONS,
+      "Invalid options: NervaModule needs an options object (or forRootAsync's useFactory must return one).",
+      { issues: [{ path: "options", message: "must be an object" }] },
+    );
+  }
+  const { orchestrator = null, runtime = null, ...http } = options;
+  if (orchestrator !== null && typeof orchestrator !== "object") {
+    throw new NervaError(
+      ErrorCode.INVALID_OPTIONS,
+      "Invalid options.orchestrator: must be an Orchestrator instance (or omitted).",
+      { issues: [{ path: "options.orchestrator", message: "must be an object" }] },
+    );
+  }
+  if (runtime !== null && typeof (runtime as { invoke?: unknown }).invoke !== "function") {
+    throw new NervaError(
+      ErrorCode.INVALID_OPTIONS,
+      "Invalid options.runtime: must be an AgentRuntime (e.g. new InProcessRuntime()) or omitted.",
+      { issues: [{ path: "options.runtime", message: "must have an invoke() method" }] },
+    );
+  }
+  return { orchestrator, runtime, http: http as NervaHttpOptions<HttpRequestLike> };
+}
