@@ -109,6 +109,14 @@ export {
   type ToolManager,
   type ToolResult,
 } from "./tools/types.js";
+export {
+  FunctionToolManager,
+  defineTool,
+  type FunctionTool,
+  type FunctionToolManagerOptions,
+  type ToolCallContext,
+} from "./tools/function-tool-manager.js";
+export { CompositeToolManager } from "./tools/composite-tool-manager.js";
 export type { Channel, ChannelSpec, FormattedResponse, Responder } from "./responder/types.js";
 
 // Memory, registry, policy, middleware, orchestrator
