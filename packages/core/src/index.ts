@@ -149,6 +149,31 @@ export {
 } from "./registry/types.js";
 export { InMemoryRegistry } from "./registry/in-memory-registry.js";
 export type { RegistryOptions } from "./registry/shared.js";
+export {
+  ApprovalStatus,
+  Checkpoint,
+  PolicyEffect,
+  type Approval,
+  type ApprovalStore,
+  type PolicyAction,
+  type PolicyDecision,
+  type PolicyEngine,
+} from "./policy/types.js";
+export {
+  DeclarativePolicyEngine,
+  type DeclarativePolicyOptions,
+} from "./policy/declarative-engine.js";
+export { NoopPolicyEngine } from "./policy/noop-engine.js";
+export { InMemoryApprovalStore } from "./policy/approvals.js";
+export { decisionError, policyDelegation } from "./policy/decision.js";
+export {
+  PolicyDocumentSchema,
+  loadPolicyFile,
+  parsePolicyDocument,
+  parsePolicyText,
+  type PolicyDocument,
+  type PolicyDocumentInit,
+} from "./policy/document.js";
 
 // Subprocess runtime and the worker protocol (issue #5): handlers in child processes, a warm Node
 // worker pool, executables in any language; the framed protocol is shared with ContainerRuntime.
