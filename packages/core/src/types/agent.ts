@@ -7,10 +7,16 @@ const stringMap = z.record(z.string(), z.string());
 /** Wire schema of an AgentInput (field names are the same in TypeScript and on the wire). */
 export const AgentInputSchema = z
   .object({
-    message: z.string().max(1_000_000),
-    args: stringMap.default({}),
-    tools: z.array(stringMap).default([]),
-    history: z.array(stringMap).default([]),
+    message: z
+      .string()
+      .max(1_000_000)
+      .describe("The user's message, or the previous handler's output in a chain."),
+    args: stringMap.default({}).describe("Structured arguments, e.g. extracted by a router."),
+    tools: z.array(stringMap).default([]).describe("Specs of the tools this invocation may use."),
+    history: z
+      .array(stringMap)
+      .default([])
+      .describe("Conversation history entries, e.g. { role, content }."),
   })
   .strict()
   .meta({ id: "AgentInput", description: "What an agent handler is asked to do." });
@@ -51,14 +57,30 @@ export function createAgentInput(init: AgentInputInit): AgentInput {
 export type JsonValue =
   string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
-/** Wire schema of an AgentResult. */
+// Spelled out rather than z.json() so the JSON Schema names the recursive definition "JsonValue".
+const JsonValueSchema: z.ZodType<JsonValue, JsonValue> = z
+  .lazy(() =>
+    z.union([
+      z.string(),
+      z.number(),
+      z.boolean(),
+      z.null(),
+      z.array(JsonValueSchema),
+      z.record(z.string(), JsonValueSchema),
+    ]),
+  )
+  .meta({ id: "JsonValue", description: "Any JSON value." });
+
+/** Wire schema of an AgentResult: every field is required (this library always writes all five). */
 export const AgentResultSchema = z
   .object({
     status: z.enum(AGENT_STATUSES),
-    output: z.string(),
-    data: z.record(z.string(), z.json()),
-    error: z.string().nullable(),
-    handler: z.string(),
+    output: z.string().describe("The agent's response text."),
+    data: z
+      .record(z.string(), JsonValueSchema)
+      .describe("Structured data for the caller, e.g. what a needs_data result is missing."),
+    error: z.string().nullable().describe("Why it failed; null when it did not."),
+    handler: z.string().describe("Name of the handler that produced the result."),
   })
   .strict()
   .meta({ id: "AgentResult", description: "The structured outcome of one agent invocation." });

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { PermissionsSchema } from "./permissions.js";
 import { SCOPES } from "./status.js";
-import { TRACE_ID } from "./trace.js";
+import { SpanIdSchema, TimestampSchema, TraceIdSchema } from "./trace.js";
 import { TokenUsageSchema } from "./usage.js";
 
 /**
@@ -10,20 +10,28 @@ import { TokenUsageSchema } from "./usage.js";
  */
 export const ExecContextSchema = z
   .object({
-    request_id: z.string().min(1).max(128),
-    trace_id: z.string().regex(TRACE_ID),
-    user_id: z.string().min(1).max(256).nullable(),
-    session_id: z.string().min(1).max(256).nullable(),
-    agent_name: z.string().min(1).max(256).nullable(),
-    depth: z.number().int().nonnegative(),
-    permissions: PermissionsSchema,
-    memory_scope: z.enum(SCOPES),
-    created_at: z.iso.datetime(),
-    timeout_at: z.iso.datetime().nullable(),
-    span_id: z
+    request_id: z
       .string()
-      .regex(/^[0-9a-f]{16}$/)
-      .nullable(),
+      .min(1)
+      .max(128)
+      .describe("Unique per request; a delegated (child) request gets its own."),
+    trace_id: TraceIdSchema,
+    user_id: z.string().min(1).max(256).nullable().describe("Who is asking; null if anonymous."),
+    session_id: z.string().min(1).max(256).nullable().describe("Conversation session, or null."),
+    agent_name: z
+      .string()
+      .min(1)
+      .max(256)
+      .nullable()
+      .describe("The agent this request runs for; null at the root."),
+    depth: z.number().int().nonnegative().describe("Delegation depth: 0 at the root."),
+    permissions: PermissionsSchema,
+    memory_scope: z.enum(SCOPES).describe("Which identity memory is keyed by."),
+    created_at: TimestampSchema.describe("When the request started."),
+    timeout_at: TimestampSchema.nullable().describe("The deadline, or null for none."),
+    span_id: SpanIdSchema.nullable().describe(
+      "The span new spans nest under (e.g. the caller's, from a traceparent); null at the top.",
+    ),
     token_usage: TokenUsageSchema,
   })
   .strict()

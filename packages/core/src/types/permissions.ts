@@ -3,12 +3,21 @@ import { ErrorCode, parseOrThrow } from "../errors.js";
 
 const nameList = z.array(z.string().min(1).max(256));
 
-/** Wire schema of Permissions. A `null` allowlist means unrestricted; an empty one means none. */
+/**
+ * Wire schema of Permissions. A `null` allowlist means unrestricted; an empty one means none.
+ * `roles` is required on the wire (as in Nerva's published spec); a missing allowlist is `null`.
+ */
 export const PermissionsSchema = z
   .object({
-    roles: nameList.default([]),
-    allowed_tools: nameList.nullable().default(null),
-    allowed_agents: nameList.nullable().default(null),
+    roles: nameList.describe("Role names granted, e.g. admin."),
+    allowed_tools: nameList
+      .nullable()
+      .default(null)
+      .describe("Tools that may be used: null (or absent) for every tool, [] for none."),
+    allowed_agents: nameList
+      .nullable()
+      .default(null)
+      .describe("Agents that may be delegated to: null (or absent) for every agent, [] for none."),
   })
   .strict()
   .meta({ id: "Permissions", description: "What a user or agent may access." });

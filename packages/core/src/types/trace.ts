@@ -3,6 +3,24 @@ import { z } from "zod";
 export const SPAN_ID = /^[0-9a-f]{16}$/;
 export const TRACE_ID = /^[0-9a-f]{32}$/;
 
+/** A trace id on the wire: 32 lowercase hex digits, not all zeros (W3C Trace Context). */
+export const TraceIdSchema = z
+  .string()
+  .regex(/^(?!0{32}$)[0-9a-f]{32}$/, "must be 32 lowercase hex digits, not all zeros")
+  .describe("W3C trace id: 32 lowercase hex digits, not all zeros.");
+/** A span id on the wire: 16 lowercase hex digits, not all zeros (W3C Trace Context). */
+export const SpanIdSchema = z
+  .string()
+  .regex(/^(?!0{16}$)[0-9a-f]{16}$/, "must be 16 lowercase hex digits, not all zeros")
+  .describe("W3C span id: 16 lowercase hex digits, not all zeros.");
+/**
+ * A timestamp on the wire: RFC 3339 with `Z` or a numeric offset (`+00:00`), as other
+ * implementations write it. This library always writes UTC with `Z` (`toISOString()`).
+ */
+export const TimestampSchema = z.iso
+  .datetime({ offset: true })
+  .describe("RFC 3339 timestamp with Z or a numeric offset.");
+
 const attributeValue = z.union([z.string(), z.number(), z.boolean()]);
 /** Span and event attributes: flat, OpenTelemetry-compatible values. */
 export type AttributeValue = z.infer<typeof attributeValue>;
@@ -15,16 +33,20 @@ export type SpanStatus = (typeof SpanStatus)[keyof typeof SpanStatus];
 /** Wire schema of one span of a trace (OpenTelemetry-compatible ids). */
 export const SpanSchema = z
   .object({
-    span_id: z.string().regex(SPAN_ID),
-    parent_id: z.string().regex(SPAN_ID).nullable(),
-    trace_id: z.string().regex(TRACE_ID),
-    request_id: z.string().min(1).max(128),
-    name: z.string().min(1).max(256),
-    start_time: z.iso.datetime(),
-    end_time: z.iso.datetime().nullable(),
-    duration_ms: z.number().nonnegative().nullable(),
-    status: z.enum(["unset", "ok", "error"]),
-    error: z.string().nullable(),
+    span_id: SpanIdSchema,
+    parent_id: SpanIdSchema.nullable().describe("The enclosing span; null for a root span."),
+    trace_id: TraceIdSchema,
+    request_id: z.string().min(1).max(128).describe("The request that recorded the span."),
+    name: z.string().min(1).max(256).describe("What the work is, e.g. tools.call."),
+    start_time: TimestampSchema,
+    end_time: TimestampSchema.nullable().describe("null while the span is open."),
+    duration_ms: z
+      .number()
+      .nonnegative()
+      .nullable()
+      .describe("Milliseconds from start to end; null while the span is open."),
+    status: z.enum(["unset", "ok", "error"]).describe("unset while open, then ok or error."),
+    error: z.string().nullable().describe("The error message of a failed span, else null."),
     attributes,
   })
   .strict()
@@ -35,10 +57,10 @@ export type SpanWire = z.output<typeof SpanSchema>;
 export const EventSchema = z
   .object({
     name: z.string().min(1).max(256),
-    timestamp: z.iso.datetime(),
-    trace_id: z.string().regex(TRACE_ID),
+    timestamp: TimestampSchema,
+    trace_id: TraceIdSchema,
     request_id: z.string().min(1).max(128),
-    span_id: z.string().regex(SPAN_ID).nullable(),
+    span_id: SpanIdSchema.nullable(),
     attributes,
   })
   .strict()

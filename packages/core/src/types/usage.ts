@@ -5,10 +5,10 @@ const count = z.number().int().nonnegative();
 /** Wire schema of TokenUsage. */
 export const TokenUsageSchema = z
   .object({
-    prompt_tokens: count,
-    completion_tokens: count,
-    total_tokens: count,
-    cost_usd: z.number().nonnegative(),
+    prompt_tokens: count.describe("Tokens sent to the model."),
+    completion_tokens: count.describe("Tokens the model produced."),
+    total_tokens: count.describe("All tokens, as the provider reports them."),
+    cost_usd: z.number().nonnegative().describe("Estimated cost in US dollars."),
   })
   .strict()
   .meta({ id: "TokenUsage", description: "LLM tokens and cost accumulated by a request." });
