@@ -11,13 +11,16 @@
 # No image registry is reachable here, so the image is made with `docker import` from a minimal
 # root filesystem: this machine's own `node` binary, the shared libraries `ldd` lists, the dynamic
 # loader, the Nerva container agent (/nerva/agent.mjs), the stdio test handlers (/handlers) and
-# the module test handlers (/modules). Its tag is a hash of those inputs, so
-# editing a handler (or upgrading node) builds a new image on the next run.
+# the module test handlers (/modules) and the examples of docs/container-runtime.md (/app). Its
+# tag is a hash of those inputs, so editing a handler (or upgrading node) builds a new image on
+# the next run; nerva-example-agent:1.0 is an alias of the current build, used by the docs.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 IMAGE_DIR="$REPO_ROOT/packages/core/src/runtime/container/image"
 IMAGE_NAME="${NERVA_TEST_IMAGE_NAME:-nerva-test-node}"
+# Stable alias of the same image, used by the examples in docs/container-runtime.md.
+EXAMPLE_IMAGE="nerva-example-agent:1.0"
 DOCKERD_LOG="${DOCKERD_LOG:-/var/log/dockerd.log}"
 WAIT_SECONDS=60
 
@@ -92,7 +95,7 @@ build_image() {
   node_bin="$(readlink -f "$(command -v node)")"
   rootfs="$(mktemp -d)"
   log "building $ref from $node_bin"
-  mkdir -p "$rootfs/usr/bin" "$rootfs/bin" "$rootfs/tmp" "$rootfs/etc" "$rootfs/nerva" "$rootfs/handlers" "$rootfs/modules"
+  mkdir -p "$rootfs/usr/bin" "$rootfs/bin" "$rootfs/tmp" "$rootfs/etc" "$rootfs/nerva" "$rootfs/handlers" "$rootfs/modules" "$rootfs/app"
   chmod 1777 "$rootfs/tmp"
   native_files | while read -r f; do
     mkdir -p "$rootfs$(dirname "$f")"
@@ -105,7 +108,9 @@ build_image() {
   cp "$IMAGE_DIR"/agent/*.mjs "$rootfs/nerva/"
   cp "$IMAGE_DIR"/handlers/*.mjs "$rootfs/handlers/"
   cp "$IMAGE_DIR"/modules/*.mjs "$rootfs/modules/"
+  cp "$IMAGE_DIR"/app/*.mjs "$rootfs/app/"
   chmod 0755 "$rootfs"/handlers/*.mjs "$rootfs"/nerva/*.mjs
+  chmod 0755 "$rootfs"/app/*.mjs
   chmod 0644 "$rootfs"/modules/*.mjs
   tar --numeric-owner --owner=0 --group=0 -C "$rootfs" -c . |
     docker import \
@@ -114,6 +119,7 @@ build_image() {
       --change 'CMD ["/usr/bin/node", "/nerva/agent.mjs"]' \
       --change 'LABEL nerva.test-image=1' \
       - "$ref" >/dev/null
+  docker tag "$ref" "$EXAMPLE_IMAGE"
   # Older builds of the test image only take disk space.
   docker images --format '{{.Repository}}:{{.Tag}}' "$IMAGE_NAME" | grep -vx "$ref" |
     xargs -r docker rmi >/dev/null 2>&1 || true
@@ -124,15 +130,16 @@ build_image() {
 ensure_image() {
   local ref
   ref="$IMAGE_NAME:$(image_tag)"
-  if docker image inspect "$ref" >/dev/null 2>&1; then
-    echo "$ref"
-    return
+  if ! docker image inspect "$ref" >/dev/null 2>&1; then
+    # Test files run in parallel and may all ask for the image at once: build it once.
+    exec 9>"${TMPDIR:-/tmp}/nerva-docker-image.lock"
+    flock 9
+    docker image inspect "$ref" >/dev/null 2>&1 || build_image "$ref"
+    flock -u 9
   fi
-  # Test files run in parallel and may all ask for the image at once: build it once.
-  exec 9>"${TMPDIR:-/tmp}/nerva-docker-image.lock"
-  flock 9
-  docker image inspect "$ref" >/dev/null 2>&1 || build_image "$ref"
-  flock -u 9
+  if [ "$(docker image inspect -f '{{.Id}}' "$EXAMPLE_IMAGE" 2>/dev/null)" != "$(docker image inspect -f '{{.Id}}' "$ref")" ]; then
+    docker tag "$ref" "$EXAMPLE_IMAGE"
+  fi
   echo "$ref"
 }
 
