@@ -11,6 +11,7 @@ export {
   PartialAgentResultSchema,
   agentResult,
   createAgentInput,
+  parseAgentResult,
   type AgentInput,
   type AgentInputInit,
   type AgentResult,
@@ -40,7 +41,7 @@ export {
   type EventWire,
   type SpanWire,
 } from "./types/trace.js";
-export { ExecContextSchema, type ExecContextWire } from "./types/context-wire.js";
+export { ExecContextSchema, MetadataSchema, type ExecContextWire } from "./types/context-wire.js";
 export { wireSchemas } from "./types/wire.js";
 
 // ExecContext
@@ -48,9 +49,11 @@ export {
   ExecContext,
   type ChildOptions,
   type ContextEvent,
+  eventToWire,
   type ExecContextOptions,
   type ForkOptions,
   type StreamSink,
+  type ToWireOptions,
 } from "./context/exec-context.js";
 export { Span } from "./context/span.js";
 export {
@@ -174,6 +177,28 @@ export {
   type PolicyDocument,
   type PolicyDocumentInit,
 } from "./policy/document.js";
+export {
+  MiddlewareStage,
+  type InvocationRequest,
+  type Middleware,
+  type OrchestratorResponse,
+  type PipelineStage,
+} from "./middleware/types.js";
+export { MiddlewarePipeline, type StagePayloads } from "./middleware/pipeline.js";
+export {
+  LoggingMiddleware,
+  type LogRecord,
+  type LoggingMiddlewareOptions,
+} from "./middleware/logging.js";
+export {
+  MetricsMiddleware,
+  type MetricLabels,
+  type MetricsMiddlewareOptions,
+} from "./middleware/metrics.js";
+export {
+  InputSizeLimitMiddleware,
+  type InputSizeLimitOptions,
+} from "./middleware/input-size-limit.js";
 
 // Subprocess runtime and the worker protocol (issue #5): handlers in child processes, a warm Node
 // worker pool, executables in any language; the framed protocol is shared with ContainerRuntime.
