@@ -195,6 +195,10 @@ describe("DeclarativePolicyEngine: approvals", () => {
       reason: "approved by boss",
       rule: "transfers",
     });
+    // Checked again within the same request (say by a runtime hook), the approval still holds.
+    expect((await engine.evaluate(tool("wire_transfer", args), ctxOf().fork())).effect).toBe(
+      "pending",
+    );
     // Used once: the next attempt needs a new approval.
     const next = await engine.evaluate(tool("wire_transfer", args), ctxOf());
     expect(next.effect).toBe("pending");

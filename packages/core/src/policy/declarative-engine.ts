@@ -448,6 +448,21 @@ export class DeclarativePolicyEngine implements PolicyEngine {
     return false;
   }
 
+  #usedApproval(ctx: ExecContext, fingerprint: string): string | null {
+    const events = ctx.events;
+    for (let i = events.length - 1; i >= 0; i--) {
+      const e = events[i]!;
+      if (
+        e.name === "policy.approval_used" &&
+        e.requestId === ctx.requestId &&
+        e.attributes["fingerprint"] === fingerprint
+      ) {
+        return String(e.attributes["by"]);
+      }
+    }
+    return null;
+  }
+
   #ledger(budget: PolicyDocument["budgets"][number], ctx: ExecContext, now: number): Ledger {
     const ledgers = this.#ledgers.get(budget.name) as Map<string, Ledger>;
     const user = ctx.userId ?? "anonymous";
@@ -506,10 +521,18 @@ export class DeclarativePolicyEngine implements PolicyEngine {
     const fingerprint = createHash("sha256")
       .update(JSON.stringify([target, name, ctx.userId, payload]))
       .digest("hex");
+    // Within one request an approval is used once however often the action is checked (e.g. by
+    // the orchestrator's kit and again by a runtime's policyDelegation hook).
+    const used = this.#usedApproval(ctx, fingerprint);
+    if (used !== null) return used;
     const now = this.#clock();
     const open = await this.#approvals.findOpen(fingerprint, now);
     if (open !== null && open.status !== "pending" && (await this.#approvals.claim(open.id))) {
-      if (open.status === "approved") return open.decidedBy ?? "an approver";
+      if (open.status === "approved") {
+        const by = open.decidedBy ?? "an approver";
+        ctx.event("policy.approval_used", { approval_id: open.id, fingerprint, by });
+        return by;
+      }
       return denyDecision(
         cp,
         ErrorCode.POLICY_DENIED,

@@ -131,4 +131,9 @@ export interface PolicyEngine {
   evaluate(action: PolicyAction, ctx: ExecContext): Promise<PolicyDecision>;
   /** Charges a finished request's real token usage to the user's budgets. Call once per request. */
   charge(usage: TokenUsage, ctx: ExecContext): Promise<void>;
+  /**
+   * Optional: the approval `id` if `ctx` is its requester or may decide it, else `null`. The
+   * orchestrator's `resume` needs it.
+   */
+  approval?(id: string, ctx: ExecContext): Promise<Approval | null>;
 }
