@@ -2,8 +2,14 @@ import { z } from "zod";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { Permissions, type PermissionsInit } from "../types/permissions.js";
 import { SCOPES, type Scope } from "../types/status.js";
-import { ExecContextSchema, type ExecContextWire } from "../types/context-wire.js";
-import { TRACE_ID, type Attributes } from "../types/trace.js";
+import { ExecContextSchema, MetadataSchema, type ExecContextWire } from "../types/context-wire.js";
+import {
+  TRACE_ID,
+  attributesToWire,
+  toUnixSeconds,
+  type Attributes,
+  type EventWire,
+} from "../types/trace.js";
 import {
   TokenUsageDeltaSchema,
   tokenUsageToWire,
@@ -29,9 +35,28 @@ export interface StreamSink {
 export interface ContextEvent {
   readonly name: string;
   readonly timestampMs: number;
+  readonly traceId: string;
   readonly requestId: string;
   readonly spanId: string | null;
   readonly attributes: Readonly<Attributes>;
+}
+
+/**
+ * An event in the wire format (Unix-seconds `timestamp`, string attributes, plus `trace_id`,
+ * `request_id` and `span_id`).
+ *
+ * @example
+ * const wire = ctx.events.map(eventToWire);
+ */
+export function eventToWire(event: ContextEvent): EventWire {
+  return {
+    timestamp: toUnixSeconds(event.timestampMs),
+    name: event.name,
+    attributes: attributesToWire(event.attributes),
+    trace_id: event.traceId,
+    request_id: event.requestId,
+    span_id: event.spanId,
+  };
 }
 
 /** Options of {@link ExecContext.create}. */
@@ -51,6 +76,17 @@ export interface ExecContextOptions {
   /** A W3C `traceparent` header: the context joins the caller's trace. Malformed values are ignored. */
   traceparent?: string | null;
   stream?: StreamSink | null;
+  /** String tags for policy conditions and routing (e.g. `{ tenant: "acme" }`); inherited by children. */
+  metadata?: Readonly<Record<string, string>>;
+}
+
+/** Options of {@link ExecContext.toWire}. */
+export interface ToWireOptions {
+  /**
+   * Include the spans and events of this context's tree. Off by default: what crosses a process
+   * or queue boundary is identity and lifecycle, and the arrays are sent empty.
+   */
+  includeTrace?: boolean;
 }
 
 /** Options of {@link ExecContext.child}. */
@@ -81,6 +117,8 @@ const TIMED_OUT = 2;
 const DISPOSED = 3;
 type State = typeof LIVE | typeof CANCELLED | typeof TIMED_OUT | typeof DISPOSED;
 
+const NO_METADATA: Readonly<Record<string, string>> = Object.freeze({});
+
 const ZERO_USAGE: TokenUsage = Object.freeze({
   promptTokens: 0,
   completionTokens: 0,
@@ -90,6 +128,7 @@ const ZERO_USAGE: TokenUsage = Object.freeze({
 
 /** What every context of one tree shares. */
 interface Identity {
+  readonly metadata: Readonly<Record<string, string>>;
   readonly traceId: string;
   readonly userId: string | null;
   readonly sessionId: string | null;
@@ -117,6 +156,7 @@ const OptionsSchema = z
       .refine((s) => !/^0+$/.test(s), "must not be all zeros")
       .optional(),
     traceparent: z.string().nullable().optional(),
+    metadata: MetadataSchema.optional(),
     stream: z
       .custom<StreamSink>(
         (v) => typeof v === "object" && v !== null && typeof (v as StreamSink).push === "function",
@@ -269,6 +309,10 @@ export class ExecContext {
   get memoryScope(): Scope {
     return this.#id.memoryScope;
   }
+  /** String tags for policy conditions and routing; shared by the whole tree, immutable. */
+  get metadata(): Readonly<Record<string, string>> {
+    return this.#id.metadata;
+  }
 
   /**
    * Creates a root context. Every option is validated; bad values throw `NervaError`
@@ -299,6 +343,7 @@ export class ExecContext {
       sessionId: o.sessionId ?? null,
       permissions,
       memoryScope: o.memoryScope ?? "session",
+      metadata: o.metadata === undefined ? NO_METADATA : Object.freeze({ ...o.metadata }),
     });
     return new ExecContext(
       id,
@@ -336,18 +381,19 @@ export class ExecContext {
       sessionId: w.session_id,
       permissions: Permissions.fromWire(w.permissions),
       memoryScope: w.memory_scope,
+      metadata: Object.freeze({ ...w.metadata }),
     });
     const ctx = new ExecContext(
       id,
       w.request_id,
       options.stream ?? null,
-      w.depth,
-      w.agent_name,
-      Date.parse(w.created_at),
-      w.timeout_at === null ? null : Date.parse(w.timeout_at),
+      w.depth ?? 0,
+      w.agent_name ?? null,
+      Math.round(w.created_at * 1000),
+      w.timeout_at == null ? null : Math.round(w.timeout_at * 1000),
       null,
       null,
-      w.span_id,
+      w.span_id ?? null,
       null,
     );
     const u = w.token_usage;
@@ -359,24 +405,34 @@ export class ExecContext {
         cost: u.cost_usd,
       };
     }
+    if (w.cancelled) ctx.cancel("cancelled before it crossed the wire");
     return ctx;
   }
 
-  /** The serialisable part of this context, in the snake_case wire format of the spec. */
-  toWire(): ExecContextWire {
+  /**
+   * The serialisable part of this context in the wire format of Nerva's published spec
+   * (snake_case, Unix-seconds timestamps), plus `agent_name`, `depth` and `span_id`.
+   * Spans and events are included only with `{ includeTrace: true }`.
+   */
+  toWire(options: ToWireOptions = {}): ExecContextWire {
+    const trace = options.includeTrace === true;
     return {
       request_id: this.requestId,
       trace_id: this.traceId,
       user_id: this.userId,
       session_id: this.sessionId,
-      agent_name: this.agentName,
-      depth: this.depth,
       permissions: this.permissions.toWire(),
       memory_scope: this.memoryScope,
-      created_at: new Date(this.createdAt).toISOString(),
-      timeout_at: this.timeoutAt === null ? null : new Date(this.timeoutAt).toISOString(),
-      span_id: this.#spanId,
+      spans: trace ? this.spans.map((span) => span.toWire()) : [],
+      events: trace ? this.events.map(eventToWire) : [],
       token_usage: tokenUsageToWire(this.tokenUsage),
+      created_at: toUnixSeconds(this.createdAt),
+      timeout_at: this.timeoutAt === null ? null : toUnixSeconds(this.timeoutAt),
+      cancelled: this.#state === CANCELLED,
+      metadata: { ...this.metadata },
+      agent_name: this.agentName,
+      depth: this.depth,
+      span_id: this.#spanId,
     };
   }
 
@@ -654,6 +710,7 @@ export class ExecContext {
     const event: ContextEvent = Object.freeze({
       name,
       timestampMs: nowMs(),
+      traceId: this.traceId,
       requestId: this.requestId,
       spanId: this.#spanId,
       attributes: Object.freeze({ ...attributes }),

@@ -1,4 +1,11 @@
-import type { Attributes, AttributeValue, SpanStatus, SpanWire } from "../types/trace.js";
+import {
+  attributesToWire,
+  toUnixSeconds,
+  type Attributes,
+  type AttributeValue,
+  type SpanStatus,
+  type SpanWire,
+} from "../types/trace.js";
 
 /** Wall-clock milliseconds with sub-millisecond precision. */
 export function nowMs(): number {
@@ -76,19 +83,19 @@ export class Span {
     if (error !== undefined) this.#error = error;
   }
 
+  /** The wire form (published spec fields plus `trace_id`, `request_id`, `status`, `error`). */
   toWire(): SpanWire {
     return {
       span_id: this.id,
+      name: this.name,
       parent_id: this.parentId,
+      started_at: toUnixSeconds(this.startMs),
+      ended_at: this.#endMs === null ? null : toUnixSeconds(this.#endMs),
+      attributes: attributesToWire(this.attributes),
       trace_id: this.traceId,
       request_id: this.requestId,
-      name: this.name,
-      start_time: new Date(this.startMs).toISOString(),
-      end_time: this.#endMs === null ? null : new Date(this.#endMs).toISOString(),
-      duration_ms: this.durationMs,
       status: this.#status,
       error: this.#error,
-      attributes: { ...this.attributes },
     };
   }
 

@@ -71,18 +71,28 @@ const JsonValueSchema: z.ZodType<JsonValue, JsonValue> = z
   )
   .meta({ id: "JsonValue", description: "Any JSON value." });
 
-/** Wire schema of an AgentResult: every field is required (this library always writes all five). */
+const resultFields = {
+  output: z.string().describe("The agent's response text."),
+  data: z
+    .record(z.string(), JsonValueSchema)
+    .describe("Structured data for the caller, e.g. what a needs_data result is missing."),
+  error: z.string().nullable().describe("Why it failed; null when it did not."),
+};
+
+/**
+ * Wire schema of an AgentResult, as Nerva's published spec has it: only `status` is required;
+ * a missing `output` reads as "", `data` as {}, `error` as null, `handler` as "" (see
+ * {@link parseAgentResult}). This library always writes all five fields. Unknown fields are
+ * ignored when reading.
+ */
 export const AgentResultSchema = z
   .object({
-    status: z.enum(AGENT_STATUSES),
-    output: z.string().describe("The agent's response text."),
-    data: z
-      .record(z.string(), JsonValueSchema)
-      .describe("Structured data for the caller, e.g. what a needs_data result is missing."),
-    error: z.string().nullable().describe("Why it failed; null when it did not."),
-    handler: z.string().describe("Name of the handler that produced the result."),
+    status: z.enum(AGENT_STATUSES).describe("Outcome of the invocation."),
+    output: resultFields.output.optional(),
+    data: resultFields.data.optional(),
+    error: resultFields.error.optional(),
+    handler: z.string().optional().describe("Name of the handler that produced the result."),
   })
-  .strict()
   .meta({ id: "AgentResult", description: "The structured outcome of one agent invocation." });
 
 /** The structured outcome of one invocation; `error` explains a failure. */
@@ -94,12 +104,37 @@ export interface AgentResult {
   readonly handler: string;
 }
 
-/** Schema of what a handler may return instead of a string: any part of an AgentResult. */
-export const PartialAgentResultSchema = AgentResultSchema.omit({ handler: true })
-  .partial()
-  .extend({ error: z.string().nullable().optional() })
+/**
+ * What a handler may return instead of a string: any part of an AgentResult. Stricter than the
+ * wire: an unknown field is refused, so a typo (`ouptut`) is an error rather than lost.
+ */
+export const PartialAgentResultSchema = z
+  .object({
+    status: z.enum(AGENT_STATUSES).optional(),
+    output: resultFields.output.optional(),
+    data: resultFields.data.optional(),
+    error: resultFields.error.optional(),
+  })
   .strict();
 export type PartialAgentResult = z.input<typeof PartialAgentResultSchema>;
+
+/**
+ * Reads an AgentResult from its wire form (e.g. another implementation's JSON), filling the
+ * optional fields. Throws INVALID_INPUT naming the bad field.
+ *
+ * @example
+ * const result = parseAgentResult(JSON.parse('{"status":"success","output":"hi"}'), "my_agent");
+ */
+export function parseAgentResult(wire: unknown, handler = ""): AgentResult {
+  const r = parseOrThrow(
+    AgentResultSchema,
+    wire,
+    ErrorCode.INVALID_INPUT,
+    "result",
+    "Send { status, output?, data?, error?, handler? } with status one of the AgentStatus values.",
+  );
+  return agentResult(r.handler ?? handler, r);
+}
 
 /**
  * Builds a frozen AgentResult, filling defaults (empty output and data, no error).

@@ -19,6 +19,8 @@ export const PermissionsSchema = z
       .default(null)
       .describe("Agents that may be delegated to: null (or absent) for every agent, [] for none."),
   })
+  // Strict, unlike the other wire types: ignoring an unknown field here could widen access
+  // (a camelCase "allowedTools": [] read as "no allowlist" would grant every tool).
   .strict()
   .meta({ id: "Permissions", description: "What a user or agent may access." });
 export type PermissionsWire = z.output<typeof PermissionsSchema>;

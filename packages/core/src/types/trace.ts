@@ -14,57 +14,87 @@ export const SpanIdSchema = z
   .regex(/^(?!0{16}$)[0-9a-f]{16}$/, "must be 16 lowercase hex digits, not all zeros")
   .describe("W3C span id: 16 lowercase hex digits, not all zeros.");
 /**
- * A timestamp on the wire: RFC 3339 with `Z` or a numeric offset (`+00:00`), as other
- * implementations write it. This library always writes UTC with `Z` (`toISOString()`).
+ * A point in time on the wire: Unix time in seconds, with a fraction (as Nerva's published spec
+ * writes it, e.g. Python's `time.time()`).
  */
-export const TimestampSchema = z.iso
-  .datetime({ offset: true })
-  .describe("RFC 3339 timestamp with Z or a numeric offset.");
+export const UnixSecondsSchema = z
+  .number()
+  .nonnegative()
+  .finite()
+  .describe("Unix time in seconds, with a fraction.");
+
+/** Epoch milliseconds → the wire's Unix seconds. */
+export function toUnixSeconds(epochMs: number): number {
+  return epochMs / 1000;
+}
 
 const attributeValue = z.union([z.string(), z.number(), z.boolean()]);
-/** Span and event attributes: flat, OpenTelemetry-compatible values. */
+/** Span and event attributes in TypeScript: flat, OpenTelemetry-compatible values. */
 export type AttributeValue = z.infer<typeof attributeValue>;
 export type Attributes = Record<string, AttributeValue>;
 const attributes = z.record(z.string(), attributeValue);
+/** On the wire attribute values are strings, as the published spec types them. */
+const wireAttributes = z
+  .record(z.string(), z.string())
+  .describe("Key-value metadata; values are strings on the wire.");
+
+/** Attributes as the wire carries them: every value a string. */
+export function attributesToWire(attrs: Readonly<Attributes>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key in attrs) out[key] = String(attrs[key]);
+  return out;
+}
 
 export const SpanStatus = { UNSET: "unset", OK: "ok", ERROR: "error" } as const;
 export type SpanStatus = (typeof SpanStatus)[keyof typeof SpanStatus];
 
-/** Wire schema of one span of a trace (OpenTelemetry-compatible ids). */
+/**
+ * Wire schema of one span: the fields of Nerva's published spec (`span_id`, `name`, `parent_id`,
+ * `started_at`, `ended_at`, `attributes`) plus optional extras this implementation writes and
+ * others may ignore. Unknown fields are ignored when reading.
+ */
 export const SpanSchema = z
   .object({
     span_id: SpanIdSchema,
-    parent_id: SpanIdSchema.nullable().describe("The enclosing span; null for a root span."),
-    trace_id: TraceIdSchema,
-    request_id: z.string().min(1).max(128).describe("The request that recorded the span."),
     name: z.string().min(1).max(256).describe("What the work is, e.g. tools.call."),
-    start_time: TimestampSchema,
-    end_time: TimestampSchema.nullable().describe("null while the span is open."),
-    duration_ms: z
-      .number()
-      .nonnegative()
-      .nullable()
-      .describe("Milliseconds from start to end; null while the span is open."),
-    status: z.enum(["unset", "ok", "error"]).describe("unset while open, then ok or error."),
-    error: z.string().nullable().describe("The error message of a failed span, else null."),
-    attributes,
+    parent_id: SpanIdSchema.nullable().describe("The enclosing span; null for a root span."),
+    started_at: UnixSecondsSchema.describe("When the span started (Unix seconds)."),
+    ended_at: UnixSecondsSchema.nullable()
+      .optional()
+      .describe("When the span ended (Unix seconds); null or absent while open."),
+    attributes: wireAttributes,
+    trace_id: TraceIdSchema.optional().describe("Extra: the trace the span belongs to."),
+    request_id: z
+      .string()
+      .min(1)
+      .max(128)
+      .optional()
+      .describe("Extra: the request that recorded the span."),
+    status: z
+      .enum(["unset", "ok", "error"])
+      .optional()
+      .describe("Extra: unset while open, then ok or error."),
+    error: z.string().nullable().optional().describe("Extra: the error of a failed span."),
   })
-  .strict()
-  .meta({ id: "Span", description: "One timed unit of work within a trace." });
+  .meta({ id: "Span", description: "A timed segment of work within a request." });
 export type SpanWire = z.output<typeof SpanSchema>;
 
-/** Wire schema of one structured event recorded on a context. */
+/** Wire schema of one event: the published fields plus optional extras. */
 export const EventSchema = z
   .object({
-    name: z.string().min(1).max(256),
-    timestamp: TimestampSchema,
-    trace_id: TraceIdSchema,
-    request_id: z.string().min(1).max(128),
-    span_id: SpanIdSchema.nullable(),
-    attributes,
+    timestamp: UnixSecondsSchema.describe("When it happened (Unix seconds)."),
+    name: z.string().min(1).max(256).describe("What happened, e.g. policy.denied."),
+    attributes: wireAttributes,
+    trace_id: TraceIdSchema.optional().describe("Extra: the trace it belongs to."),
+    request_id: z
+      .string()
+      .min(1)
+      .max(128)
+      .optional()
+      .describe("Extra: the request that recorded it."),
+    span_id: SpanIdSchema.nullable().optional().describe("Extra: the span it happened in."),
   })
-  .strict()
-  .meta({ id: "Event", description: "A structured log event recorded during a request." });
+  .meta({ id: "Event", description: "A point-in-time occurrence recorded within a context." });
 export type EventWire = z.output<typeof EventSchema>;
 
 export { attributes as AttributesSchema };

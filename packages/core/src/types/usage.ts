@@ -1,6 +1,7 @@
 import { z } from "zod";
 
-const count = z.number().int().nonnegative();
+/** Token counts are int32 in Nerva's published spec. */
+const count = z.number().int().nonnegative().max(2_147_483_647);
 
 /** Wire schema of TokenUsage. */
 export const TokenUsageSchema = z
@@ -10,7 +11,6 @@ export const TokenUsageSchema = z
     total_tokens: count.describe("All tokens, as the provider reports them."),
     cost_usd: z.number().nonnegative().describe("Estimated cost in US dollars."),
   })
-  .strict()
   .meta({ id: "TokenUsage", description: "LLM tokens and cost accumulated by a request." });
 export type TokenUsageWire = z.output<typeof TokenUsageSchema>;
 

@@ -35,8 +35,8 @@ export function contextEnv(handler: string, ctx: ExecContext): Record<string, st
   };
   if (ctx.userId !== null) env["NERVA_USER_ID"] = ctx.userId;
   if (ctx.sessionId !== null) env["NERVA_SESSION_ID"] = ctx.sessionId;
-  if (wire.timeout_at !== null) env["NERVA_DEADLINE"] = wire.timeout_at;
-  if (wire.span_id !== null)
-    env["NERVA_TRACEPARENT"] = formatTraceparent(ctx.traceId, wire.span_id);
+  if (ctx.timeoutAt !== null) env["NERVA_DEADLINE"] = new Date(ctx.timeoutAt).toISOString();
+  if (ctx.currentSpanId !== null)
+    env["NERVA_TRACEPARENT"] = formatTraceparent(ctx.traceId, ctx.currentSpanId);
   return env;
 }
