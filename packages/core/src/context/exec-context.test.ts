@@ -337,14 +337,23 @@ describe("observability", () => {
     expect(() => root.recordTokens({ promptTokens: 1.5 })).toThrow(NervaError);
   });
 
-  it("round-trips through the wire form", () => {
+  it("round-trips through the wire form of the published spec", () => {
     const ctx = ExecContext.create({
       userId: "u",
       permissions: { allowedAgents: ["a"] },
       timeoutSeconds: 30,
+      metadata: { tenant: "acme" },
     });
     ctx.recordTokens({ promptTokens: 2, completionTokens: 3, costUsd: 0.25 });
     const wire = JSON.parse(JSON.stringify(ctx.child("a").toWire()));
+    expect(wire).toMatchObject({
+      created_at: expect.any(Number),
+      timeout_at: (ctx.timeoutAt as number) / 1000,
+      cancelled: false,
+      metadata: { tenant: "acme" },
+      spans: [],
+      events: [],
+    });
     const back = ExecContext.fromWire(wire);
     expect(back).toMatchObject({
       traceId: ctx.traceId,
@@ -353,9 +362,73 @@ describe("observability", () => {
       agentName: "a",
       timeoutAt: ctx.timeoutAt,
     });
+    expect(back.metadata).toEqual({ tenant: "acme" });
     expect(back.permissions.canUseAgent("b")).toBe(false);
     expect(ExecContext.fromWire(ctx.toWire()).tokenUsage).toEqual(ctx.tokenUsage);
     expect(() => ExecContext.fromWire({ ...wire, depth: -1 })).toThrow(/context\.depth/);
+  });
+
+  it("includes the trace on request, with string attributes", () => {
+    const ctx = ExecContext.create();
+    ctx.startSpan("work", { n: 3, ok: true }).end();
+    ctx.event("noted", { size: 2 });
+    expect(ctx.toWire().spans).toEqual([]);
+    const wire = ctx.toWire({ includeTrace: true });
+    expect(wire.spans[0]).toMatchObject({
+      name: "work",
+      attributes: { n: "3", ok: "true" },
+      status: "ok",
+    });
+    expect(wire.spans[0]?.ended_at).toBeGreaterThanOrEqual(wire.spans[0]?.started_at as number);
+    expect(wire.events[0]).toMatchObject({
+      name: "noted",
+      attributes: { size: "2" },
+      trace_id: ctx.traceId,
+    });
+  });
+
+  it("reads what another implementation sends: extra fields ignored, cancelled honoured", () => {
+    const fromPython = {
+      request_id: "r-1",
+      trace_id: "4bf92f3577b34da6a3ce929d0e0e4736",
+      user_id: null,
+      session_id: "s",
+      permissions: { roles: ["user"] },
+      memory_scope: "user",
+      spans: [
+        {
+          span_id: "00f067aa0ba902b7",
+          name: "llm.call",
+          parent_id: null,
+          started_at: 1763700000.5,
+          attributes: {},
+        },
+      ],
+      events: [],
+      token_usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2, cost_usd: 0 },
+      created_at: 1763700000.25,
+      cancelled: true,
+      metadata: {},
+      stream_config: { enabled: false },
+    };
+    const ctx = ExecContext.fromWire(fromPython);
+    expect(ctx.createdAt).toBe(1763700000250);
+    expect(ctx.timeoutAt).toBeNull();
+    expect(ctx.isCancelled()).toBe(true);
+    expect(ctx.permissions.canUseTool("anything")).toBe(true);
+    expect(() =>
+      ExecContext.fromWire({ ...fromPython, permissions: { roles: [], allowedTools: [] } }),
+    ).toThrow(/context\.permissions/);
+  });
+
+  it("carries metadata to children and validates it", () => {
+    const ctx = ExecContext.create({ metadata: { tenant: "acme", plan: "pro" } });
+    expect(ctx.child("x").metadata).toEqual({ tenant: "acme", plan: "pro" });
+    expect(Object.isFrozen(ctx.metadata)).toBe(true);
+    expect(ExecContext.create().metadata).toEqual({});
+    expect(() => ExecContext.create({ metadata: { n: 1 } as never })).toThrow(
+      /options\.metadata\.n/,
+    );
   });
 });
 
