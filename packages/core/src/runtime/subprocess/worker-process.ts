@@ -69,7 +69,7 @@ interface Esbuild {
  * with esbuild into a content-addressed file in the temp directory (a worker then starts as fast
  * as a built one); without esbuild it falls back to the much slower tsx loader.
  */
-function workerEntry(): { file: string; execArgv: string[] } {
+export function workerEntry(): { file: string; execArgv: string[] } {
   if (entry !== null) return entry;
   const here = fileURLToPath(import.meta.url);
   const dir = dirname(here);

@@ -1,0 +1,212 @@
+import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { describe, expect, it } from "vitest";
+import { ExecContext } from "../../context/exec-context.js";
+import { AgentStatus } from "../../types/status.js";
+import { SubprocessRuntime } from "./subprocess-runtime.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const dir = join(here, "fixtures", "isolation");
+const ctx = () => ExecContext.create({ userId: "u1" });
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+async function waitFor(check: () => boolean, limitMs: number): Promise<boolean> {
+  const started = performance.now();
+  while (performance.now() - started < limitMs) {
+    if (check()) return true;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return check();
+}
+
+async function pidCall(runtime: SubprocessRuntime): Promise<{ pid: string; calls: number }> {
+  const r = await runtime.invoke("pid", { message: "" }, ctx());
+  expect(r.error).toBeNull();
+  expect(r.status).toBe(AgentStatus.SUCCESS);
+  return { pid: r.output, calls: Number(r.data["calls"]) };
+}
+
+describe("SubprocessRuntime worker pool", () => {
+  it("reuses a warm worker: no process start per call, module state kept", async () => {
+    const runtime = new SubprocessRuntime({ handlerDir: dir, pool: { min: 1, max: 1 } });
+    try {
+      await runtime.warmUp();
+      const a = await pidCall(runtime);
+      const b = await pidCall(runtime);
+      expect(b.pid).toBe(a.pid);
+      expect(b.calls).toBe(a.calls + 1);
+      expect(runtime.stats().pool.started).toBe(1);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("recycles a worker after maxInvocationsPerWorker", async () => {
+    const runtime = new SubprocessRuntime({
+      handlerDir: dir,
+      pool: { min: 1, max: 1 },
+      maxInvocationsPerWorker: 3,
+    });
+    try {
+      const pids: string[] = [];
+      for (let i = 0; i < 4; i++) pids.push((await pidCall(runtime)).pid);
+      expect(new Set(pids.slice(0, 3)).size).toBe(1);
+      expect(pids[3]).not.toBe(pids[0]);
+      expect(runtime.stats().pool.recycled).toBe(1);
+      expect(await waitFor(() => !alive(Number(pids[0])), 2000)).toBe(true);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("recycles an idle worker after idleSeconds and keeps min warm", async () => {
+    const runtime = new SubprocessRuntime({
+      handlerDir: dir,
+      pool: { min: 1, max: 2, idleSeconds: 0.3 },
+    });
+    try {
+      const first = await pidCall(runtime);
+      expect(await waitFor(() => runtime.stats().pool.recycled >= 1, 3000)).toBe(true);
+      expect(await waitFor(() => !alive(Number(first.pid)), 2000)).toBe(true);
+      await runtime.warmUp();
+      const second = await pidCall(runtime);
+      expect(second.pid).not.toBe(first.pid);
+      expect(second.calls).toBe(1);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("queues invocations beyond max and runs them all", async () => {
+    const runtime = new SubprocessRuntime({ handlerDir: dir, pool: { min: 0, max: 1 } });
+    try {
+      const results = await Promise.all(Array.from({ length: 5 }, () => pidCall(runtime)));
+      expect(new Set(results.map((r) => r.pid)).size).toBe(1);
+      expect(results.map((r) => r.calls).sort()).toEqual([1, 2, 3, 4, 5]);
+      expect(runtime.stats().pool.workers.length).toBe(1);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("does not deadlock when a handler delegates to a module handler in a full pool", async () => {
+    const runtime = new SubprocessRuntime({
+      handlerDir: dir,
+      timeoutSeconds: 10,
+      pool: { min: 0, max: 1 },
+    });
+    try {
+      const result = await runtime.invoke("forward", { message: "x", args: { to: "pid" } }, ctx());
+      expect(result.status).toBe(AgentStatus.SUCCESS);
+      expect(Number(result.output)).toBeGreaterThan(0);
+      // The blocked worker was not counted: a second one served the delegation.
+      expect(runtime.stats().pool.started).toBe(2);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("keeps a worker that stops within cancelGraceMs after a cancel frame", async () => {
+    const runtime = new SubprocessRuntime({
+      handlerDir: dir,
+      pool: { min: 1, max: 1 },
+      cancelGraceMs: 80,
+    });
+    try {
+      const before = await pidCall(runtime);
+      const c = ctx();
+      const pending = runtime.invoke("graceful", { message: "x" }, c);
+      await new Promise((r) => setTimeout(r, 100));
+      c.cancel("enough");
+      const result = await pending;
+      expect(result.status).toBe(AgentStatus.ERROR);
+      expect(result.error).toMatch(/cancelled/);
+      const after = await pidCall(runtime);
+      expect(after.pid).toBe(before.pid);
+      expect(runtime.stats().pool.died).toBe(0);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("kills a worker that ignores the cancel frame when the grace runs out", async () => {
+    const runtime = new SubprocessRuntime({
+      handlerDir: dir,
+      pool: { min: 1, max: 2 },
+      cancelGraceMs: 50,
+      handlers: { loop: { timeoutSeconds: 0.3 } },
+    });
+    try {
+      await runtime.warmUp();
+      let resolvePid!: (pid: number) => void;
+      const pidP = new Promise<number>((r) => (resolvePid = r));
+      const c = ExecContext.create({ stream: { push: (chunk) => resolvePid(Number(chunk)) } });
+      const started = performance.now();
+      const result = await runtime.invoke("loop", { message: "x" }, c);
+      const pid = await pidP;
+      expect(result.status).toBe(AgentStatus.TIMEOUT);
+      expect(await waitFor(() => !alive(pid), 1000)).toBe(true);
+      // Deadline (300 ms) + grace (50 ms), with room for the kill itself.
+      expect(performance.now() - started).toBeLessThan(300 + 50 + 100);
+    } finally {
+      await runtime.close();
+    }
+  });
+});
+
+describe("SubprocessRuntime and the host process", () => {
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+  const script = (body: string): string => `
+    import { ExecContext } from ${JSON.stringify(pathToFileURL(join(here, "../../context/exec-context.ts")).href)};
+    import { SubprocessRuntime } from ${JSON.stringify(pathToFileURL(join(here, "subprocess-runtime.ts")).href)};
+    const runtime = new SubprocessRuntime({ handlerDir: ${JSON.stringify(dir)}, pool: { min: 1, max: 1 } });
+    const result = await runtime.invoke("pid", { message: "" }, ExecContext.create());
+    console.log(result.output);
+    ${body}
+  `;
+  const run = (body: string) =>
+    spawn(process.execPath, ["--import", tsx, "--input-type=module", "-e", script(body)], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+  const firstLine = (child: ReturnType<typeof run>) =>
+    new Promise<number>((resolve, reject) => {
+      let text = "";
+      child.stdout?.on("data", (d: Buffer) => {
+        text += d.toString();
+        if (text.includes("\n")) resolve(Number(text.split("\n")[0]));
+      });
+      child.on("exit", () => reject(new Error(`host exited before printing: ${text}`)));
+    });
+
+  it("idle workers do not keep a host alive that forgot close(), and exit with it", async () => {
+    const host = run("");
+    const worker = await firstLine(host);
+    expect(worker).toBeGreaterThan(0);
+    const code = await new Promise<number | null>((resolve) => host.on("exit", resolve));
+    expect(code).toBe(0);
+    expect(await waitFor(() => !alive(worker), 3000)).toBe(true);
+  }, 30_000);
+
+  it("workers exit when their host is SIGKILLed (the channel closes)", async () => {
+    const host = run("setInterval(() => {}, 1000);");
+    const worker = await firstLine(host);
+    expect(alive(worker)).toBe(true);
+    host.kill("SIGKILL");
+    expect(await waitFor(() => !alive(worker), 3000)).toBe(true);
+  }, 30_000);
+});
