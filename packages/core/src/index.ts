@@ -121,6 +121,14 @@ export {
 } from "./tools/function-tool-manager.js";
 export { CompositeToolManager } from "./tools/composite-tool-manager.js";
 export type { Channel, ChannelSpec, FormattedResponse, Responder } from "./responder/types.js";
+export { PassthroughResponder } from "./responder/passthrough-responder.js";
+export {
+  ChannelResponder,
+  MIN_MAX_LENGTH,
+  type ChannelResponderOptions,
+} from "./responder/channel-responder.js";
+export { failureText } from "./responder/failure-text.js";
+export { stripMarkdown } from "./responder/plain-text.js";
 
 // Memory, registry, policy, middleware, orchestrator
 export {
