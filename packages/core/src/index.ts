@@ -207,6 +207,14 @@ export {
   InputSizeLimitMiddleware,
   type InputSizeLimitOptions,
 } from "./middleware/input-size-limit.js";
+export { Orchestrator } from "./orchestrator/orchestrator.js";
+export type {
+  AgentKit,
+  HandleOptions,
+  KitHandler,
+  OrchestratorOptions,
+  OrchestratorStream,
+} from "./orchestrator/types.js";
 
 // Subprocess runtime and the worker protocol (issue #5): handlers in child processes, a warm Node
 // worker pool, executables in any language; the framed protocol is shared with ContainerRuntime.
