@@ -214,6 +214,7 @@ describe.skipIf(image === null)("ContainerRuntime on a real Docker engine", () =
       memoryLimit: "64m",
     });
     runtime.register("noisy", { image: IMAGE, module: "/modules/noisy.mjs", mode: "warm" });
+    runtime.register("crash", { image: IMAGE, module: "/modules/crash.mjs", mode: "warm" });
     runtime.register("missing-image", { image: "nerva-no-such-image:never" });
     await runtime.start();
   });
@@ -371,6 +372,24 @@ describe.skipIf(image === null)("ContainerRuntime on a real Docker engine", () =
     expect(result.error).toMatch(/exceeded its memory limit of 64m.*OOM-killed/);
     const again = await runtime.invoke("warm-hog", { message: "x", args: { mb: "16" } }, ctx());
     expect(again).toMatchObject({ status: AgentStatus.SUCCESS, output: "allocated 16 MB" });
+  });
+
+  it("reports a warm agent that crashes mid-call, and replaces a container killed while idle", async () => {
+    const [first] = await containersOf(runtime, "crash");
+    const crashed = await runtime.invoke("crash", { message: "x", args: { code: "3" } }, ctx());
+    expect(crashed.status).toBe(AgentStatus.ERROR);
+    expect(crashed.error).toMatch(/exited with code 3 during the call/);
+    expect(crashed.data["stderr"]).toBe("about to crash");
+    await gone(first as string, 3000);
+
+    // Killed behind the runtime's back while idle: the next call gets a fresh container.
+    const [idle] = await containersOf(runtime, "counter");
+    await docker.getContainer(idle as string).kill();
+    await new Promise((r) => setTimeout(r, 200));
+    const served = await runtime.invoke("counter", { message: "x" }, ctx());
+    expect(served).toMatchObject({ status: AgentStatus.SUCCESS, output: "1" });
+    const [replacement] = await containersOf(runtime, "counter");
+    expect(replacement).not.toBe(idle);
   });
 
   it("keeps a handler's stdout writes out of the frame stream", async () => {

@@ -170,31 +170,26 @@ export class Demuxer {
   }
 }
 
-/** Keeps the last `limit` bytes written to it (for stderr tails). */
-export class Tail {
-  #chunks: Buffer[] = [];
-  #size = 0;
-  #dropped = false;
+/** How long to wait for the engine's OOM event after a container died of SIGKILL. */
+const OOM_EVENT_WAIT_MS = 1000;
 
-  constructor(private readonly limit = 4096) {}
-
-  push(chunk: Buffer): void {
-    this.#chunks.push(chunk);
-    this.#size += chunk.length;
-    while (this.#size - (this.#chunks[0]?.length ?? 0) >= this.limit && this.#chunks.length > 1) {
-      this.#size -= (this.#chunks.shift() as Buffer).length;
-      this.#dropped = true;
+/**
+ * Exit code of a finished container and whether the kernel's OOM killer ended it. The engine
+ * records the OOM event separately from the exit, sometimes a moment later: a container that died
+ * of SIGKILL (137) is re-inspected briefly before concluding it was not the memory limit.
+ */
+export async function exitState(
+  container: Container,
+): Promise<{ running: boolean; exitCode: number; oomKilled: boolean }> {
+  const started = Date.now();
+  for (;;) {
+    const state = (await container.inspect()).State;
+    if (state.OOMKilled === true) {
+      return { running: state.Running, exitCode: state.ExitCode, oomKilled: true };
     }
-  }
-
-  text(): string {
-    let buf = Buffer.concat(this.#chunks);
-    let cut = this.#dropped;
-    if (buf.length > this.limit) {
-      buf = buf.subarray(buf.length - this.limit);
-      cut = true;
+    if (state.Running || state.ExitCode !== 137 || Date.now() - started >= OOM_EVENT_WAIT_MS) {
+      return { running: state.Running, exitCode: state.ExitCode, oomKilled: false };
     }
-    const s = buf.toString("utf8").trim();
-    return cut && s.length > 0 ? `…${s}` : s;
+    await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import type { Duplex } from "node:stream";
 import type { ExecContext } from "../../context/exec-context.js";
 import { agentResult, type AgentInput, type AgentResult } from "../../types/agent.js";
-import { AgentStatus } from "../../types/status.js";
 import {
   FrameDecoder,
   encodeFrame,
@@ -12,9 +11,10 @@ import {
 } from "../protocol/index.js";
 import { errorResult, messageOf } from "../results.js";
 import type { AgentRuntime } from "../types.js";
-import { Demuxer, STDERR, STDOUT, Tail, type Container } from "./docker.js";
+import { Demuxer, exitState, STDERR, STDOUT, type Container } from "./docker.js";
 import type { HandlerSpec } from "./spec.js";
-import type { ContainerHost } from "./stdio.js";
+import { STDERR_TAIL_BYTES, type ContainerHost } from "./stdio.js";
+import { TailBuffer, withStderr } from "../subprocess/output.js";
 
 /** How long to wait for the engine to record the exit of a container whose stream ended. */
 const EXIT_WAIT_MS = 2000;
@@ -39,7 +39,7 @@ export class FramedConnection {
   readonly #host: ContainerHost;
   readonly #spec: HandlerSpec;
   readonly #socket: Duplex;
-  readonly #stderr = new Tail();
+  readonly #stderr = new TailBuffer(STDERR_TAIL_BYTES);
   readonly #decoder: FrameDecoder<WorkerFrame>;
   readonly #onDead: (conn: FramedConnection) => void;
   #ready: { resolve: () => void; reject: (err: Error) => void } | null = null;
@@ -135,8 +135,7 @@ export class FramedConnection {
    * why the worker failed; never rejects.
    */
   run(input: AgentInput, scoped: ExecContext, runtime: AgentRuntime): Promise<AgentResult> {
-    if (this.#dead !== null)
-      return Promise.resolve(errorResult(this.#spec.name, this.#deadMessage()));
+    if (this.#dead !== null) return Promise.resolve(this.#deadResult(this.#deadMessage()));
     if (this.#current !== null) throw new Error("FramedConnection.run: already busy");
     return new Promise<AgentResult>((resolve) => {
       const id = randomUUID();
@@ -280,28 +279,27 @@ export class FramedConnection {
           this.container.wait({ condition: "not-running" }),
           new Promise((r) => (timer = setTimeout(r, EXIT_WAIT_MS))),
         ]).finally(() => clearTimeout(timer));
-        const state = (await this.container.inspect()).State;
-        if (state.OOMKilled === true) {
-          why = `Handler "${this.#spec.name}" exceeded its memory limit of ${this.#spec.options.memoryLimit}: the container was OOM-killed (exit code ${state.ExitCode}).${this.#stderrNote()}`;
-        } else if (!state.Running) {
-          why = `The container of handler "${this.#spec.name}" exited with code ${state.ExitCode} during the call.${this.#stderrNote()}`;
+        const state = await exitState(this.container);
+        if (state.oomKilled) {
+          why = `Handler "${this.#spec.name}" exceeded its memory limit of ${this.#spec.options.memoryLimit}: the container was OOM-killed (exit code ${state.exitCode}).`;
+        } else if (!state.running) {
+          why = `The container of handler "${this.#spec.name}" exited with code ${state.exitCode} during the call.`;
         }
       } catch {
         // Already removed: the generic message stands.
       }
     }
     void this.#host.discard(this.container);
-    current.resolve(
-      agentResult(this.#spec.name, {
-        status: AgentStatus.ERROR,
-        error: why,
-        ...(this.#stderr.text() === "" ? {} : { data: { stderr: this.#stderr.text() } }),
-      }),
-    );
+    current.resolve(this.#deadResult(why));
+  }
+
+  /** An ERROR result carrying the container's stderr tail, as every runtime attaches it. */
+  #deadResult(message: string): AgentResult {
+    return withStderr(errorResult(this.#spec.name, message), this.#stderr.text());
   }
 
   #deadMessage(): string {
-    return `The container of handler "${this.#spec.name}" ${this.#dead ?? "is gone"}.${this.#stderrNote()}`;
+    return `The container of handler "${this.#spec.name}" ${this.#dead ?? "is gone"}.`;
   }
 
   #stderrNote(): string {

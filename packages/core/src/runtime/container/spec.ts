@@ -1,6 +1,6 @@
 import type Dockerode from "dockerode";
 import type { ExecContext } from "../../context/exec-context.js";
-import { formatTraceparent } from "../../context/ids.js";
+import { contextEnv as executableEnv } from "../subprocess/env.js";
 import { labelKeys, OWNER_ID } from "./docker.js";
 import { DEFAULT_TMPFS, parseMemoryLimit, type ResolvedHandlerOptions } from "./options.js";
 
@@ -32,27 +32,14 @@ export function handlerSpec(name: string, options: ResolvedHandlerOptions): Hand
 
 /**
  * The request context as environment variables, for stdio handlers (framed handlers receive the
- * whole wire context with each invoke instead). Names and formats are those of the executable
- * protocol (docs/protocol.md), so a handler behaves the same under the SubprocessRuntime. There
- * is no channel (fd 3) in a container: NERVA_CHANNEL_FD is not set.
+ * whole wire context with each invoke instead): the variables of the executable protocol
+ * (docs/protocol.md), built as the SubprocessRuntime builds them, minus NERVA_CHANNEL_FD: a
+ * container has no fd 3 channel.
  */
 export function contextEnv(handler: string, ctx: ExecContext): string[] {
-  const env = [
-    `NERVA_HANDLER=${handler}`,
-    `NERVA_REQUEST_ID=${ctx.requestId}`,
-    `NERVA_TRACE_ID=${ctx.traceId}`,
-    `NERVA_PERMISSIONS=${JSON.stringify(ctx.permissions.toWire())}`,
-    `NERVA_DEPTH=${ctx.depth}`,
-    `NERVA_MEMORY_SCOPE=${ctx.memoryScope}`,
-    `NERVA_CONTEXT=${JSON.stringify(ctx.toWire())}`,
-  ];
-  if (ctx.userId !== null) env.push(`NERVA_USER_ID=${ctx.userId}`);
-  if (ctx.sessionId !== null) env.push(`NERVA_SESSION_ID=${ctx.sessionId}`);
-  if (ctx.timeoutAt !== null) env.push(`NERVA_DEADLINE=${new Date(ctx.timeoutAt).toISOString()}`);
-  if (ctx.currentSpanId !== null) {
-    env.push(`NERVA_TRACEPARENT=${formatTraceparent(ctx.traceId, ctx.currentSpanId)}`);
-  }
-  return env;
+  const env = executableEnv(handler, ctx);
+  delete env["NERVA_CHANNEL_FD"];
+  return Object.entries(env).map(([k, v]) => `${k}=${v}`);
 }
 
 /** Docker's create-container body for one container of `spec`. */

@@ -1,23 +1,23 @@
 import type { Duplex } from "node:stream";
 import type { ExecContext } from "../../context/exec-context.js";
-import {
-  agentResult,
-  type AgentInput,
-  type AgentResult,
-  type JsonValue,
-} from "../../types/agent.js";
+import { agentResult, type AgentInput, type AgentResult } from "../../types/agent.js";
 import { AgentStatus } from "../../types/status.js";
 import { errorResult } from "../results.js";
+import { parseStdout } from "../subprocess/executable.js";
+import { TailBuffer, withStderr } from "../subprocess/output.js";
 import {
   Demuxer,
   dockerError,
+  exitState,
   STDERR,
   STDOUT,
-  Tail,
   type Container,
   type Docker,
 } from "./docker.js";
 import { contextEnv, createOptions, type HandlerSpec } from "./spec.js";
+
+/** How much of a container's stderr is kept for the result. */
+export const STDERR_TAIL_BYTES = 4096;
 
 /** What the per-call and warm runners need from the runtime that owns the containers. */
 export interface ContainerHost {
@@ -103,7 +103,7 @@ async function execute(
   const stdout: Buffer[] = [];
   let stdoutBytes = 0;
   let overflow = false;
-  const stderr = new Tail();
+  const stderr = new TailBuffer(STDERR_TAIL_BYTES);
   const demux = new Demuxer((stream, payload) => {
     if (stream === STDERR) {
       stderr.push(payload);
@@ -135,8 +135,7 @@ async function execute(
   await drained;
   let oomKilled = false;
   if (exitCode !== 0 && exitCode !== 2 && !overflow && !scoped.signal.aborted) {
-    const state = (await container.inspect()).State;
-    oomKilled = state.OOMKilled === true;
+    oomKilled = (await exitState(container)).oomKilled;
   }
   return {
     exitCode,
@@ -147,38 +146,33 @@ async function execute(
   };
 }
 
-/** Maps a finished stdio container to an AgentResult (the executable protocol, docs/protocol.md). */
+/**
+ * Maps a finished stdio container to an AgentResult (the executable protocol, docs/protocol.md),
+ * parsing stdout and attaching the stderr tail exactly as the SubprocessRuntime does.
+ */
 export function stdioResult(spec: HandlerSpec, outcome: StdioOutcome): AgentResult {
+  return withStderr(interpret(spec, outcome), outcome.stderrTail);
+}
+
+function interpret(spec: HandlerSpec, outcome: StdioOutcome): AgentResult {
   const { name } = spec;
-  const tail = outcome.stderrTail;
-  const withStderr = (result: AgentResult): AgentResult =>
-    tail.length === 0
-      ? result
-      : agentResult(name, { ...result, data: { ...result.data, stderr: tail } });
-  const stderr = tail.length > 0 ? ` stderr: ${tail}` : "";
   if (outcome.overflow) {
-    return withStderr(
-      errorResult(
-        name,
-        `Handler "${name}" wrote more than maxOutputBytes of output; the container was killed.${stderr}`,
-      ),
+    return errorResult(
+      name,
+      `Handler "${name}" wrote more than maxOutputBytes of output; the container was killed.`,
     );
   }
   if (outcome.oomKilled) {
-    return withStderr(
-      errorResult(
-        name,
-        `Handler "${name}" exceeded its memory limit of ${spec.options.memoryLimit}: the container was OOM-killed (exit code ${outcome.exitCode}).${stderr}`,
-      ),
+    return errorResult(
+      name,
+      `Handler "${name}" exceeded its memory limit of ${spec.options.memoryLimit}: the container was OOM-killed (exit code ${outcome.exitCode}).`,
     );
   }
   if (outcome.exitCode === 2) {
-    return withStderr(
-      agentResult(name, {
-        status: AgentStatus.WRONG_HANDLER,
-        error: `Handler "${name}" declined the request (exit code 2).${stderr}`,
-      }),
-    );
+    return agentResult(name, {
+      status: AgentStatus.WRONG_HANDLER,
+      error: `Handler "${name}" declined the request (exit code 2).`,
+    });
   }
   if (outcome.exitCode !== 0) {
     const how =
@@ -187,36 +181,7 @@ export function stdioResult(spec: HandlerSpec, outcome: StdioOutcome): AgentResu
         : outcome.exitCode > 128
           ? `was killed by signal ${outcome.exitCode - 128} (exit code ${outcome.exitCode})`
           : `exited with code ${outcome.exitCode}`;
-    return withStderr(errorResult(name, `Handler "${name}" ${how}.${stderr}`));
+    return errorResult(name, `Handler "${name}" ${how}.`);
   }
-  return withStderr(parseStdout(name, outcome.stdout.toString("utf8")));
-}
-
-/**
- * A JSON object on stdout: its `output` (or `response`) field is the text and every other field
- * is data. Anything else is the output as it is, minus one trailing newline.
- */
-export function parseStdout(name: string, text: string): AgentResult {
-  if (text.trimStart().startsWith("{")) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
-      const { output, response, ...data } = parsed as Record<string, JsonValue>;
-      const out = output !== undefined ? output : response;
-      return agentResult(name, {
-        output:
-          typeof out === "string"
-            ? out
-            : out === undefined || out === null
-              ? ""
-              : JSON.stringify(out),
-        data,
-      });
-    }
-  }
-  return agentResult(name, { output: text.endsWith("\n") ? text.slice(0, -1) : text });
+  return agentResult(name, parseStdout(outcome.stdout.toString("utf8")));
 }
