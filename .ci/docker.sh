@@ -48,7 +48,10 @@ install_docker() {
 start_dockerd() {
   engine_up && return
   [ "$(id -u)" = 0 ] || die "the Docker engine does not answer and this is not root: start dockerd (or ask an admin)."
-  if ! pgrep -x dockerd >/dev/null 2>&1; then
+  # A dockerd may be up but still initialising (its pid file names it); do not start a second one.
+  local pid=""
+  [ -r /var/run/docker.pid ] && pid="$(cat /var/run/docker.pid 2>/dev/null || true)"
+  if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
     log "starting dockerd (log: $DOCKERD_LOG)"
     # setsid + nohup: the daemon must outlive this script and the CI step that ran it.
     setsid nohup dockerd >>"$DOCKERD_LOG" 2>&1 </dev/null &
