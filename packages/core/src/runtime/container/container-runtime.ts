@@ -34,7 +34,12 @@ interface Entry extends GuardedHandler {
   readonly pool: WarmPool | null;
 }
 
-/** What {@link ContainerRuntime.start} reports. */
+/**
+ * What {@link ContainerRuntime.start} reports.
+ *
+ * @example
+ * const { removedOrphans, warmContainers } = await runtime.start();
+ */
 export interface ContainerRuntimeStartInfo {
   /** Ids of containers left behind by crashed host processes and removed at start. */
   readonly removedOrphans: readonly string[];

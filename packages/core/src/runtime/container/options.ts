@@ -2,7 +2,12 @@ import { z } from "zod";
 import { ErrorCode, parseOrThrow } from "../../errors.js";
 import { HandlerOptionsSchema, RuntimeOptionsSchema } from "../in-process-runtime.js";
 
-/** How to reach the Docker engine (a subset of dockerode's options; default: the local socket). */
+/**
+ * How to reach the Docker engine (a subset of dockerode's options; default: the local socket).
+ *
+ * @example
+ * new ContainerRuntime({ docker: { host: "10.0.0.5", port: 2376, protocol: "https", ca, cert, key } });
+ */
 export const DockerOptionsSchema = z
   .object({
     socketPath: z.string().min(1).optional(),
@@ -21,9 +26,21 @@ export const DockerOptionsSchema = z
     timeout: z.number().int().positive().optional(),
   })
   .strict();
-/** Connection settings for the Docker engine, passed to dockerode. */
+/**
+ * Connection settings for the Docker engine, passed to dockerode.
+ *
+ * @example
+ * const docker: DockerOptions = { socketPath: "/var/run/docker.sock" };
+ */
 export type DockerOptions = z.input<typeof DockerOptionsSchema>;
 
+/**
+ * Schema of the {@link ContainerRuntime} options: the options shared by every runtime plus the
+ * Docker connection, the label prefix, the output limit and orphan removal.
+ *
+ * @example
+ * const parsed = ContainerRuntimeOptionsSchema.parse({ timeoutSeconds: 10 }); // defaults filled in
+ */
 export const ContainerRuntimeOptionsSchema = RuntimeOptionsSchema.extend({
   docker: DockerOptionsSchema.default({}),
   /**
@@ -45,7 +62,12 @@ export const ContainerRuntimeOptionsSchema = RuntimeOptionsSchema.extend({
   /** Remove containers left by a crashed host process at start (default true). */
   removeOrphans: z.boolean().default(true),
 });
-/** Options of {@link ContainerRuntime}: the shared runtime options plus Docker settings. */
+/**
+ * Options of {@link ContainerRuntime}: the shared runtime options plus Docker settings.
+ *
+ * @example
+ * const options: ContainerRuntimeOptions = { timeoutSeconds: 30, labelPrefix: "acme", maxOutputBytes: 1 << 20 };
+ */
 export type ContainerRuntimeOptions = z.input<typeof ContainerRuntimeOptionsSchema>;
 export type ResolvedRuntimeOptions = z.output<typeof ContainerRuntimeOptionsSchema>;
 
@@ -54,7 +76,12 @@ const UNIT: Record<string, number> = { "": 1, b: 1, k: 1024, m: 1024 ** 2, g: 10
 /** Docker refuses limits under 6 MiB. */
 const MIN_MEMORY_BYTES = 6 * 1024 ** 2;
 
-/** Bytes of a Docker memory string ("256m", "1g", "512k", "1048576"), or `null` if malformed. */
+/**
+ * Bytes of a Docker memory string ("256m", "1g", "512k", "1048576"), or `null` if malformed.
+ *
+ * @example
+ * parseMemoryLimit("256m"); // 268435456
+ */
 export function parseMemoryLimit(value: string): number | null {
   const m = MEMORY.exec(value.trim());
   if (m === null) return null;
@@ -93,6 +120,13 @@ export const DEFAULT_TMPFS: Readonly<Record<string, string>> = Object.freeze({
   "/tmp": "rw,noexec,nosuid,size=64m",
 });
 
+/**
+ * Schema of what {@link ContainerRuntime.register} accepts: the per-handler options of every
+ * runtime (timeout, breaker, description) plus image, mode, limits and command.
+ *
+ * @example
+ * const checked = ContainerHandlerOptionsSchema.safeParse({ image: "my-agent:1.0", cpuLimit: 0 }); // success: false
+ */
 export const ContainerHandlerOptionsSchema = HandlerOptionsSchema.extend({
   /** Image reference, e.g. "my-agent:1.2". It must exist on the engine (no pull is attempted). */
   image: z.string().min(1).max(512),
@@ -165,7 +199,12 @@ export const ContainerHandlerOptionsSchema = HandlerOptionsSchema.extend({
     });
   }
 });
-/** What {@link ContainerRuntime.register} accepts for one handler. */
+/**
+ * What {@link ContainerRuntime.register} accepts for one handler.
+ *
+ * @example
+ * const options: ContainerHandlerOptions = { image: "my-agent:1.0", memoryLimit: "256m", cpuLimit: "1.0", networkMode: "none" };
+ */
 export type ContainerHandlerOptions = z.input<typeof ContainerHandlerOptionsSchema>;
 export type ResolvedHandlerOptions = z.output<typeof ContainerHandlerOptionsSchema>;
 
