@@ -9,7 +9,8 @@
 // Output is byte-for-byte reproducible: keywords in a fixed order, `$defs` sorted, two-space
 // indentation and a trailing newline. Each file is self-contained: types embedded in another
 // (Permissions and TokenUsage inside ExecContext) are copied into its `$defs`, so any JSON Schema
-// validator can compile a file on its own.
+// validator can compile a file on its own, and only the root carries an `$id`, so all the files
+// can also be loaded into one validator together (checked by `assertSelfContained`).
 import { readFile, readdir, unlink, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join, relative } from "node:path";
@@ -163,8 +164,11 @@ export function toSpecSchema(z, name, schema) {
   }
   delete root.$schema;
   delete root.id;
+  delete root.$id;
   for (const [defName, def] of Object.entries(defs)) {
+    // The definition of an embedded type is a copy; only the type's own file names it.
     delete def.id;
+    delete def.$id;
     if (!defName.startsWith("__") && def.title === undefined) def.title = defName;
   }
   const doc = {
@@ -174,7 +178,65 @@ export function toSpecSchema(z, name, schema) {
     ...root,
   };
   if (Object.keys(defs).length > 0) doc.$defs = defs;
-  return canonical(retarget(doc, `#/$defs/${name}`, "#"));
+  const out = canonical(retarget(doc, `#/$defs/${name}`, "#"));
+  assertSelfContained(out);
+  return out;
+}
+
+// ---- self-containment ----------------------------------------------------------------------
+
+/** Resolves a local JSON pointer (`#`, `#/$defs/Span`) in `doc`; `undefined` if it dangles. */
+function resolvePointer(doc, ref) {
+  if (ref === "#") return doc;
+  if (!ref.startsWith("#/")) return undefined;
+  let node = doc;
+  for (const raw of ref.slice(2).split("/")) {
+    const key = decodeURIComponent(raw).replaceAll("~1", "/").replaceAll("~0", "~");
+    if (typeof node !== "object" || node === null || !Object.hasOwn(node, key)) return undefined;
+    node = node[key];
+  }
+  return node;
+}
+
+/** Calls `visit(schema, path)` on every subschema of `schema` (not on data such as `enum`). */
+function eachSchema(schema, visit, path = "#") {
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return;
+  visit(schema, path);
+  for (const [key, value] of Object.entries(schema)) {
+    if (SUBSCHEMA.has(key)) eachSchema(value, visit, `${path}/${key}`);
+    else if (SUBSCHEMA_LIST.has(key))
+      value.forEach((v, i) => eachSchema(v, visit, `${path}/${key}/${i}`));
+    else if (SUBSCHEMA_MAP.has(key))
+      for (const [n, v] of Object.entries(value)) eachSchema(v, visit, `${path}/${key}/${n}`);
+  }
+}
+
+/** Keywords that give a subschema its own identity or reach outside of the file. */
+const IDENTITY = ["$id", "id", "$anchor", "$dynamicAnchor", "$dynamicRef"];
+
+/**
+ * Throws unless `doc` can be compiled on its own AND next to every other spec file in one
+ * validator: the root `$id` is the only identity in the file (an embedded type such as `Span`
+ * inside `ExecContext` carrying its own `$id` would clash with `Span.json` once both are
+ * loaded), and every `$ref` is local and resolves.
+ */
+export function assertSelfContained(doc) {
+  const problems = [];
+  eachSchema(doc, (schema, path) => {
+    for (const key of IDENTITY) {
+      if (key in schema && !(key === "$id" && path === "#")) problems.push(`${path}: has ${key}`);
+    }
+    if ("$ref" in schema) {
+      const ref = schema.$ref;
+      if (typeof ref !== "string" || resolvePointer(doc, ref) === undefined)
+        problems.push(`${path}: $ref ${JSON.stringify(ref)} does not resolve inside the file`);
+    }
+  });
+  if (problems.length > 0) {
+    throw new Error(
+      `Schema ${doc.$id ?? "(no $id)"} is not self-contained:\n  ${problems.join("\n  ")}`,
+    );
+  }
 }
 
 /** File name → file content for every wire type. */
