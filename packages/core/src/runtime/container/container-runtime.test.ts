@@ -216,6 +216,7 @@ describe.skipIf(image === null)("ContainerRuntime on a real Docker engine", () =
     runtime.register("noisy", { image: IMAGE, module: "/modules/noisy.mjs", mode: "warm" });
     runtime.register("crash", { image: IMAGE, module: "/modules/crash.mjs", mode: "warm" });
     runtime.register("missing-image", { image: "nerva-no-such-image:never" });
+    runtime.register("missing-binary", { image: IMAGE, command: ["/no/such/binary"] });
     await runtime.start();
   });
   afterAll(async () => {
@@ -414,10 +415,16 @@ describe.skipIf(image === null)("ContainerRuntime on a real Docker engine", () =
     }
   });
 
-  it("answers a missing image with an ERROR naming it", async () => {
+  it("answers a missing image or executable with an ERROR naming it, not a timeout", async () => {
     const result = await runtime.invoke("missing-image", { message: "x" }, ctx());
     expect(result.status).toBe(AgentStatus.ERROR);
     expect(result.error).toMatch(/nerva-no-such-image:never/);
+    const before = runtime.containerIds();
+    const missing = await runtime.invoke("missing-binary", { message: "x" }, ctx());
+    expect(missing.status).toBe(AgentStatus.ERROR);
+    expect(missing.error).toMatch(/\/no\/such\/binary.*(no such file|not found)/i);
+    for (const id of runtime.containerIds().filter((c) => !before.includes(c)))
+      await gone(id, 3000);
   });
 
   it("removes orphans of a crashed host at start, and leaves live owners' containers alone", async () => {

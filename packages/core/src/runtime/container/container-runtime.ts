@@ -25,7 +25,7 @@ import {
   type ContainerRuntimeOptions,
   type ResolvedRuntimeOptions,
 } from "./options.js";
-import { handlerSpec, type HandlerSpec } from "./spec.js";
+import { createOptions, handlerSpec, type HandlerSpec } from "./spec.js";
 import { runStdioCall, type ContainerHost } from "./stdio.js";
 import { WarmPool } from "./warm-pool.js";
 
@@ -77,6 +77,7 @@ export class ContainerRuntime implements AgentRuntime {
   readonly #handlers = new Map<string, Entry>();
   readonly #known = (): readonly string[] => this.handlerNames();
   readonly #live = new Map<string, Container>();
+  readonly #creating = new Set<Promise<Container>>();
   /** Removals in flight, by container id (one per container however often it is discarded). */
   readonly #cleanups = new Map<string, Promise<void>>();
   readonly #host: ContainerHost;
@@ -96,13 +97,7 @@ export class ContainerRuntime implements AgentRuntime {
       instanceId,
       maxOutputBytes: this.#options.maxOutputBytes,
       docker: () => this.#ready(),
-      track: (container) => {
-        if (this.#closed) {
-          void this.#host.discard(container);
-          return;
-        }
-        this.#live.set(container.id, container);
-      },
+      create: (spec, env) => this.#create(spec, env),
       discard: (container) => this.#discard(container),
     };
   }
@@ -229,6 +224,8 @@ export class ContainerRuntime implements AgentRuntime {
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#docker !== null) await this.#docker.catch(() => undefined);
+    // Creations in flight end up in #live (or are discarded at once): wait for them first.
+    await Promise.allSettled([...this.#creating]);
     await Promise.all([...this.#handlers.values()].map((e) => e.pool?.close()));
     for (const container of this.#live.values()) void this.#discard(container);
     while (this.#cleanups.size > 0) await Promise.all([...this.#cleanups.values()]);
@@ -266,6 +263,32 @@ export class ContainerRuntime implements AgentRuntime {
       if (this.#docker === attempt) this.#docker = null;
     });
     return attempt;
+  }
+
+  #create(spec: HandlerSpec, env: readonly string[]): Promise<Container> {
+    const creating = (async () => {
+      const docker = await this.#ready();
+      if (this.#closed) throw new Error("ContainerRuntime is closed");
+      let container: Container;
+      try {
+        container = await docker.createContainer(
+          createOptions(spec, this.#options.labelPrefix, this.#host.instanceId, env),
+        );
+      } catch (err) {
+        throw new Error(dockerError(`create a container from image "${spec.options.image}"`, err), {
+          cause: err,
+        });
+      }
+      if (this.#closed) {
+        void this.#discard(container);
+        throw new Error("ContainerRuntime is closed");
+      }
+      this.#live.set(container.id, container);
+      return container;
+    })();
+    this.#creating.add(creating);
+    void creating.catch(() => undefined).finally(() => this.#creating.delete(creating));
+    return creating;
   }
 
   #discard(container: Container): Promise<void> {

@@ -2,32 +2,17 @@ import type { ExecContext } from "../../context/exec-context.js";
 import type { AgentInput, AgentResult } from "../../types/agent.js";
 import { errorResult, messageOf } from "../results.js";
 import type { AgentRuntime } from "../types.js";
-import { dockerError, type Container } from "./docker.js";
+import type { Container } from "./docker.js";
 import { FramedConnection } from "./framed.js";
-import { createOptions, type HandlerSpec } from "./spec.js";
+import type { HandlerSpec } from "./spec.js";
 import type { ContainerHost } from "./stdio.js";
 
 /** Longest wait for a fresh container's agent to say `ready`. */
 export const AGENT_START_MS = 30_000;
 
 /** Creates (but does not start) a container for a framed-protocol handler. */
-export async function createFramedContainer(
-  host: ContainerHost,
-  spec: HandlerSpec,
-): Promise<Container> {
-  const docker = await host.docker();
-  let container: Container;
-  try {
-    container = await docker.createContainer(
-      createOptions(spec, host.labelPrefix, host.instanceId, []),
-    );
-  } catch (err) {
-    throw new Error(dockerError(`create a container from image "${spec.options.image}"`, err), {
-      cause: err,
-    });
-  }
-  host.track(container);
-  return container;
+export function createFramedContainer(host: ContainerHost, spec: HandlerSpec): Promise<Container> {
+  return host.create(spec, []);
 }
 
 /**

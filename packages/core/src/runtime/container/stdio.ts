@@ -2,7 +2,7 @@ import type { Duplex } from "node:stream";
 import type { ExecContext } from "../../context/exec-context.js";
 import { agentResult, type AgentInput, type AgentResult } from "../../types/agent.js";
 import { AgentStatus } from "../../types/status.js";
-import { errorResult } from "../results.js";
+import { errorResult, messageOf } from "../results.js";
 import { parseStdout } from "../subprocess/executable.js";
 import { TailBuffer, withStderr } from "../subprocess/output.js";
 import {
@@ -14,7 +14,7 @@ import {
   type Container,
   type Docker,
 } from "./docker.js";
-import { contextEnv, createOptions, type HandlerSpec } from "./spec.js";
+import { contextEnv, type HandlerSpec } from "./spec.js";
 
 /** How much of a container's stderr is kept for the result. */
 export const STDERR_TAIL_BYTES = 4096;
@@ -26,8 +26,11 @@ export interface ContainerHost {
   readonly maxOutputBytes: number;
   /** Resolves once the engine answered and orphans were swept; rejects with a readable error. */
   docker(): Promise<Docker>;
-  /** Records a live container so that `close()` removes it. */
-  track(container: Container): void;
+  /**
+   * Creates a container and records it, so that `close()` removes it (a creation still in
+   * flight when `close()` runs is waited for, then removed). Rejects with a readable error.
+   */
+  create(spec: HandlerSpec, env: readonly string[]): Promise<Container>;
   /** Kills and removes a container in the background; `close()` waits for it. */
   discard(container: Container): Promise<void>;
 }
@@ -52,8 +55,6 @@ export async function runStdioCall(
   input: AgentInput,
   scoped: ExecContext,
 ): Promise<AgentResult> {
-  const docker = await host.docker();
-  if (scoped.endReason !== null) return errorResult(spec.name, scoped.endReason.message);
   let container: Container | undefined;
   let socket: Duplex | undefined;
   const stop = (): void => {
@@ -63,16 +64,10 @@ export async function runStdioCall(
   scoped.signal.addEventListener("abort", stop, { once: true });
   try {
     try {
-      container = await docker.createContainer(
-        createOptions(spec, host.labelPrefix, host.instanceId, contextEnv(spec.name, scoped)),
-      );
+      container = await host.create(spec, contextEnv(spec.name, scoped));
     } catch (err) {
-      return errorResult(
-        spec.name,
-        `${dockerError(`create a container from image "${spec.options.image}"`, err)}`,
-      );
+      return errorResult(spec.name, messageOf(err));
     }
-    host.track(container);
     if (scoped.signal.aborted) return errorResult(spec.name, "ended before the container started");
     const outcome = await execute(host, container, input, scoped, (s) => (socket = s));
     return stdioResult(spec, outcome);
@@ -124,9 +119,11 @@ async function execute(
     socket.once("end", resolve);
     socket.once("close", resolve);
     // A killed container resets the connection; what arrived so far is all there is.
-    socket.once("error", () => resolve());
+    socket.on("error", () => resolve());
   });
   const exited = container.wait({ condition: "next-exit" }) as Promise<{ StatusCode: number }>;
+  // Not awaited when the call ends early (kill, failed start): never an unhandled rejection.
+  exited.catch(() => undefined);
   await container.start();
   if (scoped.signal.aborted)
     return { exitCode: -1, stdout: Buffer.alloc(0), stderrTail: "", oomKilled: false, overflow };
