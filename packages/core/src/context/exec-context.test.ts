@@ -335,6 +335,13 @@ describe("observability", () => {
     expect(root.tokenUsage.totalTokens).toBe(18);
     expect(() => root.recordTokens({ promptTokens: -1 })).toThrow(/usage\.promptTokens/);
     expect(() => root.recordTokens({ promptTokens: 1.5 })).toThrow(NervaError);
+    const big = ExecContext.create();
+    big.child("a").recordTokens({ promptTokens: 2_000_000_000 });
+    expect(() => big.child("b").recordTokens({ promptTokens: 2_000_000_000 })).toThrow(
+      /would exceed 2147483647 tokens/,
+    );
+    expect(big.tokenUsage.promptTokens).toBe(2_000_000_000);
+    expect(() => ExecContext.fromWire(big.toWire())).not.toThrow();
   });
 
   it("round-trips through the wire form of the published spec", () => {

@@ -111,6 +111,8 @@ export interface ForkOptions extends ChildOptions {
 }
 
 const MAX_TIMER_MS = 2_147_483_647;
+/** Token counts are int32 in Nerva's wire format. */
+const MAX_TOKENS = 2_147_483_647;
 const LIVE = 0;
 const CANCELLED = 1;
 const TIMED_OUT = 2;
@@ -762,6 +764,18 @@ export class ExecContext {
     const t = d.totalTokens ?? p + c;
     const cost = d.costUsd ?? 0;
     // A fork's usage belongs to its base; a request's usage also counts for every ancestor request.
+    // The outermost request holds the largest totals: refuse a delta that would take them past
+    // what the wire format can carry (int32), before anything is added.
+    let top: ExecContext = this.#base ?? this;
+    for (let up = top.#parent; up !== null; up = top.#parent) top = up.#base ?? up;
+    const u = top.#usage;
+    if (u !== null && Math.max(u.p + p, u.c + c, u.t + t) > MAX_TOKENS) {
+      throw new NervaError(
+        ErrorCode.INVALID_INPUT,
+        `Invalid usage: request ${top.requestId} would exceed ${MAX_TOKENS} tokens, the most the wire format carries. Record usage per request, not cumulatively across requests.`,
+        { issues: [{ path: "usage", message: `token totals must stay <= ${MAX_TOKENS}` }] },
+      );
+    }
     for (let target: ExecContext | null = this.#base ?? this; target !== null;) {
       const u = (target.#usage ??= { p: 0, c: 0, t: 0, cost: 0 });
       u.p += p;

@@ -3,7 +3,7 @@ import { PermissionsSchema } from "./permissions.js";
 import { SCOPES } from "./status.js";
 import {
   EventSchema,
-  SpanIdSchema,
+  WireSpanIdSchema,
   SpanSchema,
   TraceIdSchema,
   UnixSecondsSchema,
@@ -57,7 +57,7 @@ export const ExecContextSchema = z
       .nonnegative()
       .optional()
       .describe("Extra: delegation depth, 0 at the root."),
-    span_id: SpanIdSchema.nullable()
+    span_id: WireSpanIdSchema.nullable()
       .optional()
       .describe("Extra: the span new work of this context nests under."),
   })

@@ -8,11 +8,23 @@ export const TraceIdSchema = z
   .string()
   .regex(/^(?!0{32}$)[0-9a-f]{32}$/, "must be 32 lowercase hex digits, not all zeros")
   .describe("W3C trace id: 32 lowercase hex digits, not all zeros.");
-/** A span id on the wire: 16 lowercase hex digits, not all zeros (W3C Trace Context). */
+/** A span id as this library writes it: 16 lowercase hex digits, not all zeros (W3C). */
 export const SpanIdSchema = z
   .string()
   .regex(/^(?!0{16}$)[0-9a-f]{16}$/, "must be 16 lowercase hex digits, not all zeros")
   .describe("W3C span id: 16 lowercase hex digits, not all zeros.");
+
+/**
+ * A span id as the wire may carry it. Other implementations use other forms (the Python one
+ * writes 32-digit UUID hex and may use a request id as a parent), so reading accepts any
+ * non-empty id; this library still writes W3C span ids.
+ */
+export const WireSpanIdSchema = z
+  .string()
+  .min(1)
+  .max(128)
+  .describe("Span id: any non-empty id; this implementation writes 16 lowercase hex digits (W3C).");
+
 /**
  * A point in time on the wire: Unix time in seconds, with a fraction (as Nerva's published spec
  * writes it, e.g. Python's `time.time()`).
@@ -55,9 +67,9 @@ export type SpanStatus = (typeof SpanStatus)[keyof typeof SpanStatus];
  */
 export const SpanSchema = z
   .object({
-    span_id: SpanIdSchema,
+    span_id: WireSpanIdSchema,
     name: z.string().min(1).max(256).describe("What the work is, e.g. tools.call."),
-    parent_id: SpanIdSchema.nullable().describe("The enclosing span; null for a root span."),
+    parent_id: WireSpanIdSchema.nullable().describe("The enclosing span; null for a root span."),
     started_at: UnixSecondsSchema.describe("When the span started (Unix seconds)."),
     ended_at: UnixSecondsSchema.nullable()
       .optional()
@@ -92,7 +104,7 @@ export const EventSchema = z
       .max(128)
       .optional()
       .describe("Extra: the request that recorded it."),
-    span_id: SpanIdSchema.nullable().optional().describe("Extra: the span it happened in."),
+    span_id: WireSpanIdSchema.nullable().optional().describe("Extra: the span it happened in."),
   })
   .meta({ id: "Event", description: "A point-in-time occurrence recorded within a context." });
 export type EventWire = z.output<typeof EventSchema>;
