@@ -3,7 +3,11 @@
 //    function (target: ≤ 1 ms added at the median);
 // 2. an executable handler per call vs a raw child_process.spawn of the same program with the
 //    same stdin (target: ≤ 0.5 ms added at the median).
-// Calls alternate between the two sides of each pair so machine noise hits both alike.
+// Calls alternate between the sides of each comparison so machine noise hits them alike. The
+// executable comparison also reports a raw spawn with `detached: true` (what the runtime does to
+// give each call its own process group, so a kill takes grandchildren too): on Linux kernels with
+// sched_autogroup the setsid() it implies has a cost of its own, which this separates from the
+// runtime's.
 // Run: pnpm --filter @nerva/core build && node bench/subprocess.bench.mjs   (or: pnpm bench subprocess)
 import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -54,10 +58,10 @@ async function timeInvoke(runtime, name, expected) {
 }
 
 /** What a user would write without Nerva: spawn, feed stdin, collect stdout, wait for close. */
-function rawSpawn() {
+function rawSpawn(detached = false) {
   return new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint();
-    const child = spawn(exe, [], { stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(exe, [], { stdio: ["pipe", "pipe", "pipe"], detached });
     let out = "";
     child.stdout.on("data", (d) => (out += d));
     child.stderr.resume();
@@ -94,15 +98,18 @@ try {
     await timeInvoke(subprocess, "trivial_exe", "ok");
   }
   const raw = [];
+  const rawDetached = [];
   const perCall = [];
   for (let i = 0; i < EXEC_CALLS; i++) {
     raw.push(await rawSpawn());
+    rawDetached.push(await rawSpawn(true));
     perCall.push(await timeInvoke(subprocess, "trivial_exe", "ok"));
   }
 
   const w = stats(warm);
   const ip = stats(inProc);
   const r = stats(raw);
+  const rd = stats(rawDetached);
   const e = stats(perCall);
   const warmAdded = +(w.median_ms - ip.median_ms).toFixed(4);
   const execAdded = +(e.median_ms - r.median_ms).toFixed(4);
@@ -125,8 +132,10 @@ try {
       executable_vs_raw_spawn: {
         calls: EXEC_CALLS,
         raw_spawn: r,
+        raw_spawn_detached: rd,
         runtime_per_call: e,
         added_median_ms: execAdded,
+        added_over_detached_spawn_median_ms: +(e.median_ms - rd.median_ms).toFixed(4),
         added_p99_ms: +(e.p99_ms - r.p99_ms).toFixed(4),
         ratio_median: +(e.median_ms / r.median_ms).toFixed(3),
         target_added_median_ms: 0.5,
