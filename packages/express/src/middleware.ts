@@ -3,7 +3,6 @@ import {
   createHttpBridge,
   defineContextGetter,
   getRequestScope,
-  setRequestScope,
   toHttpError,
   type NervaHttpOptions,
 } from "@nerva/core/http";
@@ -45,9 +44,7 @@ export type NervaExpressOptions = NervaHttpOptions<Request>;
 export function nervaMiddleware(options: NervaExpressOptions = {}): RequestHandler {
   const bridge = createHttpBridge<Request>(options);
   return function nerva(req, res, next) {
-    const scope = bridge.begin(req, res);
-    setRequestScope(req, scope);
-    defineContextGetter(req, scope);
+    defineContextGetter(req, bridge.begin(req, res));
     next();
   };
 }

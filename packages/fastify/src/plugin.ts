@@ -83,6 +83,7 @@ const plugin: FastifyPluginCallback<NervaFastifyOptions> = (fastify, options, do
     return;
   }
 
+  const header = bridge.options.requestIdHeader;
   fastify.decorateRequest(kNervaScope, null);
   fastify.decorateRequest("nervaCtx", {
     getter(this: FastifyRequest): ExecContext {
@@ -90,7 +91,10 @@ const plugin: FastifyPluginCallback<NervaFastifyOptions> = (fastify, options, do
     },
   });
   fastify.addHook("onRequest", (request, reply, next) => {
-    (request as ScopedRequest)[kNervaScope] = bridge.begin(request.raw, reply.raw);
+    // The request id header goes through Fastify's own headers (cheaper than the raw response's).
+    const scope = bridge.begin(request.raw, reply.raw, false);
+    (request as ScopedRequest)[kNervaScope] = scope;
+    reply.header(header, scope.requestId);
     next();
   });
   if (errorHandler) {

@@ -19,11 +19,19 @@ export class NervaMiddleware implements NestMiddleware {
   constructor(@Inject(NERVA_BRIDGE) private readonly bridge: HttpBridge) {}
 
   use(req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): void {
+    this.start(req, res, false);
+    next();
+  }
+
+  /**
+   * Starts the scope of one request and stores it on `req` (where `@NervaCtx()` finds it).
+   * `platformRequest`: `req` is the object controllers see (Express platform), so it also gets a
+   * lazy `req.nervaCtx`. On the Fastify platform `req` is the raw request: no getter there, as
+   * identity lives on Fastify's request object.
+   */
+  start(req: IncomingMessage, res: ServerResponse, platformRequest: boolean): void {
     const scope = this.bridge.begin(req, res);
     setRequestScope(req, scope);
-    // Express platform: req is the object controllers see, so req.nervaCtx works there too.
-    // (Fastify platform: req is the raw request; @NervaCtx() reads the scope from request.raw.)
-    defineContextGetter(req as IncomingMessage & HttpRequestLike, scope);
-    next();
+    if (platformRequest) defineContextGetter(req as IncomingMessage & HttpRequestLike, scope);
   }
 }

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { createHttpBridge } from "@nerva/core/http";
 import {
   Inject,
@@ -8,7 +9,7 @@ import {
   type NestModule,
   type Provider,
 } from "@nestjs/common";
-import { APP_FILTER } from "@nestjs/core";
+import { APP_FILTER, HttpAdapterHost } from "@nestjs/core";
 import {
   NERVA_BRIDGE,
   NERVA_OPTIONS,
@@ -108,8 +109,50 @@ export class NervaModule implements NestModule {
     );
   }
 
+  constructor(
+    @Inject(HttpAdapterHost) private readonly adapterHost: HttpAdapterHost,
+    @Inject(NervaMiddleware) private readonly middleware: NervaMiddleware,
+  ) {}
+
+  /**
+   * Starts each request's scope before guards run. On the Express and Fastify platforms this is
+   * a plain `app.use()` / `onRequest` hook on the underlying server (no per-request route
+   * matching); on other platforms, a Nest middleware for every route.
+   */
   configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(NervaMiddleware).forRoutes({ path: "{*path}", method: RequestMethod.ALL });
+    const adapter = this.adapterHost.httpAdapter as HttpAdapterHost["httpAdapter"] | undefined;
+    const middleware = this.middleware;
+    switch (adapter?.getType()) {
+      case "express":
+        adapter
+          .getInstance<{
+            use(fn: (req: IncomingMessage, res: ServerResponse, next: () => void) => void): void;
+          }>()
+          .use((req, res, next) => {
+            middleware.start(req, res, true);
+            next();
+          });
+        return;
+      case "fastify":
+        adapter
+          .getInstance<{
+            addHook(
+              name: "onRequest",
+              hook: (
+                request: { raw: IncomingMessage },
+                reply: { raw: ServerResponse },
+                done: () => void,
+              ) => void,
+            ): void;
+          }>()
+          .addHook("onRequest", (request, reply, done) => {
+            middleware.start(request.raw, reply.raw, false);
+            done();
+          });
+        return;
+      default:
+        consumer.apply(NervaMiddleware).forRoutes({ path: "{*path}", method: RequestMethod.ALL });
+    }
   }
 }
 

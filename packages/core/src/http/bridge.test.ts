@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
-import { createHttpBridge, type RequestScope } from "./bridge.js";
+import { createHttpBridge, defineContextGetter, type RequestScope } from "./bridge.js";
 import type { NervaHttpOptions } from "./options.js";
 import { toHttpError } from "./status.js";
 
@@ -207,5 +207,37 @@ describe("HttpBridge over a real HTTP server", () => {
       expect(body.requestId).toBe(header);
     }
     expect(new Set(answers.map((a) => a.body.requestId)).size).toBe(users.length);
+  });
+
+  it("defines the lazy getter once per request prototype, reading each request's own scope", async () => {
+    class FakeRequest {
+      constructor(
+        readonly headers: Record<string, string>,
+        readonly user: { id: string } | undefined,
+      ) {}
+    }
+    const bridge = createHttpBridge<FakeRequest & Req>();
+    let resolveCtx!: (ids: (string | null)[]) => void;
+    const ids = new Promise<(string | null)[]>((r) => (resolveCtx = r));
+    const url = await serve({}, (req, res) => {
+      const a = new FakeRequest({}, { id: "a" }) as FakeRequest & Req;
+      const b = new FakeRequest({}, { id: "b" }) as FakeRequest & Req;
+      defineContextGetter(a, bridge.begin(req, res));
+      defineContextGetter(b, bridge.begin(req, res));
+      const read = (r: object) => (r as { nervaCtx: ExecContext }).nervaCtx.userId;
+      const stranger = new FakeRequest({}, { id: "c" });
+      let strangerError: unknown;
+      try {
+        read(stranger);
+      } catch (err) {
+        strangerError = err;
+      }
+      expect(Object.getOwnPropertyDescriptor(a, "nervaCtx")).toBeUndefined();
+      expect((strangerError as NervaError).code).toBe(ErrorCode.INTERNAL);
+      resolveCtx([read(a), read(b)]);
+      res.end();
+    });
+    await (await fetch(url)).text();
+    expect(await ids).toEqual(["a", "b"]);
   });
 });

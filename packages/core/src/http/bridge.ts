@@ -39,22 +39,25 @@ export class HttpBridge<Req extends HttpRequestLike = HttpRequestLike> {
   }
 
   /**
-   * Starts one request: picks its request id, returns it in the response header, and ties the
-   * context's lifecycle to the response — disposed when the response finishes, cancelled when
-   * the client goes away before that.
+   * Starts one request: picks its request id, returns it in the response header (unless
+   * `sendHeader` is `false`: the bridge sets it its own way), and ties the context's lifecycle to
+   * the response — disposed when the response finishes, cancelled when the client goes away
+   * before that.
    */
-  begin(req: IncomingMessage, res: ServerResponse): RequestScope<Req> {
+  begin(req: IncomingMessage, res: ServerResponse, sendHeader = true): RequestScope<Req> {
     const traceparent = req.headers.traceparent;
     const scope = new RequestScope<Req>(
       this,
       this.#requestId(req),
       Array.isArray(traceparent) ? traceparent[0] : traceparent,
     );
-    if (!res.headersSent) res.setHeader(this.options.requestIdHeader, scope.requestId);
+    if (sendHeader && !res.headersSent) {
+      res.setHeader(this.options.requestIdHeader, scope.requestId);
+    }
     if (res.writableFinished || res.destroyed) {
       scope.end(!res.writableFinished);
     } else {
-      res.once("close", () => scope.end(!res.writableFinished));
+      res.on("close", () => scope.end(!res.writableFinished));
     }
     return scope;
   }
@@ -226,9 +229,14 @@ export function getRequestScope<Req extends HttpRequestLike = HttpRequestLike>(
   return (target as { [SCOPE]?: RequestScope<Req> })[SCOPE];
 }
 
+/** Prototypes that already carry the lazy getter, per property name. */
+const withGetter = new Map<string, WeakSet<object>>();
+
 /**
- * Defines a lazy `nervaCtx` getter (or `property`) on `req`: the context is resolved on first read,
- * i.e. after whatever authentication ran before that read.
+ * Gives `req` a lazy `nervaCtx` (or `property`) getter reading `scope`: the context is resolved on
+ * first read, i.e. after whatever authentication ran before that read. The getter is defined once
+ * on the request prototype (e.g. Express's `app.request`), so requests keep one object shape;
+ * a request whose prototype is a plain `Object.prototype` gets its own getter.
  *
  * @example
  * defineContextGetter(req, bridge.begin(req, res));
@@ -239,9 +247,32 @@ export function defineContextGetter<Req extends HttpRequestLike>(
   scope: RequestScope<Req>,
   property = "nervaCtx",
 ): void {
-  Object.defineProperty(req, property, {
+  setRequestScope(req, scope as RequestScope<never>);
+  const proto = Object.getPrototypeOf(req) as object | null;
+  if (proto === null || proto === Object.prototype) {
+    Object.defineProperty(req, property, {
+      configurable: true,
+      enumerable: false,
+      get: () => scope.context(req),
+    });
+    return;
+  }
+  let done = withGetter.get(property);
+  if (done === undefined) withGetter.set(property, (done = new WeakSet()));
+  if (done.has(proto)) return;
+  Object.defineProperty(proto, property, {
     configurable: true,
     enumerable: false,
-    get: () => scope.context(req),
+    get(this: Req): ExecContext {
+      const own = getRequestScope<Req>(this);
+      if (own === undefined) {
+        throw new NervaError(
+          ErrorCode.INTERNAL,
+          `${property} was read on a request the Nerva bridge did not see: install the bridge (e.g. app.use(nervaMiddleware())) before the routes that read it.`,
+        );
+      }
+      return own.context(this);
+    },
   });
+  done.add(proto);
 }

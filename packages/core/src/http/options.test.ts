@@ -138,4 +138,19 @@ describe("resolveIdentity", () => {
       ErrorCode.INVALID_INPUT,
     );
   });
+
+  it("shares Permissions per role set without confusing different sets", () => {
+    const o = parseHttpOptions();
+    const a1 = resolveIdentity(req({ id: "u1", roles: ["a", "b"] }), o).permissions;
+    const a2 = resolveIdentity(req({ id: "u2", roles: ["a", "b"] }), o).permissions;
+    const joined = resolveIdentity(req({ id: "u3", roles: ["a\u0000b"] }), o).permissions;
+    expect(a1).toBe(a2);
+    expect(joined.roles).toEqual(["a\u0000b"]);
+    expect(a1.roles).toEqual(["a", "b"]);
+  });
+
+  it("refuses unknown fields from a custom resolve", () => {
+    const o = parseHttpOptions({ resolve: () => ({ userId: "u", isAdmin: true }) as never });
+    expect(codeOf(() => resolveIdentity(req(), o))).toBe(ErrorCode.INTERNAL);
+  });
 });

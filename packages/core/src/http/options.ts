@@ -184,6 +184,54 @@ const IdentitySchema = z
   })
   .strict();
 
+const ANONYMOUS_IDENTITY: NervaIdentity = Object.freeze({ userId: null });
+const SCOPE_SET: ReadonlySet<string> = new Set(SCOPES);
+
+const isName = (v: unknown): boolean => typeof v === "string" && v.length > 0 && v.length <= 256;
+const isNameList = (v: unknown): boolean => Array.isArray(v) && v.every(isName);
+const IDENTITY_KEYS: ReadonlySet<string> = new Set([
+  "userId",
+  "sessionId",
+  "roles",
+  "allowedTools",
+  "allowedAgents",
+  "memoryScope",
+]);
+
+/** The same rules as IdentitySchema, without zod's cost on every request. */
+function isIdentity(v: unknown): v is NervaIdentity {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
+  const o = v as Record<string, unknown>;
+  for (const key in o) if (!IDENTITY_KEYS.has(key)) return false;
+  return (
+    (o.userId === null || isName(o.userId)) &&
+    (o.sessionId === undefined || o.sessionId === null || isName(o.sessionId)) &&
+    (o.roles === undefined || isNameList(o.roles)) &&
+    (o.allowedTools === undefined || o.allowedTools === null || isNameList(o.allowedTools)) &&
+    (o.allowedAgents === undefined || o.allowedAgents === null || isNameList(o.allowedAgents)) &&
+    (o.memoryScope === undefined || SCOPE_SET.has(o.memoryScope as string))
+  );
+}
+
+/**
+ * `base` with `roles`. Permissions are immutable, so the few role sets an app has are built once
+ * and shared (a bounded cache: beyond it, a new value per request).
+ */
+const roleCache = new WeakMap<Permissions, Map<string, Permissions>>();
+const ROLE_CACHE_LIMIT = 256;
+function withRoles(base: Permissions, roles: readonly string[] | undefined): Permissions {
+  if (roles === undefined || sameList(roles, base.roles)) return base;
+  let cache = roleCache.get(base);
+  if (cache === undefined) roleCache.set(base, (cache = new Map()));
+  const key = JSON.stringify(roles);
+  let permissions = cache.get(key);
+  if (permissions === undefined) {
+    permissions = base.with({ roles });
+    if (cache.size < ROLE_CACHE_LIMIT) cache.set(key, permissions);
+  }
+  return permissions;
+}
+
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
   const first = Array.isArray(value) ? value[0] : value;
@@ -291,15 +339,21 @@ export function resolveIdentity<Req extends HttpRequestLike>(
     );
   }
   const fromHeaders = custom === undefined && req.user == null;
-  const identity = parseOrThrow(
-    IdentitySchema,
-    raw ?? { userId: null },
-    fromHeaders ? ErrorCode.INVALID_INPUT : ErrorCode.INTERNAL,
-    fromHeaders ? "identity headers" : "identity",
-    fromHeaders
-      ? "Send x-user-id / x-session-id of at most 256 characters."
-      : "resolve(req) must return { userId: string | null, sessionId?, roles?, allowedTools?, allowedAgents?, memoryScope? } or null.",
-  );
+  // Hot path: a hand-written check; zod runs only to explain a value that fails it.
+  const identity =
+    raw === null || raw === undefined
+      ? ANONYMOUS_IDENTITY
+      : isIdentity(raw)
+        ? raw
+        : parseOrThrow(
+            IdentitySchema,
+            raw,
+            fromHeaders ? ErrorCode.INVALID_INPUT : ErrorCode.INTERNAL,
+            fromHeaders ? "identity headers" : "identity",
+            fromHeaders
+              ? "Send x-user-id / x-session-id of at most 256 characters."
+              : "resolve(req) must return { userId: string | null, sessionId?, roles?, allowedTools?, allowedAgents?, memoryScope? } or null.",
+          );
   if (identity.userId === null && options.requireAuth) {
     throw new NervaError(
       ErrorCode.UNAUTHENTICATED,
@@ -307,10 +361,9 @@ export function resolveIdentity<Req extends HttpRequestLike>(
     );
   }
   const base = identity.userId === null ? options.anonymousPermissions : options.permissions;
-  const sameRoles = identity.roles === undefined || sameList(identity.roles, base.roles);
   const permissions =
-    sameRoles && identity.allowedTools === undefined && identity.allowedAgents === undefined
-      ? base
+    identity.allowedTools === undefined && identity.allowedAgents === undefined
+      ? withRoles(base, identity.roles)
       : base.with({
           roles: identity.roles ?? base.roles,
           allowedTools: identity.allowedTools,
