@@ -183,7 +183,7 @@ export class MCPToolManager implements ToolManager {
    * not installed, and INTERNAL when the server fails during start-up (with its stderr).
    *
    * @example
-   * const tools = await MCPToolManager.connect({ command: "npx", args: ["-y", "@modelcontextprotocol/server-everything"] });
+   * const tools = await MCPToolManager.connect({ command: "node", args: ["./servers/files.mjs"], toolPrefix: "fs." });
    */
   static async connect(options: MCPToolManagerOptions): Promise<MCPToolManager> {
     const o = parseOrThrow(
