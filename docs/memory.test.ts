@@ -1,0 +1,47 @@
+// Keeps docs/memory.md honest beyond its snippets (which docs/snippets.test.ts runs): every option
+// in its table is accepted by TieredMemory, and the stores it names come from the entry points
+// it says.
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import * as core from "@nerva/core";
+import * as sqlite from "@nerva/core/sqlite";
+
+const page = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "memory.md"), "utf8");
+const section = page.slice(page.indexOf("## Options"), page.indexOf("## Persistence"));
+const options = [...section.matchAll(/^\| `(\w+)`/gm)].map((m) => m[1] as string);
+
+describe("docs/memory.md", () => {
+  it("documents exactly the options TieredMemory accepts", () => {
+    expect(options).toEqual([
+      "store",
+      "embed",
+      "hotTurns",
+      "warmLimit",
+      "coldLimit",
+      "minScore",
+      "archiveTurns",
+    ]);
+    const values: Record<string, unknown> = {
+      store: new core.InMemoryMemoryStore(),
+      embed: async (texts: string[]) => texts.map(() => [1]),
+      hotTurns: 5,
+      warmLimit: 5,
+      coldLimit: 5,
+      minScore: 0,
+      archiveTurns: false,
+    };
+    for (const name of options) {
+      expect(() => new core.TieredMemory({ [name]: values[name] })).not.toThrow();
+    }
+    expect(() => new core.TieredMemory({ nope: 1 } as never)).toThrow(/options/);
+  });
+
+  it("names the entry points that export each store", () => {
+    expect(core).toHaveProperty("TieredMemory");
+    expect(core).toHaveProperty("InMemoryMemoryStore");
+    expect(sqlite).toHaveProperty("SqliteMemoryStore");
+    expect(core).not.toHaveProperty("SqliteMemoryStore");
+  });
+});

@@ -1,0 +1,35 @@
+// Keeps docs/policy.md honest beyond its TypeScript snippets (which docs/snippets.test.ts runs):
+// the YAML example is a valid policy, and the error it quotes is the one users get.
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { DeclarativePolicyEngine, parsePolicyText } from "@nerva/core";
+
+const page = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "policy.md"), "utf8");
+const yamlBlocks = [...page.matchAll(/^```yaml\n([\s\S]*?)^```$/gm)].map((m) => m[1] as string);
+
+describe("docs/policy.md", () => {
+  it("shows a valid policy document using every section", () => {
+    expect(yamlBlocks).toHaveLength(1);
+    const doc = parsePolicyText(yamlBlocks[0] as string, { format: "yaml", source: "policy.md" });
+    expect(doc.rules[0]).toMatchObject({ name: "refunds-need-staff", kind: "tool" });
+    expect(doc.approvals[0]).toMatchObject({ approverRoles: ["manager"], exemptRoles: ["admin"] });
+    expect(doc.rateLimits.map((l) => l.per)).toEqual(["user", "handler"]);
+    expect(doc.budgets.map((b) => b.per)).toEqual(["request", "user"]);
+    expect(() => new DeclarativePolicyEngine(doc)).not.toThrow();
+  });
+
+  it("quotes the real validation error", () => {
+    const bad = (yamlBlocks[0] as string).replace("limit: 60", "limit: 0");
+    let message = "";
+    try {
+      parsePolicyText(bad, { format: "yaml", source: "./policy.yaml" });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    const quoted = /`(Invalid policy in \.\/policy\.yaml: [^`]+)`/.exec(page)?.[1];
+    expect(quoted).toBeDefined();
+    expect(message.startsWith(quoted as string)).toBe(true);
+  });
+});
