@@ -161,8 +161,10 @@ describe("RuleRouter", () => {
     expect(extra.message).toContain("fallback");
   });
 
-  it("rejects a non-string message or a missing context", () => {
-    expect(() => router().classify(42 as never, ctx())).toThrow(/message must be a string/);
-    expect(() => router().classify("hi", {} as never)).toThrow(/ctx must be an ExecContext/);
+  it("rejects a non-string message or a missing context", async () => {
+    await expect(router().classify(42 as never, ctx())).rejects.toThrow(/message must be a string/);
+    await expect(router().classify("hi", {} as never)).rejects.toThrow(
+      /ctx must be an ExecContext/,
+    );
   });
 });

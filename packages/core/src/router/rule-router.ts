@@ -120,7 +120,11 @@ export class RuleRouter implements Router {
     return [...names];
   }
 
-  classify(message: string, ctx: ExecContext, options?: ClassifyOptions): Promise<RouteResult> {
+  async classify(
+    message: string,
+    ctx: ExecContext,
+    options?: ClassifyOptions,
+  ): Promise<RouteResult> {
     checkClassifyArgs(message, ctx);
     const span = ctx.startSpan("router.classify", { router: "rule" });
     const raw: RouteCandidate[] = [];
@@ -164,6 +168,6 @@ export class RuleRouter implements Router {
         best: candidates[0] ?? null,
       });
     }
-    return Promise.resolve(endRouteSpan(span, result, denied));
+    return endRouteSpan(span, result, denied);
   }
 }

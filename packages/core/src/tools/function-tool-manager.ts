@@ -228,7 +228,7 @@ export class FunctionToolManager implements ToolManager {
     return [...this.#tools.keys()];
   }
 
-  discover(ctx: ExecContext): Promise<readonly ToolInfo[]> {
+  async discover(ctx: ExecContext): Promise<readonly ToolInfo[]> {
     checkContext(ctx);
     const span = ctx.startSpan("tools.discover", { manager: "function" });
     const tools: ToolInfo[] = [];
@@ -237,7 +237,7 @@ export class FunctionToolManager implements ToolManager {
     }
     span.setAttribute("tools", tools.length);
     span.end("ok");
-    return Promise.resolve(Object.freeze(tools));
+    return Object.freeze(tools);
   }
 
   async call(name: string, args: unknown, ctx: ExecContext): Promise<ToolResult> {

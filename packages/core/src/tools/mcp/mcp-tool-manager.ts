@@ -270,7 +270,7 @@ export class MCPToolManager implements ToolManager {
     return [...this.#tools.keys()];
   }
 
-  discover(ctx: ExecContext): Promise<readonly ToolInfo[]> {
+  async discover(ctx: ExecContext): Promise<readonly ToolInfo[]> {
     checkContext(ctx);
     const span = ctx.startSpan("tools.discover", { manager: "mcp", server: this.#label });
     const tools: ToolInfo[] = [];
@@ -279,7 +279,7 @@ export class MCPToolManager implements ToolManager {
     }
     span.setAttribute("tools", tools.length);
     span.end("ok");
-    return Promise.resolve(Object.freeze(tools));
+    return Object.freeze(tools);
   }
 
   async call(name: string, args: unknown, ctx: ExecContext): Promise<ToolResult> {
