@@ -1,3 +1,4 @@
+import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecContext } from "../../context/exec-context.js";
@@ -300,6 +301,32 @@ describe("MCPToolManager lifecycle", () => {
     await expect(MCPToolManager.connect({ command: "node", timeoutSeconds: -1 })).rejects.toThrow(
       /options\.timeoutSeconds/,
     );
+  });
+
+  it("connect() without @modelcontextprotocol/sdk installed throws MISSING_DEPENDENCY naming it", async () => {
+    // A child process in which a resolve hook makes the SDK unresolvable, as if not installed.
+    const hook = fileURLToPath(
+      new URL("../../../test/fixtures/register-hide-mcp-sdk.mjs", import.meta.url),
+    );
+    const entry = fileURLToPath(new URL("./index.ts", import.meta.url));
+    const script = `
+      import { MCPToolManager } from ${JSON.stringify(entry)};
+      try { await MCPToolManager.connect({ command: "node" }); console.log("connected?!"); }
+      catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message, details: e.details })); }`;
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(
+        process.execPath,
+        ["--import", "tsx", "--import", hook, "--input-type=module", "-e", script],
+        { cwd: fileURLToPath(new URL("../../../../..", import.meta.url)), timeout: 30_000 },
+        (err, stdout, stderr) =>
+          err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
+      ),
+    );
+    const reported = JSON.parse(out.trim()) as { code: string; message: string; details: unknown };
+    expect(reported.code).toBe(ErrorCode.MISSING_DEPENDENCY);
+    expect(reported.message).toContain('needs the optional package "@modelcontextprotocol/sdk"');
+    expect(reported.message).toContain("pnpm add @modelcontextprotocol/sdk");
+    expect(reported.details).toEqual({ package: "@modelcontextprotocol/sdk" });
   });
 
   it("turns a missing optional package into MISSING_DEPENDENCY naming it", async () => {
