@@ -279,6 +279,23 @@ describe("executable handlers: memory limit", () => {
       await runtime.close();
     }
   }, 30_000);
+
+  it("recognises the memory limit even when no stderr is kept for the result", async () => {
+    const runtime = new SubprocessRuntime({
+      handlerDir: dir,
+      timeoutSeconds: 20,
+      pool: { min: 0 },
+      memoryLimitMb: 256,
+      stderrTailBytes: 0,
+    });
+    try {
+      const result = await runtime.invoke("py_mem", { message: "x" }, ctx());
+      expect(result.error).toMatch(/Memory limit exceeded/);
+      expect(result.data["stderr"]).toBeUndefined();
+    } finally {
+      await runtime.close();
+    }
+  }, 30_000);
 });
 
 describe("handlerDir lookup", () => {

@@ -113,6 +113,7 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
     const out: Buffer[] = [];
     let outBytes = 0;
     let errBytes = 0;
+    let outOfMemory = false;
     let channelBytes = 0;
     let resultFrame: Extract<WorkerFrame, { type: "result" }> | null = null;
     let graceTimer: ReturnType<typeof setTimeout> | null = null;
@@ -179,6 +180,7 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
     stderrStream.on("data", (bytes: Buffer) => {
       errBytes += bytes.length;
       stderr.push(bytes);
+      if (!outOfMemory && limitKb !== 0) outOfMemory = looksOutOfMemory(bytes.toString("latin1"));
       if (errBytes > call.maxOutputBytes) fail(limit("stderr"));
     });
     if (channel !== null && channel !== undefined) {
@@ -225,7 +227,7 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
       const parsed = parseStdout(text);
       if (parsed.output === "" && session.chunks > 0) parsed.output = session.streamed;
       if (sig !== null) {
-        const oom = call.memoryLimitMb !== undefined && looksOutOfMemory(stderr.text());
+        const oom = limitKb !== 0 && (outOfMemory || looksOutOfMemory(stderr.text()));
         return errorResult(
           handler,
           oom
@@ -247,7 +249,7 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
         return agentResult(handler, { ...parsed, status: AgentStatus.WRONG_HANDLER });
       }
       const reported = typeof parsed.data["error"] === "string" ? `: ${parsed.data["error"]}` : "";
-      if (call.memoryLimitMb !== undefined && looksOutOfMemory(stderr.text())) {
+      if (limitKb !== 0 && (outOfMemory || looksOutOfMemory(stderr.text()))) {
         return errorResult(
           handler,
           `Memory limit exceeded: handler "${handler}" ran out of its ${call.memoryLimitMb} MiB address space (memoryLimitMb, ulimit -v) and exited with code ${code}.`,

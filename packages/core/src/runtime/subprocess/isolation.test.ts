@@ -67,6 +67,8 @@ async function firstChunk(first: Promise<string>, pending: Promise<AgentResult>)
   ]);
 }
 
+const LOOP_TIMEOUT_MS = 400;
+
 const ctx = (extra: Parameters<typeof ExecContext.create>[0] = {}) =>
   ExecContext.create({ userId: "u1", sessionId: "s1", ...extra });
 
@@ -93,8 +95,9 @@ describe("SubprocessRuntime isolation (module handlers in the worker pool)", () 
       memoryLimitMb: 64,
       env: { set: { GREETING: "hello" } },
       handlers: {
-        loop: { timeoutSeconds: 0.3 },
-        spawner: { timeoutSeconds: 0.3 },
+        loop: { timeoutSeconds: LOOP_TIMEOUT_MS / 1000 },
+        // Loads child_process and forks in the worker before it streams: room for a loaded CI box.
+        spawner: { timeoutSeconds: 1 },
         spender: { timeoutSeconds: 0.3 },
         hog: { timeoutSeconds: 30 },
       },
@@ -148,7 +151,7 @@ describe("SubprocessRuntime isolation (module handlers in the worker pool)", () 
     const pending = runtime.invoke("loop", { message: "x" }, c);
     const pid = Number(await firstChunk(first, pending));
     const result = await pending;
-    const deadlineMs = started + 300;
+    const deadlineMs = started + LOOP_TIMEOUT_MS;
     expect(result.status).toBe(AgentStatus.TIMEOUT);
     expect(result.error).toContain(`pid ${pid}`);
     await goneWithin(pid);

@@ -138,6 +138,8 @@ interface Current {
   errBytes: number;
   channelBytes: number;
   failure: string | null;
+  /** The worker printed an out-of-memory message (seen chunk by chunk, whatever the tail keeps). */
+  outOfMemory: boolean;
   stopping: boolean;
   graceTimer: ReturnType<typeof setTimeout> | null;
   onAbort: () => void;
@@ -241,6 +243,9 @@ export class WorkerProcess {
     if (stream === "stderr") {
       cur.stderr.push(bytes);
       cur.errBytes += bytes.length;
+      if (!cur.outOfMemory && this.#settings.memoryLimitMb !== undefined) {
+        cur.outOfMemory = looksOutOfMemory(bytes.toString("latin1"));
+      }
     } else {
       cur.outBytes += bytes.length;
     }
@@ -348,6 +353,7 @@ export class WorkerProcess {
         errBytes: 0,
         channelBytes: 0,
         failure: null,
+        outOfMemory: false,
         stopping: false,
         graceTimer: null,
         onAbort: () => this.#abort(cur),
@@ -477,8 +483,8 @@ export class WorkerProcess {
       message = cur.failure;
     } else if (
       exit !== null &&
-      looksOutOfMemory(tail) &&
-      this.#settings.memoryLimitMb !== undefined
+      this.#settings.memoryLimitMb !== undefined &&
+      (cur.outOfMemory || looksOutOfMemory(tail))
     ) {
       message = `Memory limit exceeded: handler "${h}" hit the V8 heap limit of its worker (memoryLimitMb = ${this.#settings.memoryLimitMb} MiB, --max-old-space-size); the worker died${exit.signal === null ? ` with code ${exit.code}` : ` by ${describeSignal(exit.signal)}`}.`;
     } else if (exit?.signal !== undefined && exit.signal !== null) {
