@@ -316,6 +316,65 @@ describe("Orchestrator.handle", () => {
     );
   });
 
+  it("fails closed when the policy itself fails", async () => {
+    let ran = 0;
+    const runtime = new InProcessRuntime();
+    runtimes.push(runtime);
+    const tools = new FunctionToolManager().register(
+      defineTool({
+        name: "wipe",
+        description: "Wipes",
+        parameters: z.object({}),
+        run: () => void ran++,
+      }),
+    );
+    const broken = (failAt: string) => ({
+      evaluate: async (action: { checkpoint: string }) => {
+        if (action.checkpoint === failAt) throw new Error("policy store unreachable");
+        return {
+          effect: "allow" as const,
+          checkpoint: action.checkpoint as "before_route",
+          code: null,
+          reason: "ok",
+          rule: null,
+        };
+      },
+      charge: async () => undefined,
+    });
+    // Each orchestrator adapts its own handler: a kit belongs to the orchestrator that made it.
+    const make = (failAt: string) => {
+      const name = `wiper_${failAt}`;
+      const o = new Orchestrator({
+        router: new RuleRouter({ rules: [], defaultHandler: name }),
+        runtime,
+        tools,
+        policy: broken(failAt),
+      });
+      runtime.register(
+        name,
+        o.handler(async (_i, _c, kit) => {
+          ran += 10;
+          const r = await kit.tools.call("wipe");
+          return { status: r.status === "success" ? "success" : "error", error: r.error };
+        }),
+      );
+      return o;
+    };
+    for (const failAt of ["before_route", "before_invoke"]) {
+      const ctx = ctxOf();
+      await expect(make(failAt).handle("wipe it", ctx)).rejects.toMatchObject({
+        code: ErrorCode.POLICY_DENIED,
+      });
+      expect(ctx.events.some((e) => e.name === "policy.error")).toBe(true);
+    }
+    expect(ran).toBe(0);
+    // Failing during execution: the handler runs, its tool call is refused and never runs.
+    const during = await make("during_execution").handle("wipe it", ctxOf());
+    expect(during.status).toBe("error");
+    expect(during.error).toContain("POLICY_DENIED: The policy failed (policy store unreachable)");
+    expect(ran).toBe(10);
+  });
+
   it("validates its options and arguments, naming the field", async () => {
     const runtime = new InProcessRuntime();
     runtimes.push(runtime);
