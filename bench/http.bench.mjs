@@ -38,11 +38,14 @@ async function makeHandle() {
   if (typeof core.Orchestrator === "function" && typeof core.RuleRouter === "function") {
     try {
       const orchestrator = new core.Orchestrator({
-        router: new core.RuleRouter({ rules: [], fallback: "my_agent" }),
+        router: new core.RuleRouter({ rules: [], defaultHandler: "my_agent" }),
         runtime,
       });
       await orchestrator.handle("warm-up", core.ExecContext.create({ userId: "bench" }));
-      return { kind: "orchestrator.handle", handle: (m, ctx) => orchestrator.handle(m, ctx) };
+      return {
+        kind: "orchestrator.handle",
+        handle: async (m, ctx) => ({ output: (await orchestrator.handle(m, ctx)).text }),
+      };
     } catch (err) {
       console.error(
         `[http.bench] Orchestrator unusable here (${err.message}); using runtime.invoke`,

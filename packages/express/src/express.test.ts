@@ -2,12 +2,13 @@ import { once } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import {
+  DeclarativePolicyEngine,
   ErrorCode,
-  ExecContext,
   InProcessRuntime,
   NervaError,
-  type AgentInputInit,
-  type AgentResult,
+  Orchestrator,
+  RuleRouter,
+  type OrchestratorResponse,
 } from "@nerva/core";
 import { httpStatusOfResult, readSseEvents, type SseEvent } from "@nerva/core/http";
 import express, { type RequestHandler } from "express";
@@ -43,6 +44,30 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const seen = { aborted: [] as string[] };
 
 const runtime = new InProcessRuntime({ timeoutSeconds: 5, circuitBreaker: false });
+const orchestrator = new Orchestrator({
+  router: new RuleRouter({
+    rules: [
+      { handler: "ticker", keywords: ["ticker"] },
+      { handler: "words", keywords: ["words"] },
+      { handler: "secret_agent", keywords: ["secret"] },
+    ],
+    defaultHandler: "echo",
+  }),
+  runtime,
+  policy: new DeclarativePolicyEngine({
+    version: 1,
+    rules: [
+      {
+        name: "no-secrets",
+        effect: "deny",
+        kind: "agent",
+        names: ["secret_agent"],
+        reason: "Secrets are off limits.",
+      },
+    ],
+    rateLimits: [{ name: "per-user", per: "user", limit: 5, windowSeconds: 60 }],
+  }),
+});
 runtime.register("echo", async (input, ctx) => {
   await sleep(Math.random() * 5);
   return `${ctx.userId ?? "anonymous"}: ${input.message}`;
@@ -59,35 +84,7 @@ runtime.register("ticker", async function* (_input, ctx) {
 runtime.register("words", async function* (input) {
   for (const word of input.message.split(" ")) yield `${word} `;
 });
-
-/** Stands in for orchestrator.stream until the Orchestrator exists: chunks via ctx.stream. */
-async function* streamAgent(name: string, input: AgentInputInit, ctx: ExecContext) {
-  const chunks: string[] = [];
-  let wake: (() => void) | null = null;
-  let result: AgentResult | null = null;
-  const forked = ctx.fork({
-    stream: {
-      push: (chunk) => {
-        chunks.push(chunk);
-        wake?.();
-      },
-    },
-  });
-  const running = runtime.invoke(name, input, forked).then((r) => {
-    result = r;
-    wake?.();
-  });
-  try {
-    while (result === null || chunks.length > 0) {
-      if (chunks.length > 0) yield chunks.shift() as string;
-      else await new Promise<void>((r) => (wake = r));
-    }
-    await running;
-    return result;
-  } finally {
-    forked.dispose();
-  }
-}
+runtime.register("secret_agent", async () => "the secret");
 
 type Order = "auth-before" | "auth-after" | "no-auth";
 
@@ -110,15 +107,14 @@ function buildApp(order: Order, options: NervaExpressOptions = {}) {
   });
   app.post("/chat", async (req, res) => {
     const ctx = req.nervaCtx;
-    const result = await runtime.invoke("echo", { message: req.body?.message }, ctx);
+    const response = await orchestrator.handle(req.body?.message, ctx);
     res
-      .status(httpStatusOfResult(result))
-      .json({ result, userId: ctx.userId, requestId: ctx.requestId });
+      .status(httpStatusOfResult(response))
+      .json({ response, userId: ctx.userId, requestId: ctx.requestId });
   });
   app.post("/chat/stream", (req, res) => {
     const ctx = req.nervaCtx;
-    const agent = req.body?.agent === "ticker" ? "ticker" : "words";
-    return sendSse(res, streamAgent(agent, { message: String(req.body?.message) }, ctx), ctx);
+    return sendSse(res, orchestrator.stream(String(req.body?.message), ctx), ctx);
   });
   app.get("/fail/:code", (req) => {
     const code = req.params.code as ErrorCode;
@@ -191,7 +187,7 @@ describe.each(["auth-before", "auth-after"] as const)("@nerva/express with %s", 
       expect(status).toBe(200);
       expect(body.userId).toBe(sub);
       expect(body.requestId).toBe(header);
-      expect((body.result as AgentResult).output).toBe(`${sub}: hi from ${sub}`);
+      expect((body.response as OrchestratorResponse).text).toBe(`${sub}: hi from ${sub}`);
     }
     expect(new Set(answers.map((a) => a.header)).size).toBe(users.length);
   });
@@ -294,8 +290,32 @@ describe("@nerva/express errors → status", () => {
     const body = await json(res);
     expect(body.error).toMatchObject({
       code: "INVALID_INPUT",
-      issues: [{ path: "input.message" }],
+      issues: [{ path: "message" }],
     });
+  });
+
+  it("answers the orchestrator's refusals: policy 403, rate limit 429 with Retry-After", async () => {
+    const auth = { ...(await bearer("frank")), "content-type": "application/json" };
+    const post = (message: string) =>
+      fetch(`${url}/chat`, { method: "POST", headers: auth, body: JSON.stringify({ message }) });
+    const denied = await post("tell me the secret");
+    expect(denied.status).toBe(403);
+    expect(((await json(denied)).error as { code: string }).code).toBe("POLICY_DENIED");
+    // Five per minute per user, counted before routing: the refused request was one of them.
+    for (let i = 0; i < 4; i++) expect((await post(`hello ${i}`)).status).toBe(200);
+    const limited = await post("one too many");
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+
+  it("answers 422 when no agent may take an anonymous request", async () => {
+    const res = await fetch(`${url}/chat`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ message: "hello" }),
+    });
+    expect(res.status).toBe(422);
+    expect(((await json(res)).response as OrchestratorResponse).status).toBe("wrong_handler");
   });
 
   it("leaves other errors to Express", async () => {
@@ -315,31 +335,33 @@ describe("@nerva/express streaming", () => {
     const res = await fetch(`${url}/chat/stream`, {
       method: "POST",
       headers: { ...(await bearer("dave")), "content-type": "application/json" },
-      body: JSON.stringify({ message: "one two three" }),
+      body: JSON.stringify({ message: "words one two three" }),
     });
     expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
     expect(res.headers.get("x-request-id")).toMatch(/[0-9a-f-]{36}/);
     const events: SseEvent[] = [];
     for await (const e of readSseEvents(res.body as AsyncIterable<Uint8Array>)) events.push(e);
     expect(events.filter((e) => e.event === "message").map((e) => e.data)).toEqual([
+      "words ",
       "one ",
       "two ",
       "three ",
     ]);
     const done = JSON.parse(events.at(-1)?.data ?? "null") as {
       requestId: string;
-      result: AgentResult;
+      result: OrchestratorResponse;
     };
     expect(events.at(-1)?.event).toBe("done");
     expect(done.requestId).toBe(res.headers.get("x-request-id"));
-    expect(done.result).toMatchObject({ status: "success", output: "one two three " });
+    expect(done.result).toMatchObject({ status: "success", text: "words one two three " });
   });
 
   it("cancels the handler when the client disconnects mid-stream", async () => {
+    const auth = await bearer("erin");
     const requestId = await new Promise<string>((resolve, reject) => {
       const req = http.request(`${url}/chat/stream`, {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { ...auth, "content-type": "application/json" },
       });
       req.on("error", () => undefined);
       req.on("response", (res) => {
@@ -349,7 +371,7 @@ describe("@nerva/express streaming", () => {
           req.destroy();
         });
       });
-      req.end(JSON.stringify({ agent: "ticker", message: "x" }));
+      req.end(JSON.stringify({ message: "ticker" }));
     });
     for (let i = 0; i < 100 && !seen.aborted.includes(requestId); i++) await sleep(10);
     expect(seen.aborted).toContain(requestId);

@@ -1,12 +1,13 @@
 import http from "node:http";
 import fastifyJwt from "@fastify/jwt";
 import {
+  DeclarativePolicyEngine,
   ErrorCode,
-  ExecContext,
   InProcessRuntime,
   NervaError,
-  type AgentInputInit,
-  type AgentResult,
+  Orchestrator,
+  RuleRouter,
+  type OrchestratorResponse,
 } from "@nerva/core";
 import { httpStatusOfResult, readSseEvents, type SseEvent } from "@nerva/core/http";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
@@ -28,8 +29,34 @@ const bearer = async (sub: string, claims?: Record<string, unknown>) => ({
 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Observations made by handlers, checked by the tests. */
 const seen = { aborted: [] as string[] };
+
 const runtime = new InProcessRuntime({ timeoutSeconds: 5, circuitBreaker: false });
+const orchestrator = new Orchestrator({
+  router: new RuleRouter({
+    rules: [
+      { handler: "ticker", keywords: ["ticker"] },
+      { handler: "words", keywords: ["words"] },
+      { handler: "secret_agent", keywords: ["secret"] },
+    ],
+    defaultHandler: "echo",
+  }),
+  runtime,
+  policy: new DeclarativePolicyEngine({
+    version: 1,
+    rules: [
+      {
+        name: "no-secrets",
+        effect: "deny",
+        kind: "agent",
+        names: ["secret_agent"],
+        reason: "Secrets are off limits.",
+      },
+    ],
+    rateLimits: [{ name: "per-user", per: "user", limit: 5, windowSeconds: 60 }],
+  }),
+});
 runtime.register("echo", async (input, ctx) => {
   await sleep(Math.random() * 5);
   return `${ctx.userId ?? "anonymous"}: ${input.message}`;
@@ -46,28 +73,7 @@ runtime.register("ticker", async function* (_input, ctx) {
 runtime.register("words", async function* (input) {
   for (const word of input.message.split(" ")) yield `${word} `;
 });
-
-/** Stands in for orchestrator.stream until the Orchestrator exists: chunks via ctx.stream. */
-async function* streamAgent(name: string, input: AgentInputInit, ctx: ExecContext) {
-  const chunks: string[] = [];
-  let wake: (() => void) | null = null;
-  let result: AgentResult | null = null;
-  const forked = ctx.fork({ stream: { push: (c) => void (chunks.push(c), wake?.()) } });
-  const running = runtime.invoke(name, input, forked).then((r) => {
-    result = r;
-    wake?.();
-  });
-  try {
-    while (result === null || chunks.length > 0) {
-      if (chunks.length > 0) yield chunks.shift() as string;
-      else await new Promise<void>((r) => (wake = r));
-    }
-    await running;
-    return result;
-  } finally {
-    forked.dispose();
-  }
-}
+runtime.register("secret_agent", async () => "the secret");
 
 type AuthAt = "onRequest-before" | "onRequest-after" | "preHandler" | "route" | "none";
 
@@ -99,20 +105,15 @@ async function build(authAt: AuthAt, options: NervaFastifyOptions = {}) {
   });
   app.post<{ Body: { message: unknown } }>("/chat", routeAuth, async (request, reply) => {
     const ctx = request.nervaCtx;
-    const result = await runtime.invoke("echo", { message: request.body.message as string }, ctx);
+    const response = await orchestrator.handle(request.body.message as string, ctx);
     return reply
-      .code(httpStatusOfResult(result))
-      .send({ result, userId: ctx.userId, requestId: ctx.requestId });
+      .code(httpStatusOfResult(response))
+      .send({ response, userId: ctx.userId, requestId: ctx.requestId });
   });
-  app.post<{ Body: { message: string; agent?: string } }>(
-    "/chat/stream",
-    routeAuth,
-    (request, reply) => {
-      const ctx = request.nervaCtx;
-      const agent = request.body.agent === "ticker" ? "ticker" : "words";
-      return sendSse(reply, streamAgent(agent, { message: request.body.message }, ctx), ctx);
-    },
-  );
+  app.post<{ Body: { message: string } }>("/chat/stream", routeAuth, (request, reply) => {
+    const ctx = request.nervaCtx;
+    return sendSse(reply, orchestrator.stream(request.body.message, ctx), ctx);
+  });
   app.get<{ Params: { code: ErrorCode } }>("/fail/:code", async (request) => {
     throw new NervaError(request.params.code, `failed with ${request.params.code}`, {
       details: { retryAfterSeconds: 7, retryAt: Date.now() + 30_000 },
@@ -179,7 +180,7 @@ describe.each(["onRequest-before", "onRequest-after", "preHandler", "route"] as 
         expect(status).toBe(200);
         expect(body.userId).toBe(sub);
         expect(body.requestId).toBe(header);
-        expect((body.result as AgentResult).output).toBe(`${sub}: hi from ${sub}`);
+        expect((body.response as OrchestratorResponse).text).toBe(`${sub}: hi from ${sub}`);
       }
       expect(new Set(answers.map((a) => a.header)).size).toBe(users.length);
     });
@@ -286,8 +287,31 @@ describe("@nerva/fastify errors → status", () => {
     expect(res.status).toBe(400);
     expect((await json(res)).error).toMatchObject({
       code: "INVALID_INPUT",
-      issues: [{ path: "input.message" }],
+      issues: [{ path: "message" }],
     });
+  });
+
+  it("answers the orchestrator's refusals: policy 403, rate limit 429 with Retry-After", async () => {
+    const auth = { ...(await bearer("frank")), "content-type": "application/json" };
+    const post = (message: string) =>
+      fetch(`${url}/chat`, { method: "POST", headers: auth, body: JSON.stringify({ message }) });
+    const denied = await post("tell me the secret");
+    expect(denied.status).toBe(403);
+    expect(((await json(denied)).error as { code: string }).code).toBe("POLICY_DENIED");
+    for (let i = 0; i < 4; i++) expect((await post(`hello ${i}`)).status).toBe(200);
+    const limited = await post("one too many");
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+
+  it("answers 422 when no agent may take an anonymous request", async () => {
+    const res = await fetch(`${url}/chat`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ message: "hello" }),
+    });
+    expect(res.status).toBe(422);
+    expect(((await json(res)).response as OrchestratorResponse).status).toBe("wrong_handler");
   });
 
   it("leaves other errors to Fastify's own handler", async () => {
@@ -307,7 +331,7 @@ describe("@nerva/fastify streaming", () => {
     const res = await fetch(`${url}/chat/stream`, {
       method: "POST",
       headers: { ...(await bearer("dave")), "content-type": "application/json" },
-      body: JSON.stringify({ message: "one two three" }),
+      body: JSON.stringify({ message: "words one two three" }),
     });
     expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
     const requestId = res.headers.get("x-request-id");
@@ -315,6 +339,7 @@ describe("@nerva/fastify streaming", () => {
     const events: SseEvent[] = [];
     for await (const e of readSseEvents(res.body as AsyncIterable<Uint8Array>)) events.push(e);
     expect(events.filter((e) => e.event === "message").map((e) => e.data)).toEqual([
+      "words ",
       "one ",
       "two ",
       "three ",
@@ -322,17 +347,18 @@ describe("@nerva/fastify streaming", () => {
     expect(events.at(-1)?.event).toBe("done");
     const done = JSON.parse(events.at(-1)?.data ?? "null") as {
       requestId: string;
-      result: AgentResult;
+      result: OrchestratorResponse;
     };
     expect(done.requestId).toBe(requestId);
-    expect(done.result).toMatchObject({ status: "success", output: "one two three " });
+    expect(done.result).toMatchObject({ status: "success", text: "words one two three " });
   });
 
   it("cancels the handler when the client disconnects mid-stream", async () => {
+    const auth = await bearer("erin");
     const requestId = await new Promise<string>((resolve, reject) => {
       const req = http.request(`${url}/chat/stream`, {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { ...auth, "content-type": "application/json" },
       });
       req.on("error", () => undefined);
       req.on("response", (res) => {
@@ -342,7 +368,7 @@ describe("@nerva/fastify streaming", () => {
           req.destroy();
         });
       });
-      req.end(JSON.stringify({ agent: "ticker", message: "x" }));
+      req.end(JSON.stringify({ message: "ticker" }));
     });
     for (let i = 0; i < 100 && !seen.aborted.includes(requestId); i++) await sleep(10);
     expect(seen.aborted).toContain(requestId);

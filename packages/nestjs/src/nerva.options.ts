@@ -1,4 +1,4 @@
-import { ErrorCode, NervaError, type AgentRuntime } from "@nerva/core";
+import { ErrorCode, NervaError, type AgentRuntime, type Orchestrator } from "@nerva/core";
 import type { HttpRequestLike, NervaHttpOptions } from "@nerva/core/http";
 import type { FactoryProvider, ModuleMetadata } from "@nestjs/common";
 
@@ -9,9 +9,9 @@ import type { FactoryProvider, ModuleMetadata } from "@nestjs/common";
  * @example
  * NervaModule.forRoot({ orchestrator, runtime, requireAuth: true });
  */
-export interface NervaModuleOptions<TOrchestrator extends object = object> extends NervaHttpOptions<
-  HttpRequestLike & Record<string, unknown>
-> {
+export interface NervaModuleOptions<
+  TOrchestrator extends object = Orchestrator,
+> extends NervaHttpOptions<HttpRequestLike & Record<string, unknown>> {
   /** Injectable with `@InjectOrchestrator()` / `NERVA_ORCHESTRATOR`. */
   orchestrator?: TOrchestrator | null;
   /** Injectable with `@InjectRuntime()` / `NERVA_RUNTIME`. */

@@ -2,12 +2,14 @@ import "reflect-metadata";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import {
+  DeclarativePolicyEngine,
   ErrorCode,
   ExecContext,
   InProcessRuntime,
   NervaError,
-  type AgentInputInit,
-  type AgentResult,
+  Orchestrator,
+  RuleRouter,
+  type OrchestratorResponse,
   type AgentRuntime,
 } from "@nerva/core";
 import { httpStatusOfResult, readSseEvents, type SseEvent } from "@nerva/core/http";
@@ -56,8 +58,34 @@ const bearer = async (sub: string, claims?: Record<string, unknown>) => ({
 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Observations made by handlers, checked by the tests. */
 const seen = { aborted: [] as string[] };
+
 const runtime = new InProcessRuntime({ timeoutSeconds: 5, circuitBreaker: false });
+const orchestrator = new Orchestrator({
+  router: new RuleRouter({
+    rules: [
+      { handler: "ticker", keywords: ["ticker"] },
+      { handler: "words", keywords: ["words"] },
+      { handler: "secret_agent", keywords: ["secret"] },
+    ],
+    defaultHandler: "echo",
+  }),
+  runtime,
+  policy: new DeclarativePolicyEngine({
+    version: 1,
+    rules: [
+      {
+        name: "no-secrets",
+        effect: "deny",
+        kind: "agent",
+        names: ["secret_agent"],
+        reason: "Secrets are off limits.",
+      },
+    ],
+    rateLimits: [{ name: "per-user", per: "user", limit: 5, windowSeconds: 60 }],
+  }),
+});
 runtime.register("echo", async (input, ctx) => {
   await sleep(Math.random() * 5);
   return `${ctx.userId ?? "anonymous"}: ${input.message}`;
@@ -74,33 +102,7 @@ runtime.register("ticker", async function* (_input, ctx) {
 runtime.register("words", async function* (input) {
   for (const word of input.message.split(" ")) yield `${word} `;
 });
-
-/** Stands in for orchestrator.stream until the Orchestrator exists: chunks via ctx.stream. */
-async function* streamAgent(
-  rt: AgentRuntime,
-  name: string,
-  input: AgentInputInit,
-  ctx: ExecContext,
-) {
-  const chunks: string[] = [];
-  let wake: (() => void) | null = null;
-  let result: AgentResult | null = null;
-  const forked = ctx.fork({ stream: { push: (c) => void (chunks.push(c), wake?.()) } });
-  const running = rt.invoke(name, input, forked).then((r) => {
-    result = r;
-    wake?.();
-  });
-  try {
-    while (result === null || chunks.length > 0) {
-      if (chunks.length > 0) yield chunks.shift() as string;
-      else await new Promise<void>((r) => (wake = r));
-    }
-    await running;
-    return result;
-  } finally {
-    forked.dispose();
-  }
-}
+runtime.register("secret_agent", async () => "the secret");
 
 /** @nestjs/passport + passport-jwt: the guard sets request.user to what validate() returns. */
 @Injectable()
@@ -129,13 +131,17 @@ const describeCtx = (ctx: ExecContext) => ({
 class ChatController {
   constructor(
     @InjectRuntime() private readonly runtime: AgentRuntime,
-    @InjectOrchestrator() private readonly orchestrator: object | null,
+    @InjectOrchestrator() private readonly orchestrator: Orchestrator,
   ) {}
 
   @Get("whoami")
   @UseGuards(AuthGuard("jwt"))
   whoami(@NervaCtx() ctx: ExecContext, @NervaCtx() again: ExecContext) {
-    return { ...describeCtx(ctx), same: ctx === again, orchestrator: this.orchestrator };
+    return {
+      ...describeCtx(ctx),
+      same: ctx === again,
+      injected: this.orchestrator === orchestrator && this.runtime === runtime,
+    };
   }
 
   @Get("open/whoami")
@@ -151,21 +157,28 @@ class ChatController {
     @Res({ passthrough: true })
     res: { status?: (n: number) => unknown; code?: (n: number) => unknown },
   ) {
-    const result = await this.runtime.invoke("echo", { message: body.message as string }, ctx);
-    const status = httpStatusOfResult(result);
+    const response = await this.orchestrator.handle(body.message as string, ctx);
+    const status = httpStatusOfResult(response);
     if (typeof res.code === "function") res.code(status);
     else res.status?.(status);
-    return { result, userId: ctx.userId, requestId: ctx.requestId };
+    return { response, userId: ctx.userId, requestId: ctx.requestId };
   }
 
   @Sse("chat/stream")
-  stream(
-    @Query("message") message: string,
-    @Query("agent") agent: string,
-    @NervaCtx() ctx: ExecContext,
-  ) {
-    const name = agent === "ticker" ? "ticker" : "words";
-    return toSseObservable(streamAgent(this.runtime, name, { message }, ctx), ctx);
+  @UseGuards(AuthGuard("jwt"))
+  stream(@Query("message") message: string, @NervaCtx() ctx: ExecContext) {
+    return toSseObservable(this.orchestrator.stream(message, ctx), ctx);
+  }
+
+  @Sse("boom/stream")
+  boom(@NervaCtx() ctx: ExecContext) {
+    return toSseObservable(
+      (async function* () {
+        yield "partial";
+        throw new Error("database exploded");
+      })(),
+      ctx,
+    );
   }
 
   @Get("fail/:code")
@@ -203,7 +216,13 @@ async function start(
 const forRoot =
   (options: NervaModuleOptions = {}) =>
   () =>
-    NervaModule.forRoot({ runtime, onError: () => undefined, ...options });
+    NervaModule.forRoot({
+      runtime,
+      orchestrator,
+      onError: (error, requestId) => reported.push({ error, requestId }),
+      ...options,
+    });
+const reported: { error: unknown; requestId: string | null }[] = [];
 
 afterAll(async () => {
   for (const app of apps) await app.close();
@@ -230,7 +249,7 @@ describe.each(["express", "fastify"] as const)("@nerva/nestjs on the %s platform
       sessionId: "s-1",
       roles: ["admin"],
       same: true,
-      orchestrator: null,
+      injected: true,
     });
     expect(res.headers.get("x-request-id")).toBe(body.requestId);
   });
@@ -256,7 +275,7 @@ describe.each(["express", "fastify"] as const)("@nerva/nestjs on the %s platform
       expect(status).toBe(200);
       expect(body.userId).toBe(sub);
       expect(body.requestId).toBe(header);
-      expect((body.result as AgentResult).output).toBe(`${sub}: hi from ${sub}`);
+      expect((body.response as OrchestratorResponse).text).toBe(`${sub}: hi from ${sub}`);
     }
     expect(new Set(answers.map((a) => a.header)).size).toBe(users.length);
   });
@@ -306,6 +325,19 @@ describe.each(["express", "fastify"] as const)("@nerva/nestjs on the %s platform
     if (status === 429 || status === 503) expect(res.headers.get("retry-after")).toBe("7");
   });
 
+  it("answers the orchestrator's refusals: policy 403, rate limit 429 with Retry-After", async () => {
+    const auth = { ...(await bearer(`frank-${platform}`)), "content-type": "application/json" };
+    const post = (message: string) =>
+      fetch(`${url}/chat`, { method: "POST", headers: auth, body: JSON.stringify({ message }) });
+    const denied = await post("tell me the secret");
+    expect(denied.status).toBe(403);
+    expect(((await json(denied)).error as { code: string }).code).toBe("POLICY_DENIED");
+    for (let i = 0; i < 4; i++) expect((await post(`hello ${i}`)).status).toBe(200);
+    const limited = await post("one too many");
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+
   it("answers 400 with the validation issues of bad input", async () => {
     const res = await fetch(`${url}/chat`, {
       method: "POST",
@@ -315,33 +347,59 @@ describe.each(["express", "fastify"] as const)("@nerva/nestjs on the %s platform
     expect(res.status).toBe(400);
     expect((await json(res)).error).toMatchObject({
       code: "INVALID_INPUT",
-      issues: [{ path: "input.message" }],
+      issues: [{ path: "message" }],
     });
   });
 
   it("streams with @Sse() and ends with a done event", async () => {
-    const res = await fetch(`${url}/chat/stream?message=one%20two%20three`);
+    const res = await fetch(`${url}/chat/stream?message=words%20one%20two%20three`, {
+      headers: await bearer("dave"),
+    });
     expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
     const requestId = res.headers.get("x-request-id");
     const events: SseEvent[] = [];
     for await (const e of readSseEvents(res.body as AsyncIterable<Uint8Array>)) events.push(e);
     expect(events.filter((e) => e.event === "message").map((e) => e.data)).toEqual([
+      "words ",
       "one ",
       "two ",
       "three ",
     ]);
-    expect(events.at(-1)?.event).toBe("done");
+    expect(events.at(-1)?.event, JSON.stringify(events.at(-1))).toBe("done");
     const done = JSON.parse(events.at(-1)?.data ?? "null") as {
       requestId: string;
-      result: AgentResult;
+      result: OrchestratorResponse;
     };
     expect(done.requestId).toBe(requestId);
-    expect(done.result).toMatchObject({ status: "success", output: "one two three " });
+    expect(done.result).toMatchObject({ status: "success", text: "words one two three " });
+  });
+
+  it("ends a stream with an error event: the policy's 403, or a reported 500", async () => {
+    const denied = await fetch(`${url}/chat/stream?message=secret`, {
+      headers: await bearer("gina"),
+    });
+    const events: SseEvent[] = [];
+    for await (const e of readSseEvents(denied.body as AsyncIterable<Uint8Array>)) events.push(e);
+    expect(events.at(-1)?.event).toBe("error");
+    expect(JSON.parse(events.at(-1)?.data ?? "")).toMatchObject({
+      status: 403,
+      error: { code: "POLICY_DENIED" },
+    });
+
+    const boom = await fetch(`${url}/boom/stream`);
+    const requestId = boom.headers.get("x-request-id");
+    const boomEvents: SseEvent[] = [];
+    for await (const e of readSseEvents(boom.body as AsyncIterable<Uint8Array>)) boomEvents.push(e);
+    expect(boomEvents.map((e) => e.event)).toEqual(["message", "error"]);
+    expect(boomEvents[1]?.data).not.toContain("database");
+    const report = reported.find((r) => r.requestId === requestId);
+    expect((report?.error as Error | undefined)?.message).toBe("database exploded");
   });
 
   it("cancels the handler when the client disconnects mid-stream", async () => {
+    const auth = await bearer("erin");
     const requestId = await new Promise<string>((resolve, reject) => {
-      const req = http.get(`${url}/chat/stream?agent=ticker&message=x`);
+      const req = http.get(`${url}/chat/stream?message=ticker`, { headers: auth });
       req.on("error", () => undefined);
       req.on("response", (res) => {
         let text = "";
@@ -385,7 +443,6 @@ describe.each(["express", "fastify"] as const)("@nerva/nestjs on the %s platform
 
 describe("NervaModule.forRootAsync", () => {
   it("builds the options from injected providers", async () => {
-    const orchestrator = { name: "demo-orchestrator" };
     @Injectable()
     class Settings {
       readonly trustRequestId = true;
@@ -410,7 +467,7 @@ describe("NervaModule.forRootAsync", () => {
     expect(await json(res)).toMatchObject({
       userId: "erin",
       requestId: "from-gateway",
-      orchestrator,
+      injected: true,
     });
     expect(app.get(NERVA_BRIDGE).options.trustRequestId).toBe(true);
   });

@@ -1,5 +1,5 @@
 import type { ExecContext } from "@nerva/core";
-import { toHttpError } from "@nerva/core/http";
+import { finalResult, reportError, toHttpError } from "@nerva/core/http";
 import type { MessageEvent } from "@nestjs/common";
 import { Observable } from "rxjs";
 
@@ -7,7 +7,7 @@ import { Observable } from "rxjs";
  * Turns an async iterable of chunks (e.g. `orchestrator.stream(message, ctx)`) into the Observable
  * a NestJS `@Sse()` handler returns: one `message` event per chunk as it is produced, a final
  * `done` event `{ requestId, result }` (what the iterable returned), an `error` event
- * `{ status, error }` if it throws. When the client disconnects, Nest unsubscribes: the context is
+ * `{ status, error }` if it throws (a 5xx is reported to the module's `onError`). When the client disconnects, Nest unsubscribes: the context is
  * cancelled (the handler's `ctx.signal` aborts) and the iterator's `return()` is called.
  *
  * @example
@@ -30,8 +30,10 @@ export function toSseObservable(
           const step = await iterator.next();
           if (subscriber.closed) return;
           if (step.done === true) {
+            const result = await finalResult(source, step.value);
             finished = true;
-            subscriber.next({ type: "done", data: { requestId, result: step.value ?? null } });
+            if (subscriber.closed) return;
+            subscriber.next({ type: "done", data: { requestId, result: result ?? null } });
             subscriber.complete();
             return;
           }
@@ -41,6 +43,7 @@ export function toSseObservable(
       } catch (err) {
         finished = true;
         if (subscriber.closed) return;
+        if (ctx !== null) reportError(ctx, err);
         const { status, body } = toHttpError(err, requestId);
         subscriber.next({ type: "error", data: { status, ...body } });
         subscriber.complete();

@@ -24,6 +24,7 @@ export {
   createHttpBridge,
   defineContextGetter,
   getRequestScope,
+  reportError,
   setRequestScope,
 } from "./bridge.js";
 
@@ -39,5 +40,12 @@ export {
 } from "./status.js";
 
 // Server-Sent Events
-export { SSE_HEADERS, formatSseEvent, writeSse, type SseOptions, type SseOutcome } from "./sse.js";
+export {
+  SSE_HEADERS,
+  finalResult,
+  formatSseEvent,
+  writeSse,
+  type SseOptions,
+  type SseOutcome,
+} from "./sse.js";
 export { readSseEvents, type SseEvent } from "./sse-client.js";

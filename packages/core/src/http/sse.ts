@@ -31,11 +31,34 @@ export interface SseOptions {
   heartbeatSeconds?: number | false;
   /**
    * Data of the final `done` event, from what the iterable returned (an async generator's return
-   * value). Default: `{ requestId, result }`.
+   * value, or the `response` of an `orchestrator.stream()`). Default: `{ requestId, result }`.
    */
   done?: (returned: unknown) => unknown;
   /** Called with the error a failing iterable threw (after the `error` event was written). */
   onError?: (error: unknown) => void;
+}
+
+/**
+ * What a finished stream produced: the async generator's return value, or, for a stream with a
+ * `response` promise (`orchestrator.stream()`), the final response.
+ *
+ * @example
+ * const result = await finalResult(stream, step.value); // { text, status, ... }
+ */
+export async function finalResult(
+  source: AsyncIterable<unknown>,
+  returned: unknown,
+): Promise<unknown> {
+  if (returned !== undefined) return returned;
+  const response = (source as { response?: unknown }).response;
+  if (
+    typeof response === "object" &&
+    response !== null &&
+    typeof (response as PromiseLike<unknown>).then === "function"
+  ) {
+    return await (response as PromiseLike<unknown>);
+  }
+  return undefined;
 }
 
 /** How an SSE response ended. */
@@ -108,10 +131,11 @@ export async function writeSse(
       const step = await orClosed(iterator.next());
       if (step === CLOSED) return disconnected();
       if (step.done === true) {
+        const returned = await finalResult(source, step.value);
         const data =
           options.done === undefined
-            ? { requestId, result: step.value ?? null }
-            : options.done(step.value);
+            ? { requestId, result: returned ?? null }
+            : options.done(returned);
         res.end(formatSseEvent(JSON.stringify(data ?? null), "done"));
         return "done";
       }
