@@ -50,8 +50,13 @@ export const TieredMemoryOptionsSchema = z
 export type TieredMemoryOptions = z.input<typeof TieredMemoryOptionsSchema>;
 
 const json = z.json();
+const EMPTY_METADATA: Readonly<Record<string, JsonValue>> = Object.freeze({});
+const isEmpty = (o: object): boolean => {
+  for (const _ in o) return false;
+  return true;
+};
 
-const EventSchema = z
+export const EventSchema = z
   .object({
     kind: z.enum([MemoryKind.TURN, MemoryKind.FACT, MemoryKind.EPISODE]).default(MemoryKind.TURN),
     content: z.string().min(1).max(100_000),
@@ -69,6 +74,42 @@ const EventSchema = z
     path: ["key"],
     message: 'only facts have a key; drop it or use kind "fact"',
   });
+
+type ParsedEvent = z.output<typeof EventSchema>;
+const EVENT_KEYS = new Set(["kind", "content", "role", "key", "metadata", "scope"]);
+const KINDS: ReadonlySet<unknown> = new Set([MemoryKind.TURN, MemoryKind.FACT, MemoryKind.EPISODE]);
+const ROLES: ReadonlySet<unknown> = new Set(["user", "assistant", "system", "tool"]);
+const SCOPE_SET: ReadonlySet<unknown> = new Set(SCOPES);
+
+/**
+ * The common, plainly valid event (no metadata) without a schema run; `null` sends everything
+ * else through {@link EventSchema}, which also produces the field-naming errors.
+ */
+export function quickEvent(v: unknown): ParsedEvent | null {
+  if (typeof v !== "object" || v === null) return null;
+  for (const k in v) if (!EVENT_KEYS.has(k)) return null;
+  const e = v as Record<string, unknown>;
+  const kind = e["kind"] ?? MemoryKind.TURN;
+  const { content, role, key, scope } = e;
+  if (e["metadata"] !== undefined || !KINDS.has(kind)) return null;
+  if (typeof content !== "string" || content.length === 0 || content.length > 100_000) return null;
+  if (role !== undefined && (kind !== MemoryKind.TURN || !ROLES.has(role))) return null;
+  if (
+    key !== undefined &&
+    (kind !== MemoryKind.FACT || typeof key !== "string" || key.length === 0 || key.length > 256)
+  ) {
+    return null;
+  }
+  if (scope !== undefined && !SCOPE_SET.has(scope)) return null;
+  return {
+    kind: kind as ParsedEvent["kind"],
+    content,
+    metadata: {},
+    ...(role === undefined ? {} : { role: role as ParsedEvent["role"] }),
+    ...(key === undefined ? {} : { key: key as string }),
+    ...(scope === undefined ? {} : { scope: scope as ParsedEvent["scope"] }),
+  };
+}
 
 const QuerySchema = z
   .object({
@@ -117,13 +158,15 @@ export class TieredMemory implements Memory {
 
   async store(event: MemoryEventInit, ctx: ExecContext): Promise<MemoryItem> {
     checkContext(ctx);
-    const e = parseOrThrow(
-      EventSchema,
-      event,
-      ErrorCode.INVALID_INPUT,
-      "event",
-      'Pass { content: string, kind?: "turn" | "fact" | "episode", role?, key?, metadata? }.',
-    );
+    const e =
+      quickEvent(event) ??
+      parseOrThrow(
+        EventSchema,
+        event,
+        ErrorCode.INVALID_INPUT,
+        "event",
+        'Pass { content: string, kind?: "turn" | "fact" | "episode", role?, key?, metadata? }.',
+      );
     const ns = memoryNamespace(ctx, e.scope);
     const span = ctx.startSpan("memory.store", { scope: ns.scope, kind: e.kind });
     try {
@@ -142,7 +185,9 @@ export class TieredMemory implements Memory {
         role: e.kind === MemoryKind.TURN ? (e.role ?? "user") : null,
         key: e.key ?? null,
         content: e.content,
-        metadata: Object.freeze(structuredClone(e.metadata) as Record<string, JsonValue>),
+        metadata: isEmpty(e.metadata)
+          ? EMPTY_METADATA
+          : Object.freeze(structuredClone(e.metadata) as Record<string, JsonValue>),
         createdAt: Date.now(),
       });
       await this.#store.write({

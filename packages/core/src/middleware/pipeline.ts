@@ -140,7 +140,8 @@ export class MiddlewarePipeline {
           stage
         ] as (p: unknown, c: ExecContext) => unknown;
         const next = await hook.call(mw, current, ctx);
-        const problem = CHECKS[stage](next);
+        // A payload passed on unchanged was already valid; anything else is checked.
+        const problem = next === current ? null : CHECKS[stage](next);
         if (problem !== null) {
           throw new NervaError(
             ErrorCode.INTERNAL,

@@ -22,6 +22,7 @@ import type { AgentHandler, AgentRuntime } from "../runtime/types.js";
 import type { ToolManager } from "../tools/types.js";
 import { agentResult, type AgentInput, type AgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
+import type { TokenUsage } from "../types/usage.js";
 import { ChunkQueue } from "./chunk-queue.js";
 import { checkPolicy, createKit, type KitDeps } from "./kit.js";
 import { passthroughResponder } from "./passthrough.js";
@@ -413,7 +414,8 @@ export class Orchestrator {
         route = await pipeline.run("afterRoute", route, rctx);
       }
       stage = "invoke";
-      const tools = await this.#toolList(rctx);
+      const tools =
+        this.#tools === null || !this.#exposeTools ? EMPTY_LIST : await this.#toolList(rctx);
       const input: AgentInput = Object.freeze({
         message: msg,
         args: EMPTY_ARGS,
@@ -433,7 +435,10 @@ export class Orchestrator {
           request = await pipeline.run("beforeInvoke", request, rctx);
           stage = "invoke";
         }
-        result = await this.#invoke(request, rctx);
+        result =
+          this.#policy === null && this.#deps.stats === null
+            ? await this.#runtime.invoke(request.handler, request.input, rctx)
+            : await this.#invoke(request, rctx);
         if (this.#hasAfterInvoke) {
           stage = MiddlewareStage.AFTER_INVOKE;
           result = await pipeline.run("afterInvoke", result, rctx);
@@ -463,7 +468,8 @@ export class Orchestrator {
         stage = MiddlewareStage.BEFORE_RESPOND;
         response = await pipeline.run("beforeRespond", response, rctx);
       }
-      await this.#charge(rctx, usageBefore, span);
+      this.#usageAttributes(rctx, usageBefore, span);
+      if (this.#policy !== null) await this.#charge(rctx, usageBefore);
       span.setAttribute("handler", response.handler);
       span.setAttribute("status", response.status);
       if (response.status === AgentStatus.SUCCESS) span.end("ok");
@@ -471,7 +477,8 @@ export class Orchestrator {
       return response;
     } catch (err) {
       await pipeline.onError(err, rctx, stage);
-      await this.#charge(rctx, usageBefore, span);
+      this.#usageAttributes(rctx, usageBefore, span);
+      if (this.#policy !== null) await this.#charge(rctx, usageBefore);
       span.end("error", messageOf(err));
       throw err;
     }
@@ -577,22 +584,18 @@ export class Orchestrator {
     }
   }
 
-  /** Charges the request's real usage to the policy's budgets; a failure is an event. */
-  async #charge(
-    rctx: ExecContext,
-    before: {
-      totalTokens: number;
-      promptTokens: number;
-      completionTokens: number;
-      costUsd: number;
-    },
-    span: Span,
-  ): Promise<void> {
+  /** Puts the request's token usage and cost on its `handle` span. */
+  #usageAttributes(rctx: ExecContext, before: TokenUsage, span: Span): void {
     const after = rctx.tokenUsage;
-    if (after.totalTokens > 0 || after.costUsd > 0) {
+    if (after.totalTokens > before.totalTokens || after.costUsd > before.costUsd) {
       span.setAttribute("tokens", after.totalTokens - before.totalTokens);
       span.setAttribute("cost_usd", after.costUsd - before.costUsd);
     }
+  }
+
+  /** Charges the request's real usage to the policy's budgets; a failure is an event. */
+  async #charge(rctx: ExecContext, before: TokenUsage): Promise<void> {
+    const after = rctx.tokenUsage;
     if (this.#policy === null) return;
     try {
       await this.#policy.charge(

@@ -48,7 +48,7 @@ const OptionsSchema = z
   })
   .strict();
 
-const ActionSchema = z
+export const ActionSchema = z
   .object({
     checkpoint: z.enum([
       Checkpoint.BEFORE_ROUTE,
@@ -70,6 +70,30 @@ const ActionSchema = z
       a.checkpoint === Checkpoint.BEFORE_ROUTE || (a.kind !== undefined && a.name !== undefined),
     { path: ["name"], message: "before_invoke and during_execution need kind and name" },
   );
+
+type ParsedAction = z.output<typeof ActionSchema>;
+const ACTION_KEYS = new Set(["checkpoint", "kind", "name", "message", "args"]);
+const ACTION_KINDS: ReadonlySet<unknown> = new Set(["agent", "tool", "delegate"]);
+
+/**
+ * A plainly valid action without a schema run; `null` sends everything else through
+ * {@link ActionSchema}, which also produces the field-naming errors.
+ */
+export function quickAction(v: unknown): ParsedAction | null {
+  if (typeof v !== "object" || v === null) return null;
+  for (const k in v) if (!ACTION_KEYS.has(k)) return null;
+  const a = v as PolicyAction;
+  if (a.message !== undefined && typeof a.message !== "string") return null;
+  if (a.checkpoint === Checkpoint.BEFORE_ROUTE) {
+    if (a.message === undefined || a.kind !== undefined || a.name !== undefined) return null;
+    return a;
+  }
+  if (a.checkpoint !== Checkpoint.BEFORE_INVOKE && a.checkpoint !== Checkpoint.DURING_EXECUTION) {
+    return null;
+  }
+  if (!ACTION_KINDS.has(a.kind) || typeof a.name !== "string" || a.name === "") return null;
+  return a;
+}
 
 /** Compiles `*` globs into one anchored regular expression. */
 function globs(patterns: readonly string[]): RegExp {
@@ -184,13 +208,15 @@ export class DeclarativePolicyEngine implements PolicyEngine {
 
   async evaluate(action: PolicyAction, ctx: ExecContext): Promise<PolicyDecision> {
     checkContext(ctx);
-    const a = parseOrThrow(
-      ActionSchema,
-      action,
-      ErrorCode.INVALID_INPUT,
-      "action",
-      "Pass { checkpoint, message } before routing, or { checkpoint, kind, name, message | args }.",
-    );
+    const a =
+      quickAction(action) ??
+      parseOrThrow(
+        ActionSchema,
+        action,
+        ErrorCode.INVALID_INPUT,
+        "action",
+        "Pass { checkpoint, message } before routing, or { checkpoint, kind, name, message | args }.",
+      );
     const span = ctx.startSpan("policy.evaluate", {
       checkpoint: a.checkpoint,
       ...(a.name === undefined ? {} : { name: a.name }),

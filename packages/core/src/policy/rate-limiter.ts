@@ -1,6 +1,7 @@
 interface Bucket {
-  /** Admission times (ms), oldest first. */
-  readonly times: number[];
+  /** Admission times (ms), oldest first, from index `head` on. */
+  times: number[];
+  head: number;
 }
 
 /** The result of one {@link SlidingWindowLimiter.hit}. */
@@ -12,14 +13,15 @@ const SWEEP_EVERY = 1024;
 
 /**
  * A sliding-window log: at most `limit` admissions per key in any `windowMs`. Refused attempts
- * are not recorded, so a client that keeps retrying is not locked out longer. Memory is bounded by
- * `limit` timestamps per active key; idle keys are swept.
+ * are not recorded, so a client that keeps retrying is not locked out longer. Expired admissions
+ * are skipped by moving a head index (amortised O(1) per check, whatever the limit); memory is
+ * bounded by the admissions inside the window of each active key, and idle keys are swept.
  */
 export class SlidingWindowLimiter {
   readonly #limit: number;
   readonly #windowMs: number;
   readonly #buckets = new Map<string, Bucket>();
-  #hits = 0;
+  #checks = 0;
 
   constructor(limit: number, windowMs: number) {
     this.#limit = limit;
@@ -28,18 +30,16 @@ export class SlidingWindowLimiter {
 
   /** Whether an attempt for `key` at `now` would be admitted; records nothing. */
   peek(key: string, now: number): LimitResult {
-    if (++this.#hits % SWEEP_EVERY === 0) this.#sweep(now);
-    const times = this.#buckets.get(key)?.times;
-    if (times === undefined) return { allowed: true, remaining: this.#limit };
-    const horizon = now - this.#windowMs;
-    let expired = 0;
-    while (expired < times.length && (times[expired] as number) <= horizon) expired++;
-    if (expired > 0) times.splice(0, expired);
-    if (times.length >= this.#limit) {
-      const waitMs = (times[0] as number) + this.#windowMs - now;
+    if (++this.#checks % SWEEP_EVERY === 0) this.#sweep(now);
+    const bucket = this.#buckets.get(key);
+    if (bucket === undefined) return { allowed: true, remaining: this.#limit };
+    this.#expire(bucket, now);
+    const count = bucket.times.length - bucket.head;
+    if (count >= this.#limit) {
+      const waitMs = (bucket.times[bucket.head] as number) + this.#windowMs - now;
       return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
     }
-    return { allowed: true, remaining: this.#limit - times.length };
+    return { allowed: true, remaining: this.#limit - count };
   }
 
   /** Admits (and records) one attempt for `key` at `now`, or refuses it. */
@@ -47,7 +47,7 @@ export class SlidingWindowLimiter {
     const probe = this.peek(key, now);
     if (!probe.allowed) return probe;
     let bucket = this.#buckets.get(key);
-    if (bucket === undefined) this.#buckets.set(key, (bucket = { times: [] }));
+    if (bucket === undefined) this.#buckets.set(key, (bucket = { times: [], head: 0 }));
     bucket.times.push(now);
     return { allowed: true, remaining: probe.remaining - 1 };
   }
@@ -55,6 +55,19 @@ export class SlidingWindowLimiter {
   /** Number of keys currently tracked (for tests and metrics). */
   get size(): number {
     return this.#buckets.size;
+  }
+
+  #expire(bucket: Bucket, now: number): void {
+    const horizon = now - this.#windowMs;
+    const times = bucket.times;
+    let head = bucket.head;
+    while (head < times.length && (times[head] as number) <= horizon) head++;
+    // Drop the expired prefix once it is at least half the array: amortised O(1).
+    if (head > 0 && head * 2 >= times.length) {
+      bucket.times = times.slice(head);
+      head = 0;
+    }
+    bucket.head = head;
   }
 
   #sweep(now: number): void {

@@ -99,10 +99,21 @@ export function parseRecord(record: unknown): InvocationRecord {
   );
 }
 
+const KeySchema = z.object({ kind: z.enum(KINDS), name: z.string().min(1) });
+const HealthSchema = z.enum(HEALTH);
+
 /** Validates the (kind, name) key of a call. */
 export function parseKey(kind: unknown, name: unknown): void {
+  // The common case needs no schema run; bad values get the schema's field-naming error.
+  if (
+    (kind === "agent" || kind === "tool" || kind === "plugin") &&
+    typeof name === "string" &&
+    name !== ""
+  ) {
+    return;
+  }
   parseOrThrow(
-    z.object({ kind: z.enum(KINDS), name: z.string().min(1) }),
+    KeySchema,
     { kind, name },
     ErrorCode.INVALID_INPUT,
     "arguments",
@@ -112,7 +123,7 @@ export function parseKey(kind: unknown, name: unknown): void {
 
 export function parseHealth(health: unknown): HealthStatus {
   return parseOrThrow(
-    z.enum(HEALTH),
+    HealthSchema,
     health,
     ErrorCode.INVALID_INPUT,
     "health",
