@@ -89,7 +89,7 @@ export function quickEvent(v: unknown): ParsedEvent | null {
   if (typeof v !== "object" || v === null) return null;
   for (const k in v) if (!EVENT_KEYS.has(k)) return null;
   const e = v as Record<string, unknown>;
-  const kind = e["kind"] ?? MemoryKind.TURN;
+  const kind = e["kind"] === undefined ? MemoryKind.TURN : e["kind"];
   const { content, role, key, scope } = e;
   if (e["metadata"] !== undefined || !KINDS.has(kind)) return null;
   if (typeof content !== "string" || content.length === 0 || content.length > 100_000) return null;
