@@ -153,6 +153,7 @@ export class DeclarativePolicyEngine implements PolicyEngine {
     readonly limiter: SlidingWindowLimiter;
   }[];
   readonly #ledgers = new Map<string, Map<string, Ledger>>();
+  #charges = 0;
 
   constructor(document: PolicyDocumentInit, options: DeclarativePolicyOptions = {}) {
     this.document = parsePolicyDocument(document, "policy document");
@@ -245,6 +246,7 @@ export class DeclarativePolicyEngine implements PolicyEngine {
       cost_usd: usage.costUsd,
     });
     const now = this.#clock();
+    if (++this.#charges % 1024 === 0) this.#sweepLedgers(now);
     for (const budget of this.document.budgets) {
       if (budget.per !== "user") continue;
       const ledger = this.#ledger(budget, ctx, now);
@@ -487,6 +489,17 @@ export class DeclarativePolicyEngine implements PolicyEngine {
       }
     }
     return null;
+  }
+
+  /** Forgets users whose budget window has ended (they start from zero anyway). */
+  #sweepLedgers(now: number): void {
+    for (const budget of this.document.budgets) {
+      const ledgers = this.#ledgers.get(budget.name);
+      if (ledgers === undefined) continue;
+      for (const [user, ledger] of ledgers) {
+        if (ledger.start + budget.windowSeconds * 1000 <= now) ledgers.delete(user);
+      }
+    }
   }
 
   #ledger(budget: PolicyDocument["budgets"][number], ctx: ExecContext, now: number): Ledger {
