@@ -72,7 +72,8 @@ const bareRoute = async () => {
 
 // Tools
 const schema = z.object({ a: z.number(), b: z.number() });
-const addFn = ({ a, b }) => a + b;
+// Async, like real tools (I/O); the baseline awaits the same function.
+const addFn = async ({ a, b }) => a + b;
 const tools = new FunctionToolManager().register(
   defineTool({ name: "add", description: "Adds", parameters: schema, run: addFn }),
 );
@@ -89,7 +90,7 @@ const reply = agentResult("flight_agent", {
 
 const routerBare = await measure(bareRoute, 200_000);
 const routerNs = await measure((ctx) => router.classify(message, ctx), 200_000);
-const toolBare = await measure(async () => addFn(schema.parse(args)), 200_000);
+const toolBare = await measure(() => addFn(schema.parse(args)), 200_000);
 const toolNs = await measure((ctx) => tools.call("add", args, ctx), 100_000);
 const passNs = await measure((ctx) => passthrough.format(reply, "sms", ctx), 200_000);
 const channelNs = await measure((ctx) => channel.format(reply, "sms", ctx), 200_000);
@@ -100,7 +101,7 @@ const mcp = await MCPToolManager.connect({
   args: [join(root, "packages/core/test/fixtures/mcp-server.mjs")],
 });
 const latencies = [];
-let parallelPerSec = 0;
+let parallelPerSec;
 try {
   const ctx = ExecContext.create(options);
   for (let i = 0; i < 200; i++) await mcp.call("add", args, ctx);

@@ -96,6 +96,16 @@ describe("RuleRouter", () => {
     expect(r.best).toMatchObject({ name: "chat_agent", score: 0.5 });
   });
 
+  it("counts a denied default handler once, also when a rule names it", async () => {
+    const rr = new RuleRouter({
+      rules: [{ handler: "chat_agent", keywords: ["hi"] }],
+      defaultHandler: "chat_agent",
+    });
+    const c = ctx(["other"]);
+    expect(await rr.classify("hi there", c)).toEqual({ candidates: [], best: null });
+    expect(c.spans[0]?.attributes["denied"]).toBe(1);
+  });
+
   it("restricts to `only` names", async () => {
     const r = await router().classify("weather for my flight", ctx(), { only: ["flight_agent"] });
     expect(r.candidates.map((c) => c.name)).toEqual(["flight_agent"]);

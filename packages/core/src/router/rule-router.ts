@@ -146,27 +146,23 @@ export class RuleRouter implements Router {
       }
     }
     const only = onlySet(options);
-    let { result, denied } = rank(raw, ctx, only);
+    const ranked = rank(raw, ctx, only);
+    let result = ranked.result;
+    let denied = ranked.denied;
     const fallback = this.#defaultHandler;
-    if (fallback !== null && !result.candidates.some((c) => c.name === fallback)) {
-      const none = result.candidates.length === 0;
-      const extra = rank(
-        [
-          {
-            name: fallback,
-            score: none ? this.#defaultScore : 0,
-            reason: none ? "default handler: no rule matched" : "default handler (last resort)",
-          },
-        ],
-        ctx,
-        only,
-      );
-      denied += extra.denied;
-      const candidates = [...result.candidates, ...extra.result.candidates];
-      result = Object.freeze({
-        candidates: Object.freeze(candidates),
-        best: candidates[0] ?? null,
-      });
+    if (fallback !== null && (only === null || only.has(fallback))) {
+      if (!ctx.permissions.canUseAgent(fallback)) {
+        if (!raw.some((c) => c.name === fallback)) denied++; // else rank() counted it already
+      } else if (!result.candidates.some((c) => c.name === fallback)) {
+        const none = result.candidates.length === 0;
+        const last: RouteCandidate = Object.freeze({
+          name: fallback,
+          score: none ? this.#defaultScore : 0,
+          reason: none ? "default handler: no rule matched" : "default handler (last resort)",
+        });
+        const candidates = Object.freeze([...result.candidates, last]);
+        result = Object.freeze({ candidates, best: candidates[0] ?? null });
+      }
     }
     return endRouteSpan(span, result, denied);
   }

@@ -33,6 +33,17 @@ export interface ToolCallContext {
   readonly ctx: ExecContext;
 }
 
+/** The second argument of a tool function; its AbortSignal is created only if the tool reads it. */
+class CallContext implements ToolCallContext {
+  readonly ctx: ExecContext;
+  constructor(ctx: ExecContext) {
+    this.ctx = ctx;
+  }
+  get signal(): AbortSignal {
+    return this.ctx.signal;
+  }
+}
+
 /**
  * A tool implemented by a function. `parameters` is a zod 4 object schema: arguments are
  * validated with it before `run` is called (so `run` gets parsed values, defaults applied), and
@@ -270,13 +281,7 @@ export class FunctionToolManager implements ToolManager {
     }
     const limit = describeLimit(ctx, entry.timeoutSeconds);
     const outcome = await runWithDeadline(ctx, span, entry.timeoutSeconds, (scoped) =>
-      // The AbortSignal is created only if the tool reads it.
-      entry.tool.run(parsed.data, {
-        get signal() {
-          return scoped.signal;
-        },
-        ctx: scoped,
-      }),
+      entry.tool.run(parsed.data, new CallContext(scoped)),
     );
     switch (outcome.kind) {
       case "done":
