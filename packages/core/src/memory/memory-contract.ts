@@ -210,6 +210,46 @@ export function describeMemoryContract(
       expect(calls).toBe(3);
     });
 
+    it("rolls back a store write that fails part-way: no tier keeps any of it", async () => {
+      const { store } = await make();
+      const item = {
+        id: "item-1",
+        kind: "episode" as const,
+        role: null,
+        key: "k",
+        content: "half written",
+        metadata: {},
+        createdAt: Date.now(),
+      };
+      // A vector whose conversion throws: the failure comes after the other tiers are prepared.
+      const poisoned = {
+        get length(): number {
+          throw new Error("vector source failed");
+        },
+        [Symbol.iterator]() {
+          throw new Error("vector source failed");
+        },
+      } as unknown as number[];
+      await expect(
+        store.write({
+          namespace: "user:u1",
+          session: "s1",
+          item,
+          hot: { limit: 5 },
+          warm: true,
+          vector: poisoned,
+        }),
+      ).rejects.toThrow(/vector source failed/);
+      const read = await store.read({
+        namespace: "user:u1",
+        session: "s1",
+        hotLimit: 10,
+        warmLimit: 10,
+        cold: { vector: [1, 0], limit: 10 },
+      });
+      expect(read).toEqual({ hot: [], warm: [], cold: [] });
+    });
+
     it("records memory.store and memory.recall spans on the context", async () => {
       const { memory } = await make();
       const ctx = ctxOf({ userId: "u1", sessionId: "s1" });
