@@ -30,7 +30,12 @@ export interface RouteResult {
   readonly best: RouteCandidate | null;
 }
 
-/** Per-call options of {@link Router.classify}. */
+/**
+ * Per-call options of {@link Router.classify}.
+ *
+ * @example
+ * const shortlist = await reranker.classify(message, ctx, { only: ["flight_agent", "refund_agent"] });
+ */
 export interface ClassifyOptions {
   /**
    * Consider only these handler names (e.g. the top-k of a cheaper stage, see `HybridRouter`).

@@ -19,7 +19,12 @@ export const ToolStatus = {
 } as const;
 export type ToolStatus = (typeof ToolStatus)[keyof typeof ToolStatus];
 
-/** A JSON Schema document (the parameters of a tool), as LLM tool-calling APIs expect it. */
+/**
+ * A JSON Schema document (the parameters of a tool), as LLM tool-calling APIs expect it.
+ *
+ * @example
+ * const parameters: JsonSchema = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
+ */
 export type JsonSchema = Readonly<Record<string, unknown>>;
 
 /**
