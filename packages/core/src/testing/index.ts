@@ -1,2 +1,5 @@
-// Test helpers for implementers of Nerva interfaces. Needs vitest (an optional peer dependency).
+// Contract suites for implementers of Nerva interfaces: run one against your own runtime, memory
+// store or registry from a vitest file. Needs vitest (an optional peer dependency).
 export { describeRuntimeContract, type RuntimeContractSetup } from "./runtime-contract.js";
+export { describeMemoryContract, type MemoryContractSetup } from "../memory/memory-contract.js";
+export { describeRegistryContract, type RegistryContractSetup } from "../registry/registry-contract.js";
