@@ -1,0 +1,99 @@
+import {
+  FunctionToolManager,
+  InProcessRuntime,
+  Orchestrator,
+  RuleRouter,
+  TieredMemory,
+  defineTool,
+} from "@nerva/core";
+import { z } from "zod";
+
+/**
+ * The demo's agents, all in-process with embedded defaults (no external services):
+ * - `flight_agent` ("flight", "fly") calls the `search_flights` tool;
+ * - `memory_agent` ("remember", "earlier") reads this session's earlier turns from memory;
+ * - `story_agent` ("story") streams its answer word by word, and stops when the client leaves;
+ * - `echo_agent` takes everything else.
+ */
+export function createOrchestrator(): { orchestrator: Orchestrator; close(): Promise<void> } {
+  const runtime = new InProcessRuntime({ timeoutSeconds: 30 });
+  const memory = new TieredMemory();
+  const tools = new FunctionToolManager().register(
+    defineTool({
+      name: "search_flights",
+      description: "Finds flights to a city",
+      parameters: z.object({ to: z.string().min(1) }),
+      run: ({ to }) => [`NV101 to ${to} at 08:15`, `NV205 to ${to} at 17:40`],
+    }),
+  );
+  const orchestrator = new Orchestrator({
+    router: new RuleRouter({
+      rules: [
+        { handler: "flight_agent", keywords: ["flight", "fly"] },
+        { handler: "memory_agent", keywords: ["remember", "earlier"] },
+        { handler: "story_agent", keywords: ["story"] },
+      ],
+      defaultHandler: "echo_agent",
+    }),
+    runtime,
+    tools,
+    memory,
+  });
+
+  runtime.register(
+    "flight_agent",
+    orchestrator.handler(async (input, _ctx, kit) => {
+      const to = /\bto ([A-Z][\w-]*)/.exec(input.message)?.[1] ?? "Berlin";
+      const found = await kit.tools.call("search_flights", { to });
+      if (found.status !== "success")
+        return { status: "error", error: found.error ?? "search failed" };
+      return `Flights to ${to}: ${(found.output as string[]).join("; ")}.`;
+    }),
+  );
+  runtime.register(
+    "memory_agent",
+    orchestrator.handler(async (_input, _ctx, kit) => {
+      const { hot } = await kit.memory.recall({ tiers: ["hot"] });
+      const said = hot.filter((t) => t.role === "user").map((t) => `"${t.content}"`);
+      return said.length === 0
+        ? "You have not told me anything yet in this session."
+        : `Earlier in this session you said: ${said.join(", ")}.`;
+    }),
+  );
+  runtime.register("story_agent", async function* (_input, ctx) {
+    const words = "Once upon a time an agent answered every request on time .".split(" ");
+    for (const word of words) {
+      // A real model streams tokens as they come; the pause stands in for that, and ends early
+      // when the request is cancelled (client disconnect, deadline).
+      await pause(40, ctx.signal);
+      if (ctx.signal.aborted) return;
+      yield `${word} `;
+    }
+  });
+  runtime.register(
+    "echo_agent",
+    async (input, ctx) => `${ctx.userId ?? "stranger"}, you said: ${input.message}`,
+  );
+
+  return {
+    orchestrator,
+    close: async () => {
+      await runtime.close();
+      await memory.close();
+      await tools.close();
+    },
+  };
+}
+
+/** Waits `ms`, or less when `signal` aborts; leaves no timer or listener behind. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

@@ -1,0 +1,38 @@
+import {
+  Inject,
+  Injectable,
+  UnauthorizedException,
+  type CanActivate,
+  type ExecutionContext,
+} from "@nestjs/common";
+import type { DevAuth, TokenClaims } from "./auth.js";
+
+/** Injection token of the example's {@link DevAuth}. */
+export const DEV_AUTH = Symbol("DEV_AUTH");
+
+/**
+ * The app's own authentication, as a Nest guard: a valid bearer JWT sets `request.user`
+ * (what `@NervaCtx()` reads afterwards); anything else is a 401.
+ */
+@Injectable()
+export class JwtAuthGuard implements CanActivate {
+  constructor(@Inject(DEV_AUTH) private readonly auth: DevAuth) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const request = context
+      .switchToHttp()
+      .getRequest<{ headers: Record<string, string | undefined>; user?: TokenClaims }>();
+    const token = /^Bearer (\S+)$/.exec(request.headers.authorization ?? "")?.[1];
+    if (token === undefined) {
+      throw new UnauthorizedException(
+        "Send Authorization: Bearer <token> (get one from POST /token).",
+      );
+    }
+    try {
+      request.user = await this.auth.verify(token);
+    } catch {
+      throw new UnauthorizedException("Invalid or expired token.");
+    }
+    return true;
+  }
+}
