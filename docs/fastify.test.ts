@@ -1,0 +1,27 @@
+// docs/fastify.md: its complete example runs in docs/snippets.test.ts; this keeps the short
+// block at the top of the page the same code as that example, and the names it uses exported.
+import { describe, expect, it } from "vitest";
+import * as bridge from "@nerva/fastify";
+import { missingLines, pageText, tsBlocks } from "./bridge-docs.js";
+
+describe("docs/fastify.md", () => {
+  const [summary, full] = tsBlocks("fastify.md");
+
+  it("has a short block and a complete, runnable example", () => {
+    expect(summary).toBeDefined();
+    expect(full).toMatch(/app\.inject\(/);
+    expect(full).toMatch(/app\.listen\(/);
+    expect(pageText("fastify.md")).toMatch(/```ts\nimport assert/);
+  });
+
+  it("shows in its short block only lines of the complete example", () => {
+    expect(missingLines(summary as string, full as string)).toEqual([]);
+  });
+
+  it("names functions @nerva/fastify exports", () => {
+    for (const name of ["nervaPlugin", "sendSse", "replyNervaError", "httpStatusOfResult"]) {
+      expect(pageText("fastify.md")).toContain(name);
+      expect(bridge).toHaveProperty(name);
+    }
+  });
+});
