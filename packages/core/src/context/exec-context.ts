@@ -224,7 +224,13 @@ export class ExecContext {
   readonly #onEnd: ((reason: NervaError) => void) | null;
   #recorder: Recorder | null = null;
   #usage: { p: number; c: number; t: number; cost: number } | null = null;
-  #children: Set<ExecContext> | null = null;
+  // Live children, as an intrusive doubly-linked list: O(1) to join and leave, no allocation.
+  #firstChild: ExecContext | null = null;
+  #prevSibling: ExecContext | null = null;
+  #nextSibling: ExecContext | null = null;
+  // Membership of the list of contexts waiting for their deadline timer (see #armSoon).
+  #armPrev: ExecContext | null = null;
+  #armNext: ExecContext | null = null;
   #controller: AbortController | null = null;
   #timer: ReturnType<typeof setTimeout> | null = null;
   #state: State = LIVE;
@@ -261,7 +267,10 @@ export class ExecContext {
         this.#state = parent.#state;
         this.#reason = parent.#reason;
       } else {
-        (parent.#children ??= new Set()).add(this);
+        const first = parent.#firstChild;
+        this.#nextSibling = first;
+        if (first !== null) first.#prevSibling = this;
+        parent.#firstChild = this;
       }
     }
     if (onEnd !== null) {
@@ -278,11 +287,14 @@ export class ExecContext {
    * the check phase (and so its timer) before any I/O completes. A handler that never yields
    * would block any timer anyway.
    */
-  static #pendingArm = new Set<ExecContext>();
+  static #armHead: ExecContext | null = null;
   static #armScheduled = false;
 
   static #armSoon(ctx: ExecContext): void {
-    ExecContext.#pendingArm.add(ctx);
+    const head = ExecContext.#armHead;
+    ctx.#armNext = head;
+    if (head !== null) head.#armPrev = ctx;
+    ExecContext.#armHead = ctx;
     if (ExecContext.#armScheduled) return;
     ExecContext.#armScheduled = true;
     setImmediate(ExecContext.#armPending);
@@ -290,9 +302,14 @@ export class ExecContext {
 
   static #armPending(this: void): void {
     ExecContext.#armScheduled = false;
-    const pending = ExecContext.#pendingArm;
-    ExecContext.#pendingArm = new Set();
-    for (const ctx of pending) ctx.#arm();
+    let ctx = ExecContext.#armHead;
+    ExecContext.#armHead = null;
+    while (ctx !== null) {
+      const next: ExecContext | null = ctx.#armNext;
+      ctx.#armPrev = ctx.#armNext = null;
+      ctx.#arm();
+      ctx = next;
+    }
   }
 
   /** 32 lowercase hex digits, shared by every context of the trace. */
@@ -572,10 +589,18 @@ export class ExecContext {
     if (this.#state !== LIVE) return;
     this.#state = DISPOSED;
     this.#release();
-    const children = this.#children;
-    if (children !== null) {
-      this.#children = null;
-      for (const child of children) child.cancel(`parent request ${this.requestId} finished`);
+    this.#detachChildren((child) => child.cancel(`parent request ${this.requestId} finished`));
+  }
+
+  /** Empties the list of live children, handing each to `visit` once it is unlinked. */
+  #detachChildren(visit: (child: ExecContext) => void): void {
+    let child = this.#firstChild;
+    this.#firstChild = null;
+    while (child !== null) {
+      const next: ExecContext | null = child.#nextSibling;
+      child.#prevSibling = child.#nextSibling = null;
+      visit(child);
+      child = next;
     }
   }
 
@@ -616,13 +641,9 @@ export class ExecContext {
     this.#reason = reason;
     this.#release();
     this.#controller?.abort(reason);
-    const children = this.#children;
-    if (children !== null) {
-      this.#children = null;
-      for (const child of children) {
-        if (child.#state === LIVE) child.#end(state, reason);
-      }
-    }
+    this.#detachChildren((child) => {
+      if (child.#state === LIVE) child.#end(state, reason);
+    });
     this.#onEnd?.(reason);
   }
 
@@ -631,9 +652,21 @@ export class ExecContext {
       clearTimeout(this.#timer);
       this.#timer = null;
     }
-    if (this.#onEnd !== null) ExecContext.#pendingArm.delete(this);
-    const parent = this.#parent;
-    if (parent !== null) parent.#children?.delete(this);
+    // Leave the list of contexts waiting for a timer, if in it.
+    const armPrev = this.#armPrev;
+    const armNext = this.#armNext;
+    if (armPrev !== null) armPrev.#armNext = armNext;
+    else if (ExecContext.#armHead === this) ExecContext.#armHead = armNext;
+    if (armNext !== null) armNext.#armPrev = armPrev;
+    this.#armPrev = this.#armNext = null;
+    // Leave the parent's list of live children, if in it.
+    const prev = this.#prevSibling;
+    const next = this.#nextSibling;
+    if (prev !== null) prev.#nextSibling = next;
+    else if (this.#parent !== null && this.#parent.#firstChild === this)
+      this.#parent.#firstChild = next;
+    if (next !== null) next.#prevSibling = prev;
+    this.#prevSibling = this.#nextSibling = null;
   }
 
   // ---- observability ---------------------------------------------------------------------

@@ -1,6 +1,11 @@
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
-import type { AgentInput, AgentInputInit, AgentResult } from "../types/agent.js";
+import {
+  ValidatedInput,
+  type AgentInput,
+  type AgentInputInit,
+  type AgentResult,
+} from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 import { checkInvokeArgs } from "./guard.js";
 import type { AgentRuntime } from "./types.js";
@@ -40,7 +45,7 @@ export async function runChain(
       span.end("error", result.error ?? result.status);
       return result;
     }
-    step = Object.freeze({ ...step, message: result.output });
+    step = new ValidatedInput(result.output, step.args, step.tools, step.history);
   }
   span.end("ok");
   return result as AgentResult;

@@ -1,6 +1,13 @@
 import { ExecContext } from "../context/exec-context.js";
-import { ErrorCode, NervaError, parseOrThrow, type ValidationIssue } from "../errors.js";
-import { AgentInputSchema, type AgentInput, type AgentResult } from "../types/agent.js";
+import { ErrorCode, NervaError, type ValidationIssue } from "../errors.js";
+import {
+  AgentInputSchema,
+  ValidatedInput,
+  createAgentInput,
+  type AgentInput,
+  type AgentInputInit,
+  type AgentResult,
+} from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 import type { CircuitBreaker } from "./circuit-breaker.js";
 import { endedResult, errorResult, messageOf } from "./results.js";
@@ -40,26 +47,12 @@ export function checkInvokeArgs(handler: unknown, input: unknown, ctx: unknown):
     );
   }
   checkContext(ctx);
-  if (validated.has(input as object)) return input as AgentInput;
+  if (input instanceof ValidatedInput) return input;
   const quick = messageOnly(input);
   if (quick !== null) return quick;
-  const parsed = Object.freeze(
-    parseOrThrow(
-      AgentInputSchema,
-      input,
-      ErrorCode.INVALID_INPUT,
-      "input",
-      "Pass { message: string, args?: Record<string, string>, tools?: [], history?: [] }.",
-    ),
-  );
-  validated.add(parsed);
-  return parsed;
+  return createAgentInput(input as AgentInputInit);
 }
 
-/** Inputs this module validated and froze; they are passed on (chains, delegation) unchanged. */
-const validated = new WeakSet<object>();
-const NO_ARGS: Readonly<Record<string, string>> = Object.freeze({});
-const NO_ITEMS: readonly Readonly<Record<string, string>>[] = Object.freeze([]);
 const MAX_MESSAGE = AgentInputSchema.shape.message.maxLength ?? Infinity;
 
 /**
@@ -77,14 +70,7 @@ function messageOnly(input: unknown): AgentInput | null {
   const message = (input as { message?: unknown }).message;
   if (typeof message !== "string" || message.length > MAX_MESSAGE) return null;
   for (const key in input) if (key !== "message") return null;
-  const parsed: AgentInput = Object.freeze({
-    message,
-    args: NO_ARGS,
-    tools: NO_ITEMS,
-    history: NO_ITEMS,
-  });
-  validated.add(parsed);
-  return parsed;
+  return new ValidatedInput(message);
 }
 
 /** The ERROR result for a handler name nobody registered. */

@@ -43,6 +43,7 @@ export interface AgentInputInit {
  * const input = createAgentInput({ message: "hello", args: { lang: "en" } });
  */
 export function createAgentInput(init: AgentInputInit): AgentInput {
+  if (init instanceof ValidatedInput) return init;
   const input = parseOrThrow(
     AgentInputSchema,
     init,
@@ -50,7 +51,34 @@ export function createAgentInput(init: AgentInputInit): AgentInput {
     "input",
     "Pass an object like { message: string, args?: Record<string, string>, tools?: [], history?: [] }.",
   );
-  return Object.freeze(input);
+  return new ValidatedInput(input.message, input.args, input.tools, input.history);
+}
+
+const NO_ARGS: Readonly<Record<string, string>> = Object.freeze({});
+const NO_ITEMS: readonly Readonly<Record<string, string>>[] = Object.freeze([]);
+
+/**
+ * A frozen AgentInput that passed validation. The class is the mark: runtimes pass such inputs
+ * on (chains, delegation) without validating them again. Not exported from the package.
+ */
+export class ValidatedInput implements AgentInput {
+  readonly message: string;
+  readonly args: Readonly<Record<string, string>>;
+  readonly tools: readonly Readonly<Record<string, string>>[];
+  readonly history: readonly Readonly<Record<string, string>>[];
+
+  constructor(
+    message: string,
+    args: Readonly<Record<string, string>> = NO_ARGS,
+    tools: readonly Readonly<Record<string, string>>[] = NO_ITEMS,
+    history: readonly Readonly<Record<string, string>>[] = NO_ITEMS,
+  ) {
+    this.message = message;
+    this.args = args;
+    this.tools = tools;
+    this.history = history;
+    Object.freeze(this);
+  }
 }
 
 /** JSON values, as carried in `AgentResult.data`. */
