@@ -95,7 +95,7 @@ describe("Orchestrator.handle", () => {
       handler: "picky",
       error: "not mine",
     });
-    expect(response.text).toContain("[wrong_handler] not mine");
+    expect(response.text).toContain("Could not handle this request: not mine");
 
     const runtime = new InProcessRuntime();
     runtimes.push(runtime);

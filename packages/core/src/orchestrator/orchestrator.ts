@@ -25,7 +25,7 @@ import { AgentStatus } from "../types/status.js";
 import type { TokenUsage } from "../types/usage.js";
 import { ChunkQueue } from "./chunk-queue.js";
 import { checkPolicy, createKit, type KitDeps } from "./kit.js";
-import { passthroughResponder } from "./passthrough.js";
+import { PassthroughResponder } from "../responder/passthrough-responder.js";
 import { StatsRecorder } from "./stats.js";
 import type {
   AgentKit,
@@ -143,7 +143,7 @@ export class Orchestrator {
     this.#runtime = o.runtime;
     this.#tools = o.tools ?? null;
     this.#memory = o.memory ?? null;
-    this.#responder = o.responder ?? passthroughResponder;
+    this.#responder = o.responder ?? new PassthroughResponder();
     this.#registry = o.registry ?? null;
     this.#policy = o.policy ?? null;
     this.#pipeline = new MiddlewarePipeline((o.middleware ?? []) as Middleware[]);
