@@ -169,6 +169,48 @@ const OptionsSchema = z
   })
   .strict();
 
+const COMMON_KEYS: ReadonlySet<string> = new Set([
+  "userId",
+  "sessionId",
+  "permissions",
+  "memoryScope",
+  "timeoutSeconds",
+  "requestId",
+  "traceparent",
+  "stream",
+]);
+const SCOPE_NAMES: ReadonlySet<string> = new Set(SCOPES);
+const isName = (v: unknown, max: number): boolean =>
+  typeof v === "string" && v.length >= 1 && v.length <= max;
+
+/**
+ * The options a server passes on every request (identity, a Permissions value, deadline, ids),
+ * checked by hand with the same rules as OptionsSchema: zod's cost is felt at that rate. Anything
+ * else (traceId, metadata, a PermissionsInit, a stream, a bad value) goes through zod, which
+ * also writes the error messages.
+ */
+function isCommonOptions(v: unknown): v is z.output<typeof OptionsSchema> {
+  if (typeof v !== "object" || v === null || Object.getPrototypeOf(v) !== Object.prototype) {
+    return false;
+  }
+  const o = v as Record<string, unknown>;
+  for (const key in o) if (!COMMON_KEYS.has(key)) return false;
+  return (
+    (o.userId === undefined || o.userId === null || isName(o.userId, 256)) &&
+    (o.sessionId === undefined || o.sessionId === null || isName(o.sessionId, 256)) &&
+    (o.permissions === undefined || o.permissions instanceof Permissions) &&
+    (o.memoryScope === undefined || SCOPE_NAMES.has(o.memoryScope as string)) &&
+    (o.timeoutSeconds === undefined ||
+      o.timeoutSeconds === null ||
+      (typeof o.timeoutSeconds === "number" &&
+        o.timeoutSeconds > 0 &&
+        Number.isFinite(o.timeoutSeconds))) &&
+    (o.requestId === undefined || isName(o.requestId, 128)) &&
+    (o.traceparent === undefined || o.traceparent === null || typeof o.traceparent === "string") &&
+    (o.stream === undefined || o.stream === null)
+  );
+}
+
 const FIX_CREATE =
   "See ExecContextOptions: userId/sessionId strings, memoryScope one of user|session|agent|global, timeoutSeconds > 0.";
 
@@ -341,13 +383,9 @@ export class ExecContext {
    * const ctx = ExecContext.create({ userId: "u1", permissions: { allowedTools: ["search"] } });
    */
   static create(options: ExecContextOptions = {}): ExecContext {
-    const o = parseOrThrow(
-      OptionsSchema,
-      options,
-      ErrorCode.INVALID_OPTIONS,
-      "options",
-      FIX_CREATE,
-    );
+    const o = isCommonOptions(options)
+      ? options
+      : parseOrThrow(OptionsSchema, options, ErrorCode.INVALID_OPTIONS, "options", FIX_CREATE);
     const permissions =
       o.permissions === undefined
         ? Permissions.UNRESTRICTED
