@@ -178,6 +178,7 @@ class ChatController {
         throw new Error("database exploded");
       })(),
       ctx,
+      { onError: (error) => reported.push({ error, requestId: ctx.requestId }) },
     );
   }
 

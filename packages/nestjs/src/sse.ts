@@ -1,14 +1,17 @@
 import type { ExecContext } from "@nerva/core";
-import { finalResult, reportError, toHttpError } from "@nerva/core/http";
-import type { MessageEvent } from "@nestjs/common";
+import { finalResult, toHttpError } from "@nerva/core/http";
+import { Logger, type MessageEvent } from "@nestjs/common";
 import { Observable } from "rxjs";
+
+const logger = new Logger("Nerva");
 
 /**
  * Turns an async iterable of chunks (e.g. `orchestrator.stream(message, ctx)`) into the Observable
  * a NestJS `@Sse()` handler returns: one `message` event per chunk as it is produced, a final
  * `done` event `{ requestId, result }` (what the iterable returned), an `error` event
- * `{ status, error }` if it throws (a 5xx is reported to the module's `onError`). When the client disconnects, Nest unsubscribes: the context is
- * cancelled (the handler's `ctx.signal` aborts) and the iterator's `return()` is called.
+ * `{ status, error }` if it throws (a 5xx also goes to `options.onError`, by default Nest's
+ * `Logger`). When the client disconnects, Nest unsubscribes: the context is cancelled (the
+ * handler's `ctx.signal` aborts) and the iterator's `return()` is called.
  *
  * @example
  * @Sse("chat/stream")
@@ -19,6 +22,7 @@ import { Observable } from "rxjs";
 export function toSseObservable(
   source: AsyncIterable<unknown>,
   ctx: ExecContext | null = null,
+  options: { onError?: (error: unknown) => void } = {},
 ): Observable<MessageEvent> {
   return new Observable<MessageEvent>((subscriber) => {
     const iterator = source[Symbol.asyncIterator]();
@@ -43,8 +47,11 @@ export function toSseObservable(
       } catch (err) {
         finished = true;
         if (subscriber.closed) return;
-        if (ctx !== null) reportError(ctx, err);
         const { status, body } = toHttpError(err, requestId);
+        if (status >= 500) {
+          if (options.onError !== undefined) options.onError(err);
+          else logger.error(`request ${requestId ?? "(no id)"} failed mid-stream`, err);
+        }
         subscriber.next({ type: "error", data: { status, ...body } });
         subscriber.complete();
       }

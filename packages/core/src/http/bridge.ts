@@ -155,7 +155,6 @@ export class RequestScope<Req extends HttpRequestLike = HttpRequestLike> {
     }
     this.#user = req.user;
     this.#ctx = ctx;
-    scopes.set(ctx, this as RequestScope<never>);
     if (this.#state === ABORTED && options.cancelOnDisconnect) ctx.cancel("client disconnected");
     else if (this.#state === FINISHED) ctx.dispose();
     return ctx;
@@ -185,21 +184,6 @@ export class RequestScope<Req extends HttpRequestLike = HttpRequestLike> {
     if (aborted && this.#bridge.options.cancelOnDisconnect) ctx.cancel("client disconnected");
     ctx.dispose();
   }
-}
-
-/** The scope each bridge-made context belongs to (for reporting errors met later). */
-const scopes = new WeakMap<ExecContext, RequestScope<never>>();
-
-/**
- * Reports `error`, met while serving the request of `ctx`, to its bridge's `onError` option when
- * it maps to a 5xx (e.g. an error in the middle of a stream, after the headers went out). Does
- * nothing for contexts no bridge made.
- *
- * @example
- * catch (err) { reportError(ctx, err); }
- */
-export function reportError(ctx: ExecContext, error: unknown): void {
-  scopes.get(ctx)?.report(error);
 }
 
 /** What a failed resolution throws: NervaErrors and errors with an HTTP status as they are. */

@@ -24,7 +24,6 @@ export {
   createHttpBridge,
   defineContextGetter,
   getRequestScope,
-  reportError,
   setRequestScope,
 } from "./bridge.js";
 

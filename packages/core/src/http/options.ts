@@ -223,7 +223,8 @@ function withRoles(base: Permissions, roles: readonly string[] | undefined): Per
   if (roles === undefined || sameList(roles, base.roles)) return base;
   let cache = roleCache.get(base);
   if (cache === undefined) roleCache.set(base, (cache = new Map()));
-  const key = JSON.stringify(roles);
+  // One role (the common case) keys by itself; a JSON array key can never start with "1:".
+  const key = roles.length === 1 ? `1:${roles[0] as string}` : JSON.stringify(roles);
   let permissions = cache.get(key);
   if (permissions === undefined) {
     permissions = base.with({ roles });
