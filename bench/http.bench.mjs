@@ -1,16 +1,26 @@
-// HTTP bridges: POST /chat through the bridge (context from req.user, handle() over an
-// in-process agent) vs a bare route in the same framework (same body parsing, same auth stub,
-// same handler function called directly, same JSON answer). Per framework, requests/s with
-// autocannon, plus the server's CPU time per request (robust to other load on a shared machine);
-// target (DESIGN §5): bridged ≥ 85% of bare.
+// HTTP bridges: POST /chat through the bridge and orchestrator.handle(), per framework, against
+// bare routes in the same framework. Four servers per framework, identical but for the marked part
+// (same JSON body parsing, same auth stub setting req.user, same JSON answer):
+//   bare         the agent function called directly
+//   bare-handle  orchestrator.handle() with a hand-made ExecContext.create({ userId })   (no bridge)
+//   context      the bridge's context (req.nervaCtx / @NervaCtx()), agent called directly
+//   bridge       the bridge's context + orchestrator.handle()                            (the product)
+// The bridge's own cost is bridge vs bare-handle: target (DESIGN §5) ≥ 85% of its req/s. Reported
+// as req/s (autocannon, 50 connections) and as the server's CPU time per request, which is far less
+// sensitive than req/s to other load on a shared machine.
 // Run: pnpm bench http   (or: pnpm build && node bench/http.bench.mjs)
-// The server of each variant runs in its own process; autocannon runs here.
+// Env: BENCH_DURATION (s per run, default 5), BENCH_ROUNDS (default 3), BENCH_FRAMEWORKS (csv).
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const self = fileURLToPath(import.meta.url);
 const root = new URL("../", import.meta.url);
+const FRAMEWORKS = ["express", "fastify", "nestjs-express", "nestjs-fastify"];
+const VARIANTS = ["bare", "bare-handle", "context", "bridge"];
+const DURATION_SECONDS = Number(process.env.BENCH_DURATION ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONNECTIONS = 50;
 
 /** Imports `specifier` as packages/<pkg> sees it (frameworks are the bridges' dependencies). */
 const from = (pkg, specifier) =>
@@ -18,52 +28,55 @@ const from = (pkg, specifier) =>
     pathToFileURL(createRequire(new URL(`packages/${pkg}/package.json`, root)).resolve(specifier))
       .href
   );
-const FRAMEWORKS = ["express", "fastify", "nestjs-express", "nestjs-fastify"];
-const DURATION_SECONDS = Number(process.env.BENCH_DURATION ?? 5);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const CONNECTIONS = 50;
-// bare: no bridge; context: bridge + req.nervaCtx, agent called directly; bridge: + handle().
-const VARIANTS = ["bare", "context", "bridge"];
 
 // ---------------------------------------------------------------------------------------------
-// Server side: `node http.bench.mjs --serve <framework> <bare|bridge>` prints its URL.
+// Server side: `node http.bench.mjs --serve <framework> <variant>` prints { port }.
 
-/** The agent both variants run: the bare route calls it directly, the bridge via handle(). */
+/** The agent every variant runs, directly or through the orchestrator. */
 const agent = async (input) => `Processed: ${input.message}`;
 
-async function makeHandle() {
+async function makeWork(variant) {
   const core = await import("@nerva/core");
   const runtime = new core.InProcessRuntime({ timeoutSeconds: 30 });
   runtime.register("my_agent", agent);
-  if (typeof core.Orchestrator === "function" && typeof core.RuleRouter === "function") {
-    try {
-      const orchestrator = new core.Orchestrator({
-        router: new core.RuleRouter({ rules: [], defaultHandler: "my_agent" }),
-        runtime,
-      });
-      await orchestrator.handle("warm-up", core.ExecContext.create({ userId: "bench" }));
-      return {
-        kind: "orchestrator.handle",
-        handle: async (m, ctx) => ({ output: (await orchestrator.handle(m, ctx)).text }),
-      };
-    } catch (err) {
-      console.error(
-        `[http.bench] Orchestrator unusable here (${err.message}); using runtime.invoke`,
-      );
+  const orchestrator = new core.Orchestrator({
+    router: new core.RuleRouter({ rules: [], defaultHandler: "my_agent" }),
+    runtime,
+  });
+  const handle = async (message, ctx) => (await orchestrator.handle(message, ctx)).text;
+  /** What a route does, given the message, the auth stub's user and the bridge's context getter. */
+  return async (message, user, bridgeCtx) => {
+    switch (variant) {
+      case "bare":
+        return { output: await agent({ message }), userId: user.id };
+      case "bare-handle": {
+        const ctx = core.ExecContext.create({ userId: user.id });
+        try {
+          return { output: await handle(message, ctx), userId: ctx.userId };
+        } finally {
+          ctx.dispose();
+        }
+      }
+      case "context": {
+        const ctx = bridgeCtx();
+        return { output: await agent({ message }), userId: ctx.userId };
+      }
+      default: {
+        const ctx = bridgeCtx();
+        return { output: await handle(message, ctx), userId: ctx.userId };
+      }
     }
-  }
-  return {
-    kind: "runtime.invoke",
-    handle: (message, ctx) => runtime.invoke("my_agent", { message }, ctx),
   };
 }
 
-/** Stands in for the app's auth layer (same cost in both variants). */
+const usesBridge = (variant) => variant === "context" || variant === "bridge";
+
+/** Stands in for the app's auth layer (same cost in every variant). */
 const authStub = (req) => {
   req.user = { id: "bench-user", roles: ["member"] };
 };
 
-async function serveExpress(variant, handle) {
+async function serveExpress(variant, work) {
   const { default: express } = await from("express", "express");
   const app = express();
   app.use(express.json());
@@ -71,21 +84,15 @@ async function serveExpress(variant, handle) {
     authStub(req);
     next();
   });
-  if (variant === "bare") {
-    app.post("/chat", async (req, res) => {
-      res.json({ output: await agent({ message: req.body.message }), userId: req.user.id });
-    });
-  } else {
-    const { nervaMiddleware, nervaErrorHandler } = await from("express", "@nerva/express");
+  if (usesBridge(variant)) {
+    const { nervaMiddleware } = await from("express", "@nerva/express");
     app.use(nervaMiddleware());
-    app.post("/chat", async (req, res) => {
-      const ctx = req.nervaCtx;
-      const output =
-        variant === "context"
-          ? await agent({ message: req.body.message })
-          : (await handle(req.body.message, ctx)).output;
-      res.json({ output, userId: ctx.userId });
-    });
+  }
+  app.post("/chat", async (req, res) => {
+    res.json(await work(req.body.message, req.user, () => req.nervaCtx));
+  });
+  if (usesBridge(variant)) {
+    const { nervaErrorHandler } = await from("express", "@nerva/express");
     app.use(nervaErrorHandler());
   }
   return new Promise((resolve) => {
@@ -93,45 +100,34 @@ async function serveExpress(variant, handle) {
   });
 }
 
-async function serveFastify(variant, handle) {
+async function serveFastify(variant, work) {
   const { default: Fastify } = await from("fastify", "fastify");
   const app = Fastify();
   app.addHook("onRequest", (req, _reply, done) => {
     authStub(req);
     done();
   });
-  if (variant === "bare") {
-    app.post("/chat", async (req) => ({
-      output: await agent({ message: req.body.message }),
-      userId: req.user.id,
-    }));
-  } else {
+  if (usesBridge(variant)) {
     const { nervaPlugin } = await from("fastify", "@nerva/fastify");
     await app.register(nervaPlugin);
-    app.post("/chat", async (req) => {
-      const ctx = req.nervaCtx;
-      const output =
-        variant === "context"
-          ? await agent({ message: req.body.message })
-          : (await handle(req.body.message, ctx)).output;
-      return { output, userId: ctx.userId };
-    });
   }
+  app.post("/chat", (req) => work(req.body.message, req.user, () => req.nervaCtx));
   await app.listen({ port: 0, host: "127.0.0.1" });
   return app.server.address().port;
 }
 
-async function serveNest(platform, variant, handle) {
+async function serveNest(platform, variant, work) {
   await from("nestjs", "reflect-metadata");
-  const common = await from("nestjs", "@nestjs/common");
+  const { Body, Controller, Injectable, Module, Post, UseGuards, createParamDecorator } =
+    await from("nestjs", "@nestjs/common");
   const { NestFactory } = await from("nestjs", "@nestjs/core");
   const nerva = await from("nestjs", "@nerva/nestjs");
-  const { Body, Controller, Module, Post, Injectable, UseGuards, createParamDecorator } = common;
+  // Plain JavaScript: decorators applied the way tsc's output applies them.
   const decorate = (decorators, target, key, desc) =>
     Reflect.decorate(decorators, target, key, desc);
   const param = (index, decorator) => (target, key) => decorator(target, key, index);
 
-  // A guard standing in for the app's auth (Nest's place for it), in both variants.
+  // A guard standing in for the app's auth (Nest's place for it), in every variant.
   class AuthGuard {
     canActivate(context) {
       authStub(context.switchToHttp().getRequest());
@@ -142,19 +138,13 @@ async function serveNest(platform, variant, handle) {
   const User = createParamDecorator((_d, context) => context.switchToHttp().getRequest().user);
 
   class ChatController {
-    async chat(body, user, ctx) {
-      if (variant === "bare")
-        return { output: await agent({ message: body.message }), userId: user.id };
-      const output =
-        variant === "context"
-          ? await agent({ message: body.message })
-          : (await handle(body.message, ctx)).output;
-      return { output, userId: ctx.userId };
+    chat(body, user, ctx) {
+      return work(body.message, user, () => ctx);
     }
   }
-  const desc = Object.getOwnPropertyDescriptor(ChatController.prototype, "chat");
   const params = [param(0, Body()), param(1, User())];
-  if (variant !== "bare") params.push(param(2, nerva.NervaCtx()));
+  if (usesBridge(variant)) params.push(param(2, nerva.NervaCtx()));
+  const desc = Object.getOwnPropertyDescriptor(ChatController.prototype, "chat");
   decorate([Post("chat"), UseGuards(AuthGuard), ...params], ChatController.prototype, "chat", desc);
   decorate([Controller()], ChatController);
 
@@ -162,38 +152,33 @@ async function serveNest(platform, variant, handle) {
   decorate(
     [
       Module({
-        imports: variant === "bare" ? [] : [nerva.NervaModule.forRoot({})],
+        imports: usesBridge(variant) ? [nerva.NervaModule.forRoot({})] : [],
         controllers: [ChatController],
         providers: [AuthGuard],
       }),
     ],
     AppModule,
   );
-  let adapter;
-  if (platform === "fastify") {
-    const { FastifyAdapter } = await from("nestjs", "@nestjs/platform-fastify");
-    adapter = new FastifyAdapter();
-  } else {
-    const { ExpressAdapter } = await from("nestjs", "@nestjs/platform-express");
-    adapter = new ExpressAdapter();
-  }
+  const adapter =
+    platform === "fastify"
+      ? new (await from("nestjs", "@nestjs/platform-fastify")).FastifyAdapter()
+      : new (await from("nestjs", "@nestjs/platform-express")).ExpressAdapter();
   const app = await NestFactory.create(AppModule, adapter, { logger: false });
   await app.listen(0, "127.0.0.1");
   return app.getHttpServer().address().port;
 }
 
 async function serve(framework, variant) {
-  const { kind, handle } = await makeHandle();
+  const work = await makeWork(variant);
   let port;
-  if (framework === "express") port = await serveExpress(variant, handle);
-  else if (framework === "fastify") port = await serveFastify(variant, handle);
-  else port = await serveNest(framework.slice("nestjs-".length), variant, handle);
-  // The load side asks for this process's CPU time around each run (CPU µs per request is far
-  // less sensitive than req/s to other load on a shared machine).
+  if (framework === "express") port = await serveExpress(variant, work);
+  else if (framework === "fastify") port = await serveFastify(variant, work);
+  else port = await serveNest(framework.slice("nestjs-".length), variant, work);
+  // The load side asks for this process's CPU time around each run.
   process.on("message", (m) => {
     if (m === "cpu") process.send(process.cpuUsage());
   });
-  console.log(JSON.stringify({ port, kind }));
+  console.log(JSON.stringify({ port }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -224,14 +209,6 @@ const cpuOf = (child) =>
     child.send("cpu");
   });
 
-/** Requests/s and server CPU µs per request of one autocannon run against `server`. */
-async function measure(server, seconds) {
-  const cpuBefore = await cpuOf(server.child);
-  const { rps, total } = await load(server.port, seconds);
-  const cpuAfter = await cpuOf(server.child);
-  return { rps, cpuUs: (cpuAfter - cpuBefore) / total };
-}
-
 async function load(port, seconds) {
   const { default: autocannon } = await import("autocannon");
   const result = await autocannon({
@@ -248,7 +225,16 @@ async function load(port, seconds) {
   return { rps: result.requests.average, total: result.requests.total };
 }
 
+/** Requests/s and server CPU µs per request of one autocannon run against `server`. */
+async function measure(server, seconds) {
+  const cpuBefore = await cpuOf(server.child);
+  const { rps, total } = await load(server.port, seconds);
+  const cpuAfter = await cpuOf(server.child);
+  return { rps, cpuUs: (cpuAfter - cpuBefore) / total };
+}
+
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const ratio = (a, b) => +(a / b).toFixed(3);
 
 async function main() {
   const wanted = (process.env.BENCH_FRAMEWORKS ?? FRAMEWORKS.join(",")).split(",");
@@ -260,9 +246,9 @@ async function main() {
   };
   for (const framework of FRAMEWORKS.filter((f) => wanted.includes(f))) {
     const servers = {};
-    for (const variant of VARIANTS) servers[variant] = await start(framework, variant);
     try {
-      // Warm both (JIT, connection pools), then alternate rounds so drift hits both alike.
+      for (const variant of VARIANTS) servers[variant] = await start(framework, variant);
+      // Warm every server (JIT, pools), then alternate rounds so drift hits all alike.
       for (const s of Object.values(servers)) await load(s.port, 2);
       const runs = Object.fromEntries(VARIANTS.map((v) => [v, []]));
       for (let r = 0; r < ROUNDS; r++) {
@@ -270,23 +256,27 @@ async function main() {
           runs[variant].push(await measure(servers[variant], DURATION_SECONDS));
         }
       }
-      const rps = (v) => median(runs[v].map((x) => x.rps));
-      const cpu = (v) => median(runs[v].map((x) => x.cpuUs));
-      result[framework] = {
-        bare_rps: Math.round(rps("bare")),
-        bridge_rps: Math.round(rps("bridge")),
-        rps_ratio: +(rps("bridge") / rps("bare")).toFixed(3),
-        bare_cpu_us_per_request: +cpu("bare").toFixed(1),
-        bridge_cpu_us_per_request: +cpu("bridge").toFixed(1),
-        cpu_ratio: +(cpu("bare") / cpu("bridge")).toFixed(3),
-        context_only_cpu_us_per_request: +cpu("context").toFixed(1),
-        handle: servers.bridge.kind,
+      const rps = Object.fromEntries(VARIANTS.map((v) => [v, median(runs[v].map((x) => x.rps))]));
+      const cpu = Object.fromEntries(VARIANTS.map((v) => [v, median(runs[v].map((x) => x.cpuUs))]));
+      const f = {
+        rps: Object.fromEntries(VARIANTS.map((v) => [v, Math.round(rps[v])])),
+        cpu_us_per_request: Object.fromEntries(VARIANTS.map((v) => [v, +cpu[v].toFixed(1)])),
+        // The bridge's own cost: the same handle() with and without the bridge.
+        bridge_vs_bare_handle_rps: ratio(rps.bridge, rps["bare-handle"]),
+        bridge_vs_bare_handle_cpu: ratio(cpu["bare-handle"], cpu.bridge),
+        // Context alone, no handle(): what reading req.nervaCtx costs over a bare route.
+        context_vs_bare_rps: ratio(rps.context, rps.bare),
+        context_vs_bare_cpu: ratio(cpu.bare, cpu.context),
+        // The whole stack (bridge + handle) against a route calling the agent directly.
+        bridge_vs_bare_rps: ratio(rps.bridge, rps.bare),
+        bridge_vs_bare_cpu: ratio(cpu.bare, cpu.bridge),
       };
-      const f = result[framework];
+      result[framework] = f;
       console.error(
-        `${framework}: bare ${f.bare_rps} req/s (${f.bare_cpu_us_per_request} µs CPU/req), ` +
-          `bridge ${f.bridge_rps} req/s (${f.bridge_cpu_us_per_request} µs CPU/req): ` +
-          `${(f.rps_ratio * 100).toFixed(1)}% of bare req/s, ${(f.cpu_ratio * 100).toFixed(1)}% of bare by CPU`,
+        `${framework}: req/s ${VARIANTS.map((v) => `${v} ${f.rps[v]}`).join(", ")}; ` +
+          `µs CPU/req ${VARIANTS.map((v) => `${v} ${f.cpu_us_per_request[v]}`).join(", ")}; ` +
+          `bridge vs bare-handle ${(f.bridge_vs_bare_handle_rps * 100).toFixed(1)}% req/s ` +
+          `(${(f.bridge_vs_bare_handle_cpu * 100).toFixed(1)}% by CPU)`,
       );
     } finally {
       for (const s of Object.values(servers)) s.child.kill("SIGKILL");
