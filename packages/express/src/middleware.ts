@@ -26,6 +26,9 @@ declare global {
 /**
  * Options of {@link nervaMiddleware}: the shared bridge options, with `resolve` receiving
  * Express's `req`.
+ *
+ * @example
+ * const options: NervaExpressOptions = { requireAuth: true, resolve: (req) => ({ userId: req.get("x-gateway-user") ?? null }) };
  */
 export type NervaExpressOptions = NervaHttpOptions<Request>;
 

@@ -20,7 +20,12 @@ declare module "fastify" {
   }
 }
 
-/** Options of {@link nervaPlugin}: the shared bridge options plus Fastify specifics. */
+/**
+ * Options of {@link nervaPlugin}: the shared bridge options plus Fastify specifics.
+ *
+ * @example
+ * await app.register(nervaPlugin, { requireAuth: true, errorHandler: false } satisfies NervaFastifyOptions);
+ */
 export interface NervaFastifyOptions extends NervaHttpOptions<FastifyRequest> {
   /**
    * Install an error handler answering NervaErrors with their HTTP status (others go on to

@@ -13,6 +13,9 @@ import { NERVA_BRIDGE } from "./nerva.constants.js";
  * guards run. On the Express platform it also defines `req.nervaCtx`. Applied to every route by
  * `NervaModule`; the context itself is resolved later, by `@NervaCtx()`, after the guards set
  * `request.user`.
+ *
+ * @example
+ * consumer.apply(NervaMiddleware).forRoutes({ path: "{*path}", method: RequestMethod.ALL });
  */
 @Injectable()
 export class NervaMiddleware implements NestMiddleware {

@@ -18,7 +18,12 @@ export interface NervaModuleOptions<
   runtime?: AgentRuntime | null;
 }
 
-/** Module-level switches, fixed when the module is declared (not produced by a factory). */
+/**
+ * Module-level switches, fixed when the module is declared (not produced by a factory).
+ *
+ * @example
+ * NervaModule.forRoot({ orchestrator, global: false, exceptionFilter: false });
+ */
 export interface NervaModuleSwitches {
   /** Register the module globally (its providers injectable everywhere). Default `true`. */
   global?: boolean;

@@ -93,6 +93,10 @@ export function createHttpBridge<Req extends HttpRequestLike = HttpRequestLike>(
  * the identity (after the app's auth ran) and creates the context; later calls return the same
  * one. A failed resolution is remembered: every later call throws the same error, so a request
  * never falls back to an anonymous context.
+ *
+ * @example
+ * const scope = bridge.begin(req, res);
+ * const ctx = scope.context(req); // same object on every later call
  */
 export class RequestScope<Req extends HttpRequestLike = HttpRequestLike> {
   readonly requestId: string;

@@ -7,6 +7,9 @@ import { SCOPES, type Scope } from "../types/status.js";
 /**
  * What the bridges need from a framework request: its headers and, once the app's own
  * authentication ran, `user` (set by passport, `@fastify/jwt`, a NestJS guard or your middleware).
+ *
+ * @example
+ * const req: HttpRequestLike = { headers: { traceparent }, user: { id: "u1" } };
  */
 export interface HttpRequestLike {
   readonly headers: IncomingHttpHeaders;
@@ -38,10 +41,18 @@ export interface NervaIdentity {
  * Must be synchronous: do lookups (database roles, ...) in your auth layer and put the result on
  * `req.user`. Return `null` for an anonymous request; throw to refuse it (the error's own HTTP
  * status is kept, anything else is a 500 — never an anonymous context).
+ *
+ * @example
+ * const resolve: ResolveIdentity<Request> = (req) => (req.user ? { userId: req.user.id } : null);
  */
 export type ResolveIdentity<Req = HttpRequestLike> = (req: Req) => NervaIdentity | null | undefined;
 
-/** Called with every error the bridge answers with a 5xx status (log it; the client sees no detail). */
+/**
+ * Called with every error the bridge answers with a 5xx status (log it; the client sees no detail).
+ *
+ * @example
+ * const onError: HttpErrorListener = (error, requestId) => logger.error({ error, requestId });
+ */
 export type HttpErrorListener = (error: unknown, requestId: string | null) => void;
 
 /**
@@ -93,7 +104,12 @@ const PermissionsInitSchema = z
   })
   .strict();
 
-/** zod schema of {@link NervaHttpOptions}. */
+/**
+ * zod schema of {@link NervaHttpOptions}.
+ *
+ * @example
+ * NervaHttpOptionsSchema.safeParse({ requireAuth: true }).success; // true
+ */
 export const NervaHttpOptionsSchema = z
   .object({
     resolve: fn<ResolveIdentity<unknown>>("req) => NervaIdentity | null").optional(),
@@ -113,7 +129,12 @@ export const NervaHttpOptionsSchema = z
   })
   .strict();
 
-/** Validated options with defaults applied. */
+/**
+ * Validated options with defaults applied.
+ *
+ * @example
+ * const { requestIdHeader, requireAuth } = parseHttpOptions({ requireAuth: true });
+ */
 export interface ResolvedHttpOptions {
   readonly resolve: ResolveIdentity<never> | undefined;
   readonly requireAuth: boolean;
@@ -165,7 +186,12 @@ export function parseHttpOptions<Req>(options: NervaHttpOptions<Req> = {}): Reso
   });
 }
 
-/** A request's identity with every default filled in, ready for `ExecContext.create`. */
+/**
+ * A request's identity with every default filled in, ready for `ExecContext.create`.
+ *
+ * @example
+ * const { userId, permissions } = resolveIdentity(req, parseHttpOptions());
+ */
 export interface ResolvedIdentity {
   readonly userId: string | null;
   readonly sessionId: string | null;

@@ -1,4 +1,9 @@
-/** One Server-Sent Event as a client sees it. */
+/**
+ * One Server-Sent Event as a client sees it.
+ *
+ * @example
+ * for await (const { event, data } of readSseEvents(body)) if (event === "done") break;
+ */
 export interface SseEvent {
   /** `message` unless the server named it (`done`, `error`...). */
   readonly event: string;

@@ -2,7 +2,12 @@ import type { ServerResponse } from "node:http";
 import type { ExecContext } from "../context/exec-context.js";
 import { toHttpError } from "./status.js";
 
-/** Response headers of a Server-Sent Events stream. */
+/**
+ * Response headers of a Server-Sent Events stream.
+ *
+ * @example
+ * res.writeHead(200, SSE_HEADERS);
+ */
 export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   "content-type": "text/event-stream; charset=utf-8",
   "cache-control": "no-cache, no-transform",
@@ -25,7 +30,12 @@ export function formatSseEvent(data: string, event?: string): string {
   return out + "\n";
 }
 
-/** Options of {@link writeSse}. */
+/**
+ * Options of {@link writeSse}.
+ *
+ * @example
+ * await writeSse(res, stream, ctx, { heartbeatSeconds: false });
+ */
 export interface SseOptions {
   /** Seconds between `: ping` comments that keep idle proxies from closing. Default 15; `false`: none. */
   heartbeatSeconds?: number | false;
@@ -61,7 +71,12 @@ export async function finalResult(
   return undefined;
 }
 
-/** How an SSE response ended. */
+/**
+ * How an SSE response ended.
+ *
+ * @example
+ * if ((await writeSse(res, stream, ctx)) === "disconnected") metrics.count("sse.abandoned");
+ */
 export type SseOutcome = "done" | "error" | "disconnected";
 
 const CLOSED = Symbol("closed");

@@ -93,7 +93,12 @@ export function httpStatusOf(err: unknown): number {
   return ownStatus(err) ?? 500;
 }
 
-/** The JSON body of an error answer. */
+/**
+ * The JSON body of an error answer.
+ *
+ * @example
+ * const body: HttpErrorBody = toHttpError(err, requestId).body;
+ */
 export interface HttpErrorBody {
   readonly error: {
     readonly code: string;
@@ -106,7 +111,12 @@ export interface HttpErrorBody {
   };
 }
 
-/** Everything a bridge needs to answer an error. */
+/**
+ * Everything a bridge needs to answer an error.
+ *
+ * @example
+ * const { status, headers, body } = toHttpError(err, requestId);
+ */
 export interface HttpErrorResponse {
   readonly status: number;
   readonly headers: Readonly<Record<string, string>>;
