@@ -20,7 +20,7 @@ import { checkContext } from "../runtime/guard.js";
 import { messageOf } from "../runtime/results.js";
 import type { AgentHandler, AgentRuntime } from "../runtime/types.js";
 import type { ToolManager } from "../tools/types.js";
-import { agentResult, type AgentInput, type AgentResult } from "../types/agent.js";
+import { ValidatedInput, agentResult, type AgentInput, type AgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 import type { TokenUsage } from "../types/usage.js";
 import { ChunkQueue } from "./chunk-queue.js";
@@ -416,12 +416,9 @@ export class Orchestrator {
       stage = "invoke";
       const tools =
         this.#tools === null || !this.#exposeTools ? EMPTY_LIST : await this.#toolList(rctx);
-      const input: AgentInput = Object.freeze({
-        message: msg,
-        args: EMPTY_ARGS,
-        tools,
-        history: EMPTY_LIST,
-      });
+      // Built from values already checked (the message, the discovered tool list), so runtimes
+      // take it as validated instead of parsing it again.
+      const input: AgentInput = new ValidatedInput(msg, EMPTY_ARGS, tools, EMPTY_LIST);
       let result: AgentResult | null = null;
       const candidates = route.candidates;
       const tries = Math.min(candidates.length, this.#maxCandidates);

@@ -52,6 +52,8 @@ interface CompiledRule {
   readonly handler: string;
   readonly score: number;
   readonly pattern: RegExp | null;
+  /** The candidate reason of a pattern match, built once rather than on every match. */
+  readonly patternReason: string;
   readonly keywords: readonly { readonly word: string; readonly re: RegExp }[];
 }
 
@@ -104,6 +106,8 @@ export class RuleRouter implements Router {
       handler: rule.handler,
       score: rule.score,
       pattern: rule.pattern === undefined ? null : compilePattern(rule.pattern, i),
+      patternReason:
+        rule.pattern === undefined ? "" : `pattern ${String(compilePattern(rule.pattern, i))}`,
       keywords: (rule.keywords ?? []).map((word) => ({
         word,
         re: new RegExp(`(?<![\\p{L}\\p{N}_])${escapeRegExp(word)}(?![\\p{L}\\p{N}_])`, "iu"),
@@ -131,7 +135,7 @@ export class RuleRouter implements Router {
     for (const rule of this.#rules) {
       if (rule.pattern !== null) {
         if (rule.pattern.test(message)) {
-          raw.push({ name: rule.handler, score: rule.score, reason: `pattern ${rule.pattern}` });
+          raw.push({ name: rule.handler, score: rule.score, reason: rule.patternReason });
         }
         continue;
       }
