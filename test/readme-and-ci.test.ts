@@ -28,7 +28,8 @@ describe("README set-up commands", () => {
 
   it("points both commands at real scripts", () => {
     const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
-    expect(pkg.scripts.demo).toContain("apps/demo");
+    expect(pkg.scripts.demo).toContain("apps/demo/dist/main.js");
+    expect(pkg.scripts.demo).toContain("apps/express-app/dist/main.js");
     expect(pkg.scripts.test).toMatch(/turbo run build.*vitest run/);
     expect(pkg.scripts.check).toContain("spec:check");
   });
