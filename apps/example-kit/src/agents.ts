@@ -14,6 +14,11 @@ import { z } from "zod";
  * - `memory_agent` ("remember", "earlier") reads this session's earlier turns from memory;
  * - `story_agent` ("story") streams its answer word by word, and stops when the client leaves;
  * - `echo_agent` takes everything else.
+ *
+ * @example
+ * const { orchestrator, close } = createOrchestrator();
+ * const answer = await orchestrator.handle("Find me a flight to Lisbon", ExecContext.create({ userId: "alice" }));
+ * await close();
  */
 export function createOrchestrator(): { orchestrator: Orchestrator; close(): Promise<void> } {
   const runtime = new InProcessRuntime({ timeoutSeconds: 30 });

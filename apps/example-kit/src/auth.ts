@@ -4,14 +4,24 @@ import { SignJWT, jwtVerify, type JWTPayload } from "jose";
 const ISSUER = "nerva-example";
 const TOKEN_SECONDS = 3600;
 
-/** What the example's tokens carry: the user (`sub`), roles and a session id (`sid`). */
+/**
+ * What the example's tokens carry: the user (`sub`), roles and a session id (`sid`).
+ *
+ * @example
+ * const claims: TokenClaims = await auth.verify(token); // { sub: "alice", roles: [], sid: "…" }
+ */
 export interface TokenClaims extends JWTPayload {
   sub: string;
   roles: string[];
   sid: string;
 }
 
-/** HS256 JWTs with a local secret: `mint` for the dev `/token` endpoint, `verify` for requests. */
+/**
+ * HS256 JWTs with a local secret: `mint` for the dev `/token` endpoint, `verify` for requests.
+ *
+ * @example
+ * const auth: DevAuth = createAuth(process.env.JWT_SECRET);
+ */
 export interface DevAuth {
   mint(userId: string, roles?: string[]): Promise<{ token: string; expiresInSeconds: number }>;
   verify(token: string): Promise<TokenClaims>;
@@ -20,6 +30,11 @@ export interface DevAuth {
 /**
  * Creates the example's JWT auth. Without `secretText` (env `JWT_SECRET`) a random secret is made
  * at start, so tokens from an earlier run are not accepted.
+ *
+ * @example
+ * const auth = createAuth();
+ * const { token } = await auth.mint("alice", ["member"]);
+ * (await auth.verify(token)).sub; // "alice"
  */
 export function createAuth(secretText?: string): DevAuth {
   const secret =
@@ -55,7 +70,17 @@ export function createAuth(secretText?: string): DevAuth {
   };
 }
 
-/** User names the dev `/token` endpoint accepts. */
+/**
+ * User names the dev `/token` endpoint accepts.
+ *
+ * @example
+ * USER_NAME.test("alice"); // true
+ */
 export const USER_NAME = /^[A-Za-z0-9._-]{1,64}$/;
-/** Session ids a client may pick with `x-session-id` (scoped to its user by memory). */
+/**
+ * Session ids a client may pick with `x-session-id` (scoped to its user by memory).
+ *
+ * @example
+ * const sessionId = SESSION_ID.test(header) ? header : claims.sid;
+ */
 export const SESSION_ID = /^[A-Za-z0-9._:-]{1,64}$/;

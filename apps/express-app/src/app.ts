@@ -1,7 +1,7 @@
 import type { Orchestrator } from "@nerva/core";
 import { httpStatusOfResult, nervaErrorHandler, nervaMiddleware, sendSse } from "@nerva/express";
 import express, { type Express, type RequestHandler } from "express";
-import { SESSION_ID, USER_NAME, type DevAuth, type TokenClaims } from "./auth.js";
+import { USER_NAME, identityOf, type DevAuth, type TokenClaims } from "@nerva/example-kit";
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -78,18 +78,8 @@ export function createApp(options: { orchestrator: Orchestrator; auth: DevAuth }
     nervaMiddleware({
       requireAuth: true,
       timeoutSeconds: 30,
-      // Identity comes from the verified token only. The client may pick a session id: memory keys
-      // sessions under the user, so one user's sessions never reach another's.
-      resolve: (req) => {
-        if (req.user === undefined) return null;
-        const session = req.headers["x-session-id"];
-        return {
-          userId: req.user.sub,
-          roles: req.user.roles,
-          sessionId:
-            typeof session === "string" && SESSION_ID.test(session) ? session : req.user.sid,
-        };
-      },
+      // Identity comes from the verified token only; the client may pick one of its own sessions.
+      resolve: (req) => identityOf(req.user, req.headers["x-session-id"]),
     }),
   );
 

@@ -1,7 +1,6 @@
 import type { AddressInfo } from "node:net";
-import { createOrchestrator } from "./agents.js";
+import { createAuth, createOrchestrator, printBanner } from "@nerva/example-kit";
 import { createApp } from "./app.js";
-import { createAuth } from "./auth.js";
 
 // Embedded defaults: in-process agents, in-memory memory, a local JWT secret. PORT=0 picks a free port.
 const port = Number(process.env.PORT ?? 3000);
@@ -10,17 +9,7 @@ const { orchestrator, close } = createOrchestrator();
 const app = createApp({ orchestrator, auth: createAuth(process.env.JWT_SECRET) });
 
 const server = app.listen(port, host, () => {
-  const url = `http://${host}:${(server.address() as AddressInfo).port}`;
-  console.log(`Nerva Express example listening on ${url}`);
-  console.log(
-    `  TOKEN=$(curl -s -X POST ${url}/token -H 'content-type: application/json' -d '{"user":"alice"}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).token')`,
-  );
-  console.log(
-    `  curl -s -X POST ${url}/chat -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"message":"Find me a flight to Lisbon"}'`,
-  );
-  console.log(
-    `  curl -N -X POST ${url}/chat/stream -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"message":"Tell me a story"}'`,
-  );
+  printBanner("Nerva Express example", `http://${host}:${(server.address() as AddressInfo).port}`);
 });
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {

@@ -1,7 +1,7 @@
 import type { Orchestrator } from "@nerva/core";
 import { httpStatusOfResult, nervaPlugin, sendSse } from "@nerva/fastify";
 import Fastify, { type FastifyInstance } from "fastify";
-import { SESSION_ID, USER_NAME, type DevAuth, type TokenClaims } from "./auth.js";
+import { USER_NAME, identityOf, type DevAuth, type TokenClaims } from "@nerva/example-kit";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -53,18 +53,8 @@ export async function createApp(options: {
   await app.register(nervaPlugin, {
     requireAuth: true,
     timeoutSeconds: 30,
-    // Identity comes from the verified token only. The client may pick a session id: memory keys
-    // sessions under the user, so one user's sessions never reach another's.
-    resolve: (request) => {
-      if (request.user === undefined) return null;
-      const session = request.headers["x-session-id"];
-      return {
-        userId: request.user.sub,
-        roles: request.user.roles,
-        sessionId:
-          typeof session === "string" && SESSION_ID.test(session) ? session : request.user.sid,
-      };
-    },
+    // Identity comes from the verified token only; the client may pick one of its own sessions.
+    resolve: (request) => identityOf(request.user, request.headers["x-session-id"]),
   });
 
   app.get("/", async () => ({

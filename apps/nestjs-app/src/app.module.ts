@@ -1,7 +1,7 @@
 import type { Orchestrator } from "@nerva/core";
 import { NervaModule } from "@nerva/nestjs";
 import { Module, type Type } from "@nestjs/common";
-import { SESSION_ID, type DevAuth, type TokenClaims } from "./auth.js";
+import { identityOf, type DevAuth, type TokenClaims } from "@nerva/example-kit";
 import { ChatController } from "./chat.controller.js";
 import { DEV_AUTH, JwtAuthGuard } from "./jwt-auth.guard.js";
 import { TokenController } from "./token.controller.js";
@@ -14,18 +14,10 @@ export function createAppModule(options: { orchestrator: Orchestrator; auth: Dev
         orchestrator: options.orchestrator,
         requireAuth: true,
         timeoutSeconds: 30,
-        // Identity comes from the verified token (the guard's request.user) only. The client may
-        // pick a session id: memory keys sessions under the user.
-        resolve: (request) => {
-          const user = request.user as TokenClaims | undefined;
-          if (user === undefined) return null;
-          const session = request.headers["x-session-id"];
-          return {
-            userId: user.sub,
-            roles: user.roles,
-            sessionId: typeof session === "string" && SESSION_ID.test(session) ? session : user.sid,
-          };
-        },
+        // Identity comes from the verified token (the guard's request.user) only; the client may
+        // pick one of its own sessions.
+        resolve: (request) =>
+          identityOf(request.user as TokenClaims | undefined, request.headers["x-session-id"]),
       }),
     ],
     controllers: [TokenController, ChatController],

@@ -5,7 +5,7 @@ import {
   type CanActivate,
   type ExecutionContext,
 } from "@nestjs/common";
-import type { DevAuth, TokenClaims } from "./auth.js";
+import type { DevAuth, TokenClaims } from "@nerva/example-kit";
 
 /** Injection token of the example's {@link DevAuth}. */
 export const DEV_AUTH = Symbol("DEV_AUTH");

@@ -2,9 +2,8 @@ import "reflect-metadata";
 import { NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
 import { FastifyAdapter } from "@nestjs/platform-fastify";
-import { createOrchestrator } from "./agents.js";
+import { createAuth, createOrchestrator, printBanner } from "@nerva/example-kit";
 import { createAppModule } from "./app.module.js";
-import { createAuth } from "./auth.js";
 
 // Embedded defaults: in-process agents, in-memory memory, a local JWT secret. PORT=0 picks a free
 // port; PLATFORM=fastify runs on Nest's Fastify adapter instead of Express.
@@ -21,16 +20,7 @@ const app = await NestFactory.create(
 await app.listen(port, host);
 const url = (await app.getUrl()).replace("[::1]", "localhost");
 
-console.log(`Nerva NestJS example (${platform}) listening on ${url}`);
-console.log(
-  `  TOKEN=$(curl -s -X POST ${url}/token -H 'content-type: application/json' -d '{"user":"alice"}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).token')`,
-);
-console.log(
-  `  curl -s -X POST ${url}/chat -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"message":"Find me a flight to Lisbon"}'`,
-);
-console.log(
-  `  curl -N -X POST ${url}/chat/stream -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"message":"Tell me a story"}'`,
-);
+printBanner(`Nerva NestJS example (${platform})`, url);
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {

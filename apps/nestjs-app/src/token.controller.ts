@@ -1,5 +1,5 @@
 import { BadRequestException, Body, Controller, Get, HttpCode, Inject, Post } from "@nestjs/common";
-import { USER_NAME, type DevAuth } from "./auth.js";
+import { USER_NAME, type DevAuth } from "@nerva/example-kit";
 import { DEV_AUTH } from "./jwt-auth.guard.js";
 
 /** Development convenience: anyone can get a token. A real app gets tokens from its identity provider. */

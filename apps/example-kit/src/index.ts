@@ -1,0 +1,12 @@
+// Public entry of @nerva/example-kit: what the Express, Fastify and NestJS example apps share, so
+// each app's own files hold only its framework's wiring. Test suites: "@nerva/example-kit/testing".
+
+// The demo agents and their orchestrator
+export { createOrchestrator } from "./agents.js";
+
+// Dev JWT auth and the identity it gives a request
+export { SESSION_ID, USER_NAME, createAuth, type DevAuth, type TokenClaims } from "./auth.js";
+export { identityOf } from "./identity.js";
+
+// Start-up output of the apps
+export { printBanner } from "./banner.js";

@@ -1,0 +1,202 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import type { Orchestrator } from "@nerva/core";
+import { readSseEvents, type SseEvent } from "@nerva/core/http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createOrchestrator } from "../agents.js";
+import { createAuth, type DevAuth } from "../auth.js";
+
+/** A started example app: where it listens and how to stop it. */
+export interface StartedExampleApp {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** How {@link describeExampleApp} starts one example app and what differs between the apps. */
+export interface ExampleAppSuiteOptions {
+  /** Starts the app on 127.0.0.1, port 0, with the demo orchestrator and a fresh dev auth. */
+  start(deps: { orchestrator: Orchestrator; auth: DevAuth }): Promise<StartedExampleApp>;
+  /** Checks of this app's own 401 answer to a request without a token (beyond its status). */
+  checkUnauthenticated(res: Response): Promise<void>;
+  /** A `message` that is not a string, and checks of this app's 400 answer to it (beyond its status). */
+  badMessage: { message: unknown; check(res: Response): Promise<void> };
+}
+
+/**
+ * The routes every example app serves, checked over real HTTP: `POST /token`, `POST /chat` as the
+ * token's user (tools, per-user and per-session memory), `POST /chat/stream` as Server-Sent Events,
+ * 401 without a valid token and 400 for a message that is not a string.
+ *
+ * @example
+ * describeExampleApp("Express example app", {
+ *   start: async (deps) => listenOnPort0(createApp(deps)),
+ *   checkUnauthenticated: async (res) => expect((await res.json()).error.code).toBe("UNAUTHENTICATED"),
+ *   badMessage: { message: 42, check: async (res) => expect((await res.json()).error.code).toBe("INVALID_INPUT") },
+ * });
+ */
+export function describeExampleApp(label: string, options: ExampleAppSuiteOptions): void {
+  describe(label, () => {
+    const demo = createOrchestrator();
+    let app: StartedExampleApp;
+
+    beforeAll(async () => {
+      app = await options.start({ orchestrator: demo.orchestrator, auth: createAuth() });
+    });
+    afterAll(async () => {
+      await app?.close();
+      await demo.close();
+    });
+
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    beforeAll(() => void process.on("warning", onWarning));
+    afterAll(() => void process.off("warning", onWarning));
+
+    const tokenFor = async (user: string): Promise<string> => {
+      const res = await fetch(`${app.url}/token`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ user }),
+      });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { token: string }).token;
+    };
+    const chat = (token: string | null, message: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${app.url}/chat`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+          ...headers,
+        },
+        body: JSON.stringify({ message }),
+      });
+    const text = async (res: Response) => ((await res.json()) as { text: string }).text;
+
+    it("refuses requests without a valid token", async () => {
+      const res = await chat(null, "hello");
+      expect(res.status).toBe(401);
+      await options.checkUnauthenticated(res);
+      expect((await chat("not.a.jwt", "hello")).status).toBe(401);
+    });
+
+    it("answers /chat through the orchestrator as the token's user", async () => {
+      const token = await tokenFor("alice");
+      const res = await chat(token, "hello there");
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { text: string; handler: string; requestId: string };
+      expect(body).toMatchObject({ text: "alice, you said: hello there", handler: "echo_agent" });
+      expect(body.requestId).toBe(res.headers.get("x-request-id"));
+      expect(await text(await chat(token, "Find me a flight to Lisbon"))).toBe(
+        "Flights to Lisbon: NV101 to Lisbon at 08:15; NV205 to Lisbon at 17:40.",
+      );
+    });
+
+    it("remembers a session's turns, apart from other users and sessions", async () => {
+      const alice = await tokenFor("alice");
+      await chat(alice, "my favourite colour is green");
+      expect(await text(await chat(alice, "what did I say earlier?"))).toContain(
+        '"my favourite colour is green"',
+      );
+      const bob = await tokenFor("bob");
+      expect(await text(await chat(bob, "what did I say earlier?"))).toBe(
+        "You have not told me anything yet in this session.",
+      );
+      const otherSession = await chat(alice, "what did I say earlier?", {
+        "x-session-id": "fresh",
+      });
+      expect(await text(otherSession)).toBe("You have not told me anything yet in this session.");
+    });
+
+    it("streams /chat/stream as Server-Sent Events", async () => {
+      const token = await tokenFor("carol");
+      const res = await fetch(`${app.url}/chat/stream`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+        body: JSON.stringify({ message: "Tell me a story" }),
+      });
+      expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+      const events: SseEvent[] = [];
+      for await (const e of readSseEvents(res.body as AsyncIterable<Uint8Array>)) events.push(e);
+      const chunks = events.filter((e) => e.event === "message").map((e) => e.data);
+      expect(chunks.length).toBeGreaterThan(5);
+      expect(chunks.join("")).toMatch(/^Once upon a time/);
+      expect(events.at(-1)?.event).toBe("done");
+      expect(warnings).not.toContain("MaxListenersExceededWarning");
+      expect(JSON.parse(events.at(-1)?.data ?? "{}")).toMatchObject({
+        requestId: res.headers.get("x-request-id"),
+        result: { status: "success", handler: "story_agent" },
+      });
+    });
+
+    it("answers 400 for a message that is not a string", async () => {
+      const res = await chat(await tokenFor("dave"), options.badMessage.message);
+      expect(res.status).toBe(400);
+      await options.badMessage.check(res);
+    });
+  });
+}
+
+/** How {@link describeExampleMain} runs an app's `src/main.ts`. */
+export interface ExampleMainSuiteOptions {
+  /** The app's folder (the child process's working directory). */
+  appDir: string;
+  /** Arguments of `node`, e.g. `["--conditions=source", "--import", "tsx", "src/main.ts"]`. */
+  nodeArgs: readonly string[];
+  /** The `name` the app's `GET /` answers with. */
+  name: string;
+  /** One run per entry, with these extra environment variables. Default: one run, none. */
+  runs?: readonly Record<string, string>[];
+  /** Checks made before each run (e.g. that the packages it loads are built). */
+  beforeRun?(): void;
+}
+
+/**
+ * Runs an example app's entry point as a real process with `PORT=0` and checks that it prints the
+ * URL it listens on (a free port, not the default 3000), answers there, and stops on SIGTERM.
+ *
+ * @example
+ * describeExampleMain("Express example main", {
+ *   appDir, name: "nerva-express-example",
+ *   nodeArgs: ["--conditions=source", "--import", "tsx", "src/main.ts"],
+ * });
+ */
+export function describeExampleMain(label: string, options: ExampleMainSuiteOptions): void {
+  const runs = (options.runs ?? [{}]).map((env) => {
+    const shown = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+    return { env, title: shown.length === 0 ? "" : ` (${shown.join(", ")})` };
+  });
+  describe(label, () => {
+    for (const run of runs) {
+      it(`starts on PORT=0${run.title} and prints its URL`, { timeout: 30_000 }, async () => {
+        options.beforeRun?.();
+        const child = spawn(process.execPath, [...options.nodeArgs], {
+          cwd: options.appDir,
+          env: { ...process.env, ...run.env, PORT: "0" },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        try {
+          const printed = await new Promise<string>((resolve, reject) => {
+            let out = "";
+            child.stdout.on("data", (d: Buffer) => {
+              out += d.toString();
+              const match = /listening on (http:\/\/\S+)/.exec(out);
+              if (match?.[1] !== undefined) resolve(match[1]);
+            });
+            child.once("exit", (code) => reject(new Error(`exited with ${code}: ${out}`)));
+          });
+          expect(printed).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+          expect(printed).not.toMatch(/:3000$/);
+          const res = await fetch(`${printed}/`);
+          expect(((await res.json()) as { name: string }).name).toBe(options.name);
+        } finally {
+          if (child.exitCode === null && child.signalCode === null) {
+            const exited = once(child, "exit");
+            child.kill("SIGTERM");
+            await exited;
+          }
+        }
+      });
+    }
+  });
+}
