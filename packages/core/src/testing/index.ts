@@ -6,3 +6,14 @@ export {
   describeRegistryContract,
   type RegistryContractSetup,
 } from "../registry/registry-contract.js";
+export {
+  BRIDGE_CONTRACT_JWT_SECRET,
+  createBridgeContractRoutes,
+  describeBridgeContract,
+  mintBridgeContractToken,
+  type BridgeContractOptions,
+  type BridgeContractRoutes,
+  type BridgeContractServer,
+  type BridgeContractSetup,
+  type BridgeContractStart,
+} from "./bridge-contract.js";
