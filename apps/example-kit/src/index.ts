@@ -8,5 +8,5 @@ export { createOrchestrator } from "./agents.js";
 export { SESSION_ID, USER_NAME, createAuth, type DevAuth, type TokenClaims } from "./auth.js";
 export { identityOf } from "./identity.js";
 
-// Start-up output of the apps
-export { printBanner } from "./banner.js";
+// Start-up output and shutdown of the apps' entry points
+export { printBanner, stopOnSignals } from "./startup.js";

@@ -1,5 +1,5 @@
 import type { AddressInfo } from "node:net";
-import { createAuth, createOrchestrator, printBanner } from "@nerva/example-kit";
+import { createAuth, createOrchestrator, printBanner, stopOnSignals } from "@nerva/example-kit";
 import { createApp } from "./app.js";
 
 // Embedded defaults: in-process agents, in-memory memory, a local JWT secret. PORT=0 picks a free port.
@@ -12,10 +12,7 @@ const server = app.listen(port, host, () => {
   printBanner("Nerva Express example", `http://${host}:${(server.address() as AddressInfo).port}`);
 });
 
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    server.close();
-    server.closeAllConnections();
-    void close().then(() => process.exit(0));
-  });
-}
+stopOnSignals(() => {
+  server.close();
+  server.closeAllConnections();
+}, close);

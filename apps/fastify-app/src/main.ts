@@ -1,4 +1,4 @@
-import { createAuth, createOrchestrator, printBanner } from "@nerva/example-kit";
+import { createAuth, createOrchestrator, printBanner, stopOnSignals } from "@nerva/example-kit";
 import { createApp } from "./app.js";
 
 // Embedded defaults: in-process agents, in-memory memory, a local JWT secret. PORT=0 picks a free port.
@@ -10,11 +10,4 @@ const url = await app.listen({ port, host });
 
 printBanner("Nerva Fastify example", url);
 
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    void app
-      .close()
-      .then(close)
-      .then(() => process.exit(0));
-  });
-}
+stopOnSignals(() => app.close(), close);

@@ -2,7 +2,7 @@ import "reflect-metadata";
 import { NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
 import { FastifyAdapter } from "@nestjs/platform-fastify";
-import { createAuth, createOrchestrator, printBanner } from "@nerva/example-kit";
+import { createAuth, createOrchestrator, printBanner, stopOnSignals } from "@nerva/example-kit";
 import { createAppModule } from "./app.module.js";
 
 // Embedded defaults: in-process agents, in-memory memory, a local JWT secret. PORT=0 picks a free
@@ -22,11 +22,4 @@ const url = (await app.getUrl()).replace("[::1]", "localhost");
 
 printBanner(`Nerva NestJS example (${platform})`, url);
 
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    void app
-      .close()
-      .then(close)
-      .then(() => process.exit(0));
-  });
-}
+stopOnSignals(() => app.close(), close);

@@ -17,3 +17,18 @@ export function printBanner(title: string, url: string): void {
     `  curl -N -X POST ${url}/chat/stream -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"message":"Tell me a story"}'`,
   );
 }
+
+/**
+ * On SIGINT or SIGTERM, runs `steps` one after the other (stop the server, then the agents) and
+ * exits with status 0.
+ *
+ * @example
+ * stopOnSignals(() => app.close(), close);
+ */
+export function stopOnSignals(...steps: (() => unknown)[]): void {
+  const stop = async () => {
+    for (const step of steps) await step();
+    process.exit(0);
+  };
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => void stop());
+}

@@ -1,0 +1,196 @@
+import { createHmac } from "node:crypto";
+import type { ExecContext } from "../context/exec-context.js";
+import { NervaError, type ErrorCode } from "../errors.js";
+import type { NervaHttpOptions } from "../http/options.js";
+import { httpStatusOfResult } from "../http/status.js";
+import { Orchestrator } from "../orchestrator/orchestrator.js";
+import { DeclarativePolicyEngine } from "../policy/declarative-engine.js";
+import { RuleRouter } from "../router/rule-router.js";
+import { InProcessRuntime } from "../runtime/in-process-runtime.js";
+import type { AgentRuntime } from "../runtime/types.js";
+
+/**
+ * What the routes of a bridge contract server share, whatever the framework: the orchestrator and
+ * runtime they run, and the bodies they answer with. Each framework still reads the context, sets
+ * the status and streams the Server-Sent Events its own way, through its bridge.
+ *
+ * @example
+ * app.post("/chat", async (req, res) => {
+ *   const { status, body } = await routes.chat(req.nervaCtx, req.body?.message);
+ *   res.status(status).json(body);
+ * });
+ */
+export interface BridgeContractRoutes {
+  /** Routes `ticker`, `words` and `secret` (denied by policy) by keyword, everything else to `echo`; 5 requests per user per minute. */
+  readonly orchestrator: Orchestrator;
+  readonly runtime: AgentRuntime;
+  /** Body of `GET /whoami`, from the request's context read twice (`ctx`, then `again`). */
+  whoami(ctx: ExecContext, again: ExecContext): Record<string, unknown>;
+  /** Runs `orchestrator.handle`; answer `POST /chat` with this status and JSON body. */
+  chat(
+    ctx: ExecContext,
+    message: unknown,
+  ): Promise<{ status: number; body: Record<string, unknown> }>;
+  /** The chunks `POST /chat/stream` sends as Server-Sent Events (with `ctx`). */
+  stream(ctx: ExecContext, message: unknown): AsyncIterable<unknown>;
+  /** What `GET /fail/:code` throws: a NervaError with that code and `retryAfterSeconds: 7`. */
+  failure(code: string): NervaError;
+  /** Stops the runtime. */
+  close(): Promise<void>;
+}
+
+/**
+ * What a bridge contract asks the framework to start, on 127.0.0.1 and port 0.
+ *
+ * The server serves, through the framework's bridge with `options`:
+ * - `GET /whoami`: JSON `routes.whoami(ctx, again)`;
+ * - `POST /chat` (JSON `{ message }`): `routes.chat(ctx, message)`'s status and JSON body;
+ * - `POST /chat/stream` (JSON `{ message }`): `routes.stream(ctx, message)` as Server-Sent Events;
+ * - `GET /fail/:code`: throws `routes.failure(code)` for the bridge's error handling to answer.
+ *
+ * When `auth` is not `null`, the app's own authentication sits at that place (one of the
+ * `authPlacements` given to {@link describeBridgeContract}) in front of the first three routes. Like
+ * most apps' auth it checks only requests that carry `Authorization: Bearer <jwt>`: it verifies the
+ * HS256 JWT with `jwtSecret` (answering 401 when it is bad) and sets the request's user so that the
+ * bridge's default `resolve` reads the claims `sub` (user id), `roles` and `sid` (session id).
+ * When `auth` is `null` the app has no authentication at all.
+ *
+ * @example
+ * const setup: BridgeContractSetup = { auth: null, options: { requireAuth: true }, jwtSecret, routes };
+ */
+export interface BridgeContractSetup {
+  readonly auth: string | null;
+  readonly options: NervaHttpOptions<unknown>;
+  readonly jwtSecret: string;
+  readonly routes: BridgeContractRoutes;
+}
+
+/**
+ * A server started for a bridge contract.
+ *
+ * @example
+ * const server: BridgeContractServer = { url: "http://127.0.0.1:40123", close: () => app.close() };
+ */
+export interface BridgeContractServer {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the framework's server for one scenario of {@link describeBridgeContract}.
+ *
+ * @example
+ * const start: BridgeContractStart = async ({ options, routes }) => listen(buildApp(options, routes));
+ */
+export type BridgeContractStart = (setup: BridgeContractSetup) => Promise<BridgeContractServer>;
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function createContractRoutes(onAborted: (requestId: string) => void): BridgeContractRoutes {
+  const runtime = new InProcessRuntime({ timeoutSeconds: 5, circuitBreaker: false });
+  const orchestrator = new Orchestrator({
+    router: new RuleRouter({
+      rules: [
+        { handler: "ticker", keywords: ["ticker"] },
+        { handler: "words", keywords: ["words"] },
+        { handler: "secret_agent", keywords: ["secret"] },
+      ],
+      defaultHandler: "echo",
+    }),
+    runtime,
+    policy: new DeclarativePolicyEngine({
+      version: 1,
+      rules: [
+        {
+          name: "no-secrets",
+          effect: "deny",
+          kind: "agent",
+          names: ["secret_agent"],
+          reason: "Secrets are off limits.",
+        },
+      ],
+      rateLimits: [{ name: "per-user", per: "user", limit: 5, windowSeconds: 60 }],
+    }),
+  });
+  runtime.register("echo", async (input, ctx) => {
+    // A little jitter, so that concurrent requests finish out of order.
+    await sleep(Math.random() * 5);
+    return `${ctx.userId ?? "anonymous"}: ${input.message}`;
+  });
+  runtime.register("ticker", async function* (_input, ctx) {
+    try {
+      yield "tick";
+      await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve));
+      yield "never";
+    } finally {
+      if (ctx.signal.aborted) onAborted(ctx.requestId);
+    }
+  });
+  runtime.register("words", async function* (input) {
+    for (const word of input.message.split(" ")) yield `${word} `;
+  });
+  runtime.register("secret_agent", async () => "the secret");
+
+  return {
+    orchestrator,
+    runtime,
+    whoami: (ctx, again) => ({
+      userId: ctx.userId,
+      sessionId: ctx.sessionId,
+      roles: ctx.permissions.roles,
+      requestId: ctx.requestId,
+      traceId: ctx.traceId,
+      same: ctx === again,
+    }),
+    chat: async (ctx, message) => {
+      const response = await orchestrator.handle(message as string, ctx);
+      return {
+        status: httpStatusOfResult(response),
+        body: { response, userId: ctx.userId, requestId: ctx.requestId },
+      };
+    },
+    stream: (ctx, message) => orchestrator.stream(message as string, ctx),
+    failure: (code) =>
+      new NervaError(code as ErrorCode, `failed with ${code}`, {
+        details: { retryAfterSeconds: 7, retryAt: Date.now() + 30_000 },
+      }),
+    close: () => runtime.close(),
+  };
+}
+
+/**
+ * The routes' shared parts for a framework's own tests next to {@link describeBridgeContract}
+ * (same orchestrator and agents as the contract's). Close them when done.
+ *
+ * @example
+ * const routes = createBridgeContractRoutes();
+ * const server = await start({ auth: null, options: {}, jwtSecret: BRIDGE_CONTRACT_JWT_SECRET, routes });
+ */
+export function createBridgeContractRoutes(): BridgeContractRoutes {
+  return createContractRoutes(() => undefined);
+}
+
+/**
+ * HS256 secret of the bearer tokens the contract sends (also handed to `start` as `jwtSecret`).
+ *
+ * @example
+ * await app.register(fastifyJwt, { secret: BRIDGE_CONTRACT_JWT_SECRET });
+ */
+export const BRIDGE_CONTRACT_JWT_SECRET = "nerva-bridge-contract-secret-0123456789abcdef";
+
+/**
+ * A bearer JWT (HS256, five minutes) for `sub` with extra claims, signed with
+ * {@link BRIDGE_CONTRACT_JWT_SECRET}; made with node:crypto only.
+ *
+ * @example
+ * await fetch(`${url}/whoami`, { headers: { authorization: `Bearer ${mintBridgeContractToken("alice")}` } });
+ */
+export function mintBridgeContractToken(sub: string, claims: Record<string, unknown> = {}): string {
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  const now = Math.floor(Date.now() / 1000);
+  const signed = `${part({ alg: "HS256", typ: "JWT" })}.${part({ ...claims, sub, iat: now, exp: now + 300 })}`;
+  const signature = createHmac("sha256", BRIDGE_CONTRACT_JWT_SECRET)
+    .update(signed)
+    .digest("base64url");
+  return `${signed}.${signature}`;
+}
