@@ -1,14 +1,7 @@
 import { z } from "zod";
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
-import {
-  agentResult,
-  PartialAgentResultSchema,
-  type AgentInput,
-  type AgentInputInit,
-  type AgentResult,
-} from "../types/agent.js";
-import { AgentStatus } from "../types/status.js";
+import type { AgentInput, AgentInputInit, AgentResult } from "../types/agent.js";
 import { runChain } from "./chain.js";
 import {
   CircuitBreaker,
@@ -18,8 +11,8 @@ import {
 } from "./circuit-breaker.js";
 import { runDelegate, type DelegationOptions } from "./delegate.js";
 import { checkInvokeArgs, invokeGuarded, type GuardedHandler } from "./guard.js";
-import { errorResult } from "./results.js";
-import type { AgentHandler, AgentRuntime, DelegationPolicy, HandlerReturn } from "./types.js";
+import { runFunction } from "./handler-call.js";
+import type { AgentHandler, AgentRuntime, DelegationPolicy } from "./types.js";
 
 const seconds = z.number().positive().finite();
 /** Handler names: what routers, registries and policies refer to. */
@@ -182,79 +175,4 @@ export function makeBreaker(
     return null;
   }
   return new CircuitBreaker({ ...(runtimeSettings || {}), ...(handlerSettings ?? {}) });
-}
-
-function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
-  return (
-    typeof value === "object" &&
-    value !== null &&
-    typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function"
-  );
-}
-
-async function runFunction(
-  name: string,
-  fn: AgentHandler,
-  input: AgentInput,
-  ctx: ExecContext,
-  runtime: AgentRuntime,
-): Promise<AgentResult> {
-  const returned = fn(input, ctx, runtime);
-  if (isAsyncIterable(returned)) return consumeStream(name, returned, ctx);
-  return normalise(name, await returned);
-}
-
-/** Converts what a handler returned into an AgentResult. */
-export function normalise(name: string, value: HandlerReturn | unknown): AgentResult {
-  if (typeof value === "string") return agentResult(name, { output: value });
-  if (value === undefined || value === null) return agentResult(name, {});
-  if (typeof value === "object") {
-    const parsed = PartialAgentResultSchema.safeParse(value);
-    if (parsed.success) return agentResult(name, parsed.data);
-    const detail = parsed.error.issues
-      .map((i) => `${["result", ...i.path.map(String)].join(".")}: ${i.message}`)
-      .join("; ");
-    return errorResult(name, `Handler "${name}" returned an invalid result (${detail}).`);
-  }
-  return errorResult(
-    name,
-    `Handler "${name}" returned a ${typeof value}; return a string or a partial AgentResult, or yield strings.`,
-  );
-}
-
-async function consumeStream(
-  name: string,
-  iterable: AsyncIterable<unknown>,
-  ctx: ExecContext,
-): Promise<AgentResult> {
-  const iterator = iterable[Symbol.asyncIterator]();
-  let output = "";
-  let finished = false;
-  try {
-    for (;;) {
-      const step = await iterator.next();
-      if (step.done === true) {
-        finished = true;
-        if (step.value === undefined) return agentResult(name, { output });
-        const tail = normalise(name, step.value);
-        return agentResult(name, { ...tail, output: output + tail.output });
-      }
-      if (ctx.endReason !== null)
-        return agentResult(name, {
-          status: AgentStatus.ERROR,
-          output,
-          error: ctx.endReason.message,
-        });
-      if (typeof step.value !== "string") {
-        return errorResult(
-          name,
-          `Streaming handler "${name}" yielded a ${typeof step.value}; yield strings.`,
-        );
-      }
-      output += step.value;
-      if (ctx.stream !== null) await ctx.stream.push(step.value);
-    }
-  } finally {
-    if (!finished) await iterator.return?.();
-  }
 }

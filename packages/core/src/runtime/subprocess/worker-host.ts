@@ -2,10 +2,9 @@ import { pathToFileURL } from "node:url";
 import { ExecContext, type StreamSink } from "../../context/exec-context.js";
 import { ErrorCode, NervaError } from "../../errors.js";
 import { agentResult, type AgentInputInit, type AgentResult } from "../../types/agent.js";
-import { AgentStatus } from "../../types/status.js";
 import type { TokenUsage } from "../../types/usage.js";
 import { checkInvokeArgs } from "../guard.js";
-import { normalise } from "../in-process-runtime.js";
+import { runFunction } from "../handler-call.js";
 import { FrameDecoder, encodeFrame } from "../protocol/codec.js";
 import {
   HostFrameSchema,
@@ -87,14 +86,6 @@ function defaultResolve(frame: InvokeFrame): Promise<AgentHandler> {
     );
   }
   return importHandler(frame.module);
-}
-
-function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
-  return (
-    typeof value === "object" &&
-    value !== null &&
-    typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function"
-  );
 }
 
 function notAvailable(method: string): NervaError {
@@ -272,36 +263,7 @@ export function serveWorker(options: ServeWorkerOptions): void {
         }
       },
     };
-    const returned = fn(frame.input, inv.ctx, runtime);
-    if (!isAsyncIterable(returned)) return normalise(name, await returned);
-    const iterator = returned[Symbol.asyncIterator]();
-    let output = "";
-    let finished = false;
-    try {
-      for (;;) {
-        const step = await iterator.next();
-        if (step.done === true) {
-          finished = true;
-          if (step.value === undefined) return agentResult(name, { output });
-          const tail = normalise(name, step.value);
-          return agentResult(name, { ...tail, output: output + tail.output });
-        }
-        const reason = inv.ctx.endReason;
-        if (reason !== null) {
-          return agentResult(name, { status: AgentStatus.ERROR, output, error: reason.message });
-        }
-        if (typeof step.value !== "string") {
-          return errorResult(
-            name,
-            `Streaming handler "${name}" yielded a ${typeof step.value}; yield strings.`,
-          );
-        }
-        output += step.value;
-        if (inv.ctx.stream !== null) await inv.ctx.stream.push(step.value);
-      }
-    } finally {
-      if (!finished) await iterator.return?.();
-    }
+    return runFunction(name, fn, frame.input, inv.ctx, runtime);
   }
 
   send({

@@ -1,0 +1,92 @@
+import type { ExecContext } from "../context/exec-context.js";
+import {
+  agentResult,
+  PartialAgentResultSchema,
+  type AgentInput,
+  type AgentResult,
+} from "../types/agent.js";
+import { AgentStatus } from "../types/status.js";
+import { errorResult } from "./results.js";
+import type { AgentHandler, AgentRuntime, HandlerReturn } from "./types.js";
+
+// Calling a handler function and turning whatever it produced into an AgentResult: shared by the
+// in-process runtime and the subprocess worker, which run the same kind of handler.
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function"
+  );
+}
+
+/**
+ * Calls `fn` and turns what it produced into an AgentResult: a returned value through
+ * {@link normalise}, an async generator by streaming its chunks to `ctx.stream` as they come.
+ */
+export async function runFunction(
+  name: string,
+  fn: AgentHandler,
+  input: AgentInput,
+  ctx: ExecContext,
+  runtime: AgentRuntime,
+): Promise<AgentResult> {
+  const returned = fn(input, ctx, runtime);
+  if (isAsyncIterable(returned)) return consumeStream(name, returned, ctx);
+  return normalise(name, await returned);
+}
+
+/** Converts what a handler returned into an AgentResult. */
+export function normalise(name: string, value: HandlerReturn | unknown): AgentResult {
+  if (typeof value === "string") return agentResult(name, { output: value });
+  if (value === undefined || value === null) return agentResult(name, {});
+  if (typeof value === "object") {
+    const parsed = PartialAgentResultSchema.safeParse(value);
+    if (parsed.success) return agentResult(name, parsed.data);
+    const detail = parsed.error.issues
+      .map((i) => `${["result", ...i.path.map(String)].join(".")}: ${i.message}`)
+      .join("; ");
+    return errorResult(name, `Handler "${name}" returned an invalid result (${detail}).`);
+  }
+  return errorResult(
+    name,
+    `Handler "${name}" returned a ${typeof value}; return a string or a partial AgentResult, or yield strings.`,
+  );
+}
+
+async function consumeStream(
+  name: string,
+  iterable: AsyncIterable<unknown>,
+  ctx: ExecContext,
+): Promise<AgentResult> {
+  const iterator = iterable[Symbol.asyncIterator]();
+  let output = "";
+  let finished = false;
+  try {
+    for (;;) {
+      const step = await iterator.next();
+      if (step.done === true) {
+        finished = true;
+        if (step.value === undefined) return agentResult(name, { output });
+        const tail = normalise(name, step.value);
+        return agentResult(name, { ...tail, output: output + tail.output });
+      }
+      if (ctx.endReason !== null)
+        return agentResult(name, {
+          status: AgentStatus.ERROR,
+          output,
+          error: ctx.endReason.message,
+        });
+      if (typeof step.value !== "string") {
+        return errorResult(
+          name,
+          `Streaming handler "${name}" yielded a ${typeof step.value}; yield strings.`,
+        );
+      }
+      output += step.value;
+      if (ctx.stream !== null) await ctx.stream.push(step.value);
+    }
+  } finally {
+    if (!finished) await iterator.return?.();
+  }
+}
