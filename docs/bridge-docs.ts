@@ -2,13 +2,15 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { codeBlocks } from "./code-blocks.js";
 
 export const docsDir = dirname(fileURLToPath(import.meta.url));
 
 /** The ```ts blocks of a page, in order. */
 export function tsBlocks(page: string): string[] {
-  const text = readFileSync(join(docsDir, page), "utf8");
-  return [...text.matchAll(/^```ts(?: [^\n]*)?\n([\s\S]*?)^```$/gm)].map((m) => m[1] as string);
+  return codeBlocks(join(docsDir, page))
+    .filter((b) => b.lang === "ts")
+    .map((b) => b.code);
 }
 
 /** The text of a page. */

@@ -7,37 +7,12 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { codeBlocks } from "./code-blocks.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const page = join(root, "docs", "container-runtime.md");
 const appDir = join(root, "packages/core/src/runtime/container/image/app");
 const scratch = join(root, "docs", ".container-snippets");
-
-interface Block {
-  readonly lang: string;
-  readonly info: string;
-  readonly line: number;
-  readonly code: string;
-}
-
-function blocks(): Block[] {
-  const lines = readFileSync(page, "utf8").split("\n");
-  const out: Block[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const open = /^```(\w+)(.*)$/.exec(lines[i] as string);
-    if (open === null) continue;
-    const line = i + 1;
-    const body: string[] = [];
-    for (i++; i < lines.length && lines[i] !== "```"; i++) body.push(lines[i] as string);
-    out.push({
-      lang: open[1] as string,
-      info: (open[2] ?? "").trim(),
-      line,
-      code: body.join("\n"),
-    });
-  }
-  return out;
-}
 
 /** The example image (built by .ci/docker.sh if missing), or null when Docker is absent. */
 async function exampleImage(): Promise<string | null> {
@@ -58,7 +33,7 @@ async function exampleImage(): Promise<string | null> {
   return null;
 }
 
-const all = blocks();
+const all = codeBlocks(page);
 const dockerSnippets = all.filter((b) => b.lang === "ts" && /\bno-run\b/.test(b.info));
 const handlerFiles = all.filter((b) => b.lang === "js");
 

@@ -4,10 +4,11 @@
 // A block fenced as ```ts no-run (servers, Docker, long-running examples) is not executed, but every
 // module it imports must resolve and export each name it imports; such a block must also be
 // exercised by an example app or a test next to it, which its doc page names.
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { codeBlocks } from "./code-blocks.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const scratch = join(root, "docs", ".snippets");
@@ -27,22 +28,14 @@ function markdownFiles(): string[] {
 }
 
 function extractSnippets(file: string): Snippet[] {
-  const lines = readFileSync(file, "utf8").split("\n");
-  const out: Snippet[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const open = /^```(ts|typescript)(\s+.*)?$/.exec(lines[i] as string);
-    if (open === null) continue;
-    const start = i + 1;
-    const body: string[] = [];
-    for (i = start; i < lines.length && lines[i] !== "```"; i++) body.push(lines[i] as string);
-    out.push({
+  return codeBlocks(file)
+    .filter((b) => b.lang === "ts" || b.lang === "typescript")
+    .map((b) => ({
       file: relative(root, file),
-      line: start,
-      run: !/\bno-run\b/.test(open[2] ?? ""),
-      code: body.join("\n"),
-    });
-  }
-  return out;
+      line: b.line,
+      run: !/\bno-run\b/.test(b.info),
+      code: b.code,
+    }));
 }
 
 /** Value imports of a snippet: `import { a, type B, c as d } from "x"` → x: [a, c]. */

@@ -3,43 +3,18 @@
 // file) is written verbatim into a scratch agents/ directory, then every ```ts no-run block runs
 // as an ES module with that directory's parent as the working directory. (docs/snippets.test.ts
 // checks the imports of those blocks; they need the handler files, so they run here.)
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { ExecContext, SubprocessRuntime } from "@nerva/core";
 import { afterAll, describe, expect, it } from "vitest";
+import { codeBlocks, type CodeBlock } from "./code-blocks.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const scratch = join(root, "docs", ".subprocess-snippets");
 const agents = join(scratch, "agents");
 
-interface Block {
-  readonly lang: string;
-  readonly info: string;
-  readonly line: number;
-  readonly code: string;
-}
-
-function blocks(page: string): Block[] {
-  const lines = readFileSync(join(root, "docs", page), "utf8").split("\n");
-  const out: Block[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const open = /^```(\w+)(.*)$/.exec(lines[i] as string);
-    if (open === null) continue;
-    const line = i + 1;
-    const body: string[] = [];
-    for (i++; i < lines.length && lines[i] !== "```"; i++) body.push(lines[i] as string);
-    out.push({
-      lang: open[1] as string,
-      info: (open[2] ?? "").trim(),
-      line,
-      code: body.join("\n"),
-    });
-  }
-  return out;
-}
-
-const page = blocks("subprocess-runtime.md");
+const page = codeBlocks(join(root, "docs", "subprocess-runtime.md"));
 const handlerFiles = page
   .filter((b) => b.lang === "js" || b.lang === "python")
   .map((b) => {
@@ -88,12 +63,12 @@ describe("docs/subprocess-runtime.md", () => {
 
 describe("docs/protocol.md", () => {
   it("its complete Python handler works as shown", async () => {
-    const python = blocks("protocol.md").filter((b) => b.lang === "python");
+    const python = codeBlocks(join(root, "docs", "protocol.md")).filter((b) => b.lang === "python");
     expect(python).toHaveLength(1);
     const dir = join(scratch, "protocol-agents");
     mkdirSync(dir, { recursive: true });
     const file = join(dir, "my_agent.py");
-    writeFileSync(file, `${(python[0] as Block).code}\n`);
+    writeFileSync(file, `${(python[0] as CodeBlock).code}\n`);
     chmodSync(file, 0o755);
     const runtime = new SubprocessRuntime({ handlerDir: dir, pool: { min: 0 } });
     try {
