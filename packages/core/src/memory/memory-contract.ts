@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ExecContext, type ExecContextOptions } from "../context/exec-context.js";
-import { ErrorCode, NervaError } from "../errors.js";
+import { ErrorCode } from "../errors.js";
 import { TieredMemory, type TieredMemoryOptions } from "./tiered-memory.js";
 import type { EmbedFn, MemoryStore } from "./types.js";
+import { rejection } from "../testing/rejection.js";
 
 /**
  * Builds a fresh, empty store for one test. `reopen` (for persistent stores) closes nothing and
@@ -33,16 +34,6 @@ export const wordEmbedder: EmbedFn = async (texts) =>
 
 function ctxOf(options: ExecContextOptions): ExecContext {
   return ExecContext.create(options);
-}
-
-async function rejection(promise: Promise<unknown>): Promise<NervaError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(NervaError);
-    return err as NervaError;
-  }
-  throw new Error("expected the call to reject");
 }
 
 /**

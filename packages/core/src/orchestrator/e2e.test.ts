@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ExecContext, type ExecContextOptions } from "../context/exec-context.js";
-import { ErrorCode, NervaError } from "../errors.js";
+import { ErrorCode } from "../errors.js";
 import { SqliteMemoryStore } from "../memory/sqlite-memory-store.js";
 import { TieredMemory } from "../memory/tiered-memory.js";
 import { LoggingMiddleware } from "../middleware/logging.js";
@@ -16,6 +16,7 @@ import { RuleRouter } from "../router/rule-router.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { FunctionToolManager, defineTool } from "../tools/function-tool-manager.js";
 import { Orchestrator } from "./orchestrator.js";
+import { rejection } from "../testing/rejection.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-e2e-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -206,16 +207,6 @@ async function makeApp(policyYaml = BASE_POLICY, memoryPath?: string): Promise<A
 
 const user = (userId: string, extra: ExecContextOptions = {}) =>
   ExecContext.create({ userId, sessionId: `${userId}-session`, ...extra });
-
-async function rejection(promise: Promise<unknown>): Promise<NervaError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(NervaError);
-    return err as NervaError;
-  }
-  throw new Error("expected the request to be refused");
-}
 
 describe("orchestrator end to end", () => {
   it("streams a streaming handler chunk by chunk, and a plain one as one final chunk", async () => {

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
-import { ErrorCode, NervaError } from "../errors.js";
+import { ErrorCode } from "../errors.js";
 import type { Registry } from "./types.js";
+import { rejection } from "../testing/rejection.js";
 
 /**
  * Builds a fresh, empty registry for one test whose automatic health rule marks an entry
@@ -12,16 +13,6 @@ export type RegistryContractSetup = (options: { unhealthyAfterFailures: number }
   registry: Registry;
   reopen?: () => Promise<Registry>;
 }>;
-
-async function rejection(promise: Promise<unknown>): Promise<NervaError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(NervaError);
-    return err as NervaError;
-  }
-  throw new Error("expected the call to reject");
-}
 
 /**
  * The behaviour every {@link Registry} must show: upserts, permission-filtered discovery, health
