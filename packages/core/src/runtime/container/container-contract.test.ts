@@ -1,7 +1,7 @@
 import { describe } from "vitest";
 import { describeRuntimeContract } from "../../testing/index.js";
 import { ContainerRuntime } from "./container-runtime.js";
-import { dockerTestImage } from "./test-env.js";
+import { dockerTestImage } from "./test-env.test-support.js";
 
 const HANDLERS = ["echo", "fail", "decline", "slow", "stream", "delegator", "context", "usage"];
 const image = await dockerTestImage("ContainerRuntime contract tests");

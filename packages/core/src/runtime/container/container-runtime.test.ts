@@ -9,7 +9,7 @@ import { AgentStatus } from "../../types/status.js";
 import { ContainerRuntime } from "./container-runtime.js";
 import { importOptional, labelKeys, ownerIsGone, OWNER_ID } from "./docker.js";
 import { parseMemoryLimit } from "./options.js";
-import { dockerBridgeAddress, dockerTestImage } from "./test-env.js";
+import { dockerBridgeAddress, dockerTestImage } from "./test-env.test-support.js";
 
 const image = await dockerTestImage("ContainerRuntime engine tests");
 const docker = new Docker();

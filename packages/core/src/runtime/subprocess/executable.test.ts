@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,33 +8,12 @@ import { ErrorCode } from "../../errors.js";
 import { AgentStatus } from "../../types/status.js";
 import { parseStdout } from "./executable.js";
 import { SubprocessRuntime } from "./subprocess-runtime.js";
+import { goneWithin } from "./process-probe.test-support.js";
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "isolation");
 
 const ctx = (extra: Parameters<typeof ExecContext.create>[0] = {}) =>
   ExecContext.create({ userId: "u1", sessionId: "s1", ...extra });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-}
-
-async function goneWithin(pid: number, limitMs = 2000): Promise<number> {
-  const started = performance.now();
-  while (performance.now() - started < limitMs) {
-    if (!alive(pid)) return performance.now() - started;
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  return Infinity;
-}
 
 describe("executable handlers: the protocol", () => {
   let runtime: SubprocessRuntime;

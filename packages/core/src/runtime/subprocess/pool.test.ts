@@ -1,29 +1,16 @@
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
-import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ExecContext } from "../../context/exec-context.js";
 import { AgentStatus } from "../../types/status.js";
 import { SubprocessRuntime } from "./subprocess-runtime.js";
+import { alive } from "./process-probe.test-support.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const dir = join(here, "fixtures", "isolation");
 const ctx = () => ExecContext.create({ userId: "u1" });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-}
 
 async function waitFor(check: () => boolean, limitMs: number): Promise<boolean> {
   const started = performance.now();
