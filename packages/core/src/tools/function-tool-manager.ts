@@ -6,6 +6,7 @@ import { messageOf } from "../runtime/results.js";
 import { runWithDeadline } from "./deadline.js";
 import {
   deniedResult,
+  discoverAllowed,
   describeLimit,
   endToolSpan,
   endedResult,
@@ -241,14 +242,7 @@ export class FunctionToolManager implements ToolManager {
 
   async discover(ctx: ExecContext): Promise<readonly ToolInfo[]> {
     checkContext(ctx);
-    const span = ctx.startSpan("tools.discover", { manager: "function" });
-    const tools: ToolInfo[] = [];
-    for (const [name, entry] of this.#tools) {
-      if (ctx.permissions.canUseTool(name)) tools.push(entry.info);
-    }
-    span.setAttribute("tools", tools.length);
-    span.end("ok");
-    return Object.freeze(tools);
+    return discoverAllowed(ctx, this.#tools, { manager: "function" });
   }
 
   async call(name: string, args: unknown, ctx: ExecContext): Promise<ToolResult> {

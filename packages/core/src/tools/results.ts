@@ -1,7 +1,7 @@
 import type { ExecContext } from "../context/exec-context.js";
 import type { Span } from "../context/span.js";
 import { ErrorCode, type NervaError } from "../errors.js";
-import { ToolStatus, type ToolResult } from "./types.js";
+import { ToolStatus, type ToolInfo, type ToolResult } from "./types.js";
 
 /** Milliseconds since `startedMs` (a `performance.now()` reading), never negative. */
 export function elapsedSince(startedMs: number): number {
@@ -78,4 +78,23 @@ export function describeLimit(ctx: ExecContext, timeoutSeconds: number): string 
   return timeoutSeconds * 1000 <= ctx.remainingMs()
     ? `tool timeout of ${timeoutSeconds} s`
     : "the request's deadline";
+}
+
+/**
+ * `discover` for a manager holding its tools by name: the ones the context may use, recorded as a
+ * `tools.discover` span with `attributes` (e.g. which manager) and the count.
+ */
+export function discoverAllowed(
+  ctx: ExecContext,
+  tools: Iterable<readonly [string, { readonly info: ToolInfo }]>,
+  attributes: Record<string, string>,
+): readonly ToolInfo[] {
+  const span = ctx.startSpan("tools.discover", attributes);
+  const allowed: ToolInfo[] = [];
+  for (const [name, tool] of tools) {
+    if (ctx.permissions.canUseTool(name)) allowed.push(tool.info);
+  }
+  span.setAttribute("tools", allowed.length);
+  span.end("ok");
+  return Object.freeze(allowed);
 }

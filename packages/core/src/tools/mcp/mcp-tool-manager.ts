@@ -9,6 +9,7 @@ import type { Attributes } from "../../types/trace.js";
 import { runWithDeadline } from "../deadline.js";
 import {
   deniedResult,
+  discoverAllowed,
   describeLimit,
   endToolSpan,
   endedResult,
@@ -272,14 +273,7 @@ export class MCPToolManager implements ToolManager {
 
   async discover(ctx: ExecContext): Promise<readonly ToolInfo[]> {
     checkContext(ctx);
-    const span = ctx.startSpan("tools.discover", { manager: "mcp", server: this.#label });
-    const tools: ToolInfo[] = [];
-    for (const [name, tool] of this.#tools) {
-      if (ctx.permissions.canUseTool(name)) tools.push(tool.info);
-    }
-    span.setAttribute("tools", tools.length);
-    span.end("ok");
-    return Object.freeze(tools);
+    return discoverAllowed(ctx, this.#tools, { manager: "mcp", server: this.#label });
   }
 
   async call(name: string, args: unknown, ctx: ExecContext): Promise<ToolResult> {
