@@ -9,8 +9,12 @@
 // as req/s (autocannon, 50 connections) and as the server's CPU time per request, which is far less
 // sensitive than req/s to other load on a shared machine.
 // Run: pnpm bench http   (or: pnpm build && node bench/http.bench.mjs)
-// Env: BENCH_DURATION (s per run, default 5), BENCH_ROUNDS (default 3), BENCH_FRAMEWORKS (csv).
-import { spawn } from "node:child_process";
+// Where `taskset` exists and there are at least 2 CPUs, the servers run on CPU 1 and autocannon
+// (this process) on CPU 0, so the load generator never takes CPU from the server it measures.
+// Env: BENCH_DURATION (s per run, default 5), BENCH_ROUNDS (default 3), BENCH_FRAMEWORKS (csv),
+// BENCH_PIN=0 (do not pin).
+import { execFileSync, spawn } from "node:child_process";
+import { availableParallelism } from "node:os";
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -21,6 +25,18 @@ const VARIANTS = ["bare", "bare-handle", "context", "bridge"];
 const DURATION_SECONDS = Number(process.env.BENCH_DURATION ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 50;
+
+/** `true` when this process was pinned to CPU 0 (and servers go to CPU 1). */
+function pinLoadSide() {
+  if (process.env.BENCH_PIN === "0" || availableParallelism() < 2) return false;
+  try {
+    execFileSync("taskset", ["-a", "-cp", "0", String(process.pid)], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false; // no taskset here: run unpinned, and say so in the result
+  }
+}
+let pinned = false;
 
 /** Imports `specifier` as packages/<pkg> sees it (frameworks are the bridges' dependencies). */
 const from = (pkg, specifier) =>
@@ -185,7 +201,9 @@ async function serve(framework, variant) {
 // Load side.
 
 async function start(framework, variant) {
-  const child = spawn(process.execPath, [self, "--serve", framework, variant], {
+  const command = [process.execPath, self, "--serve", framework, variant];
+  if (pinned) command.unshift("taskset", "-c", "1");
+  const child = spawn(command[0], command.slice(1), {
     stdio: ["ignore", "pipe", "inherit", "ipc"],
     env: { ...process.env, NODE_ENV: "production" },
   });
@@ -238,8 +256,10 @@ const ratio = (a, b) => +(a / b).toFixed(3);
 
 async function main() {
   const wanted = (process.env.BENCH_FRAMEWORKS ?? FRAMEWORKS.join(",")).split(",");
+  pinned = pinLoadSide();
   const result = {
     bench: "http",
+    pinned,
     connections: CONNECTIONS,
     duration_seconds: DURATION_SECONDS,
     rounds: ROUNDS,

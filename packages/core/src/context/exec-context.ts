@@ -16,8 +16,8 @@ import {
   type TokenUsage,
   type TokenUsageDelta,
 } from "../types/usage.js";
-import { newRequestId, newSpanId, newTraceId, parseTraceparent } from "./ids.js";
-import { Span, nowMs } from "./span.js";
+import { newRequestId, newTraceId, parseTraceparent } from "./ids.js";
+import { Span, nowMs, spanParentId, type SpanParent } from "./span.js";
 
 /**
  * Where primitives push output as it is produced (tokens, progress). `push` may return a promise
@@ -255,14 +255,14 @@ export class ExecContext {
   /** Epoch milliseconds of the deadline, or `null` when there is none. */
   readonly timeoutAt: number | null;
 
-  /** Trace, identity, permissions and scope: one frozen object shared by the whole tree. */
+  /** Trace, identity, permissions and scope: one object shared by the whole tree, never changed. */
   readonly #id: Identity;
   /** Lifecycle parent: a cancelled parent cancels this context. */
   readonly #parent: ExecContext | null;
   /** Set on a fork: the context whose request (token usage) the fork belongs to. */
   readonly #base: ExecContext | null;
   /** Parent of new spans started on this context. */
-  readonly #spanId: string | null;
+  readonly #span: SpanParent;
   readonly #onEnd: ((reason: NervaError) => void) | null;
   #recorder: Recorder | null = null;
   #usage: { p: number; c: number; t: number; cost: number } | null = null;
@@ -290,7 +290,7 @@ export class ExecContext {
     timeoutAt: number | null,
     parent: ExecContext | null,
     base: ExecContext | null,
-    spanId: string | null,
+    span: SpanParent,
     onEnd: ((reason: NervaError) => void) | null,
   ) {
     this.#id = id;
@@ -302,7 +302,7 @@ export class ExecContext {
     this.timeoutAt = timeoutAt;
     this.#parent = parent;
     this.#base = base;
-    this.#spanId = spanId;
+    this.#span = span;
     this.#onEnd = onEnd;
     if (parent !== null) {
       if (parent.#state === CANCELLED || parent.#state === TIMED_OUT) {
@@ -394,14 +394,14 @@ export class ExecContext {
           : Permissions.create(o.permissions as PermissionsInit);
     const remote = o.traceId === undefined ? parseTraceparent(o.traceparent) : null;
     const createdAt = Date.now();
-    const id: Identity = Object.freeze({
+    const id: Identity = {
       traceId: o.traceId ?? remote?.traceId ?? newTraceId(),
       userId: o.userId ?? null,
       sessionId: o.sessionId ?? null,
       permissions,
       memoryScope: o.memoryScope ?? "session",
       metadata: o.metadata === undefined ? NO_METADATA : Object.freeze({ ...o.metadata }),
-    });
+    };
     return new ExecContext(
       id,
       o.requestId ?? newRequestId(),
@@ -432,14 +432,14 @@ export class ExecContext {
       "context",
       "Send the object produced by ctx.toWire() (snake_case fields).",
     );
-    const id: Identity = Object.freeze({
+    const id: Identity = {
       traceId: w.trace_id,
       userId: w.user_id,
       sessionId: w.session_id,
       permissions: Permissions.fromWire(w.permissions),
       memoryScope: w.memory_scope,
       metadata: Object.freeze({ ...w.metadata }),
-    });
+    };
     const ctx = new ExecContext(
       id,
       w.request_id,
@@ -489,7 +489,7 @@ export class ExecContext {
       metadata: { ...this.metadata },
       agent_name: this.agentName,
       depth: this.depth,
-      span_id: this.#spanId,
+      span_id: spanParentId(this.#span),
     };
   }
 
@@ -519,7 +519,7 @@ export class ExecContext {
       this.#deadline(options.timeoutSeconds, "options.timeoutSeconds"),
       this,
       null,
-      options.span?.id ?? this.#spanId,
+      options.span ?? this.#span,
       null,
     );
   }
@@ -545,7 +545,7 @@ export class ExecContext {
       this.#deadline(options.timeoutSeconds, "options.timeoutSeconds"),
       this,
       this.#base ?? this,
-      options.span?.id ?? this.#spanId,
+      options.span ?? this.#span,
       options.onEnd ?? null,
     );
   }
@@ -730,7 +730,7 @@ export class ExecContext {
 
   /** The span new spans of this context nest under (`null` at the top of a trace). */
   get currentSpanId(): string | null {
-    return this.#spanId;
+    return spanParentId(this.#span);
   }
 
   /**
@@ -740,14 +740,7 @@ export class ExecContext {
    * const span = ctx.startSpan("tools.call", { tool: "search" });
    */
   startSpan(name: string, attributes?: Attributes): Span {
-    const span = new Span(
-      newSpanId(),
-      this.#spanId,
-      this.traceId,
-      this.requestId,
-      name,
-      attributes,
-    );
+    const span = new Span(this.#span, this.traceId, this.requestId, name, attributes);
     this.#rec().spans.push(span);
     return span;
   }
@@ -785,7 +778,7 @@ export class ExecContext {
       timestampMs: nowMs(),
       traceId: this.traceId,
       requestId: this.requestId,
-      spanId: this.#spanId,
+      spanId: spanParentId(this.#span),
       attributes: Object.freeze({ ...attributes }),
     });
     this.#rec().events.push(event);

@@ -1,3 +1,4 @@
+import { randomInt32, spanIdOf } from "./ids.js";
 import {
   attributesToWire,
   toUnixSeconds,
@@ -7,22 +8,43 @@ import {
   type SpanWire,
 } from "../types/trace.js";
 
+// Read once: `timeOrigin` is fixed for the process, and the global `performance` is a getter.
+// Together they were most of the cost of a clock reading, and spans take two each.
+const perf = performance;
+const timeOrigin = perf.timeOrigin;
+
 /** Wall-clock milliseconds with sub-millisecond precision. */
 export function nowMs(): number {
-  return performance.timeOrigin + performance.now();
+  return timeOrigin + perf.now();
+}
+
+/**
+ * What a span nests under: a span of this process, the id of a remote span (from a `traceparent`
+ * or a context that crossed the wire), or nothing at the top of a trace.
+ */
+export type SpanParent = Span | string | null;
+
+/** The id of a {@link SpanParent}. */
+export function spanParentId(parent: SpanParent): string | null {
+  return parent === null || typeof parent === "string" ? parent : parent.id;
 }
 
 /**
  * One timed unit of work. Started with `ctx.startSpan(name)` (or `ctx.span(name, fn)`), ended
  * exactly once with `end()`; later calls to `end()` are ignored.
  *
+ * The id's random bits are drawn at start; its text is written on first read (most spans of a
+ * busy server are never serialised).
+ *
  * @example
  * const span = ctx.startSpan("db.query", { table: "orders" });
  * try { await query(); span.end(); } catch (e) { span.end("error", String(e)); throw e; }
  */
 export class Span {
-  readonly id: string;
-  readonly parentId: string | null;
+  #id: string | null = null;
+  readonly #high: number;
+  readonly #low: number;
+  readonly #parent: SpanParent;
   readonly traceId: string;
   readonly requestId: string;
   readonly name: string;
@@ -33,15 +55,18 @@ export class Span {
   #attributes: Attributes | null;
 
   constructor(
-    id: string,
-    parentId: string | null,
+    parent: SpanParent,
     traceId: string,
     requestId: string,
     name: string,
     attributes: Attributes | undefined,
   ) {
-    this.id = id;
-    this.parentId = parentId;
+    let high = randomInt32();
+    const low = randomInt32();
+    if (high === 0 && low === 0) high = 1; // an all-zero span id is invalid
+    this.#high = high;
+    this.#low = low;
+    this.#parent = parent;
     this.traceId = traceId;
     this.requestId = requestId;
     this.name = name;
@@ -49,6 +74,16 @@ export class Span {
     // Object.assign, not a spread: on V8 (Node 20) adding keys to a spread copy later (setAttribute)
     // costs ~1 µs per key, against ~50 ns for an assigned copy.
     this.#attributes = attributes === undefined ? null : Object.assign({}, attributes);
+  }
+
+  /** 16 lowercase hex digits, unique within the trace. */
+  get id(): string {
+    return (this.#id ??= spanIdOf(this.#high, this.#low));
+  }
+
+  /** The id of the span this one nests under, or `null` at the top of the trace. */
+  get parentId(): string | null {
+    return spanParentId(this.#parent);
   }
 
   get endMs(): number | null {

@@ -33,14 +33,14 @@ export class PassthroughResponder implements Responder {
     const text = withFailure(result.output, failureText(result));
     span.setAttribute("length", text.length);
     span.end("ok");
-    return Object.freeze({
+    return {
       text,
       status: result.status,
       handler: result.handler,
       data: result.data,
       error: result.error,
       truncated: false,
-    });
+    };
   }
 
   formatChunk(chunk: string, _channel: Channel, _ctx: ExecContext): string {

@@ -99,6 +99,8 @@ export class RuleRouter implements Router {
   readonly #rules: readonly CompiledRule[];
   readonly #defaultHandler: string | null;
   readonly #defaultScore: number;
+  /** The answer when no rule matched: built once, it is the same every time. */
+  readonly #defaultOnly: RouteResult | null;
 
   constructor(options: RuleRouterOptions) {
     const o = parseRouterOptions(RuleRouterOptionsSchema, options, FIX);
@@ -115,6 +117,16 @@ export class RuleRouter implements Router {
     }));
     this.#defaultHandler = o.defaultHandler ?? null;
     this.#defaultScore = o.defaultScore;
+    if (this.#defaultHandler === null) {
+      this.#defaultOnly = null;
+    } else {
+      const only: RouteCandidate = Object.freeze({
+        name: this.#defaultHandler,
+        score: this.#defaultScore,
+        reason: "default handler: no rule matched",
+      });
+      this.#defaultOnly = Object.freeze({ candidates: Object.freeze([only]), best: only });
+    }
   }
 
   /** Every handler this router can return, in rule order, the default last. */
@@ -157,12 +169,13 @@ export class RuleRouter implements Router {
     if (fallback !== null && (only === null || only.has(fallback))) {
       if (!ctx.permissions.canUseAgent(fallback)) {
         if (!raw.some((c) => c.name === fallback)) denied++; // else rank() counted it already
+      } else if (result.candidates.length === 0) {
+        result = this.#defaultOnly as RouteResult;
       } else if (!result.candidates.some((c) => c.name === fallback)) {
-        const none = result.candidates.length === 0;
         const last: RouteCandidate = Object.freeze({
           name: fallback,
-          score: none ? this.#defaultScore : 0,
-          reason: none ? "default handler: no rule matched" : "default handler (last resort)",
+          score: 0,
+          reason: "default handler (last resort)",
         });
         const candidates = Object.freeze([...result.candidates, last]);
         result = Object.freeze({ candidates, best: candidates[0] ?? null });

@@ -58,8 +58,9 @@ const NO_ARGS: Readonly<Record<string, string>> = Object.freeze({});
 const NO_ITEMS: readonly Readonly<Record<string, string>>[] = Object.freeze([]);
 
 /**
- * A frozen AgentInput that passed validation. The class is the mark: runtimes pass such inputs
- * on (chains, delegation) without validating them again. Not exported from the package.
+ * An AgentInput that passed validation. The class is the mark: runtimes pass such inputs on
+ * (chains, delegation) without validating them again. Not exported from the package. Read-only by
+ * type, not frozen: `Object.freeze` is a call into the engine on every invocation.
  */
 export class ValidatedInput implements AgentInput {
   readonly message: string;
@@ -77,7 +78,6 @@ export class ValidatedInput implements AgentInput {
     this.args = args;
     this.tools = tools;
     this.history = history;
-    Object.freeze(this);
   }
 }
 
@@ -164,18 +164,21 @@ export function parseAgentResult(wire: unknown, handler = ""): AgentResult {
   return agentResult(r.handler ?? handler, r);
 }
 
+const NO_DATA: Readonly<Record<string, JsonValue>> = Object.freeze({});
+
 /**
- * Builds a frozen AgentResult, filling defaults (empty output and data, no error).
+ * Builds an AgentResult, filling defaults (empty output and data, no error). Read-only by type;
+ * not frozen, since one is built per invocation.
  *
  * @example
  * const failed = agentResult("my_agent", { status: AgentStatus.ERROR, error: "boom" });
  */
 export function agentResult(handler: string, fields: PartialAgentResult): AgentResult {
-  return Object.freeze({
+  return {
     status: fields.status ?? "success",
     output: fields.output ?? "",
-    data: fields.data ?? {},
+    data: fields.data ?? NO_DATA,
     error: fields.error ?? null,
     handler,
-  });
+  };
 }
