@@ -1,4 +1,5 @@
 import { ExecContext } from "../context/exec-context.js";
+import type { Span } from "../context/span.js";
 import { ErrorCode, NervaError, type ValidationIssue } from "../errors.js";
 import {
   AgentInputSchema,
@@ -80,11 +81,23 @@ export function unknownHandlerResult(handler: string, known: readonly string[]):
   return errorResult(handler, `Unknown handler "${handler}" (${list}).`);
 }
 
+/** Ends the `runtime.invoke` span of `result` and returns the result. */
+function endInvokeSpan(span: Span, result: AgentResult): AgentResult {
+  if (result.status === AgentStatus.SUCCESS) {
+    span.end("ok");
+  } else {
+    span.setAttribute("status", result.status);
+    span.end("error", result.error ?? result.status);
+  }
+  return result;
+}
+
 /**
  * The part of `invoke` every runtime shares: a `runtime.invoke` span, the circuit breaker, and a
  * deadline that really ends the call — the handler gets a fork of `ctx` whose `signal` aborts at
  * min(handler timeout, request deadline) or on cancel, and the result resolves at that moment
- * even if the handler ignores the signal. Never rejects.
+ * even if the handler ignores the signal. Never rejects. `handler` and `execute` are `undefined`
+ * for a name nobody registered (an ERROR result naming the registered ones).
  */
 export function invokeGuarded(
   name: string,
@@ -92,26 +105,20 @@ export function invokeGuarded(
   known: () => readonly string[],
   input: AgentInput,
   ctx: ExecContext,
-  execute: Execute,
+  execute: Execute | undefined,
 ): Promise<AgentResult> {
   const span = ctx.startSpan("runtime.invoke", { handler: name });
-  const done = (result: AgentResult): AgentResult => {
-    if (result.status === AgentStatus.SUCCESS) {
-      span.end("ok");
-    } else {
-      span.setAttribute("status", result.status);
-      span.end("error", result.error ?? result.status);
-    }
-    return result;
-  };
-  if (handler === undefined) return Promise.resolve(done(unknownHandlerResult(name, known())));
+  if (handler === undefined || execute === undefined) {
+    return Promise.resolve(endInvokeSpan(span, unknownHandlerResult(name, known())));
+  }
 
   const permit = handler.breaker?.tryAcquire() ?? null;
   if (permit !== null && !permit.admitted) {
     const inMs = Math.max(0, permit.retryAt - Date.now());
     ctx.event("circuit.rejected", { handler: name, retry_in_ms: inMs });
     return Promise.resolve(
-      done(
+      endInvokeSpan(
+        span,
         errorResult(
           name,
           `Circuit open for handler "${name}" (${permit.reason}): call rejected; next probe in ${Math.ceil(inMs / 1000)} s at ${new Date(permit.retryAt).toISOString()}.`,
@@ -127,7 +134,7 @@ export function invokeGuarded(
       if (settled) return;
       settled = true;
       if (permit !== null) handler.breaker?.record(permit, cancelled ? null : result.status);
-      resolve(done(result));
+      resolve(endInvokeSpan(span, result));
     };
     const scoped = ctx.fork({
       span,

@@ -10,7 +10,7 @@ import {
   type CircuitSnapshot,
 } from "./circuit-breaker.js";
 import { runDelegate, type DelegationOptions } from "./delegate.js";
-import { checkInvokeArgs, invokeGuarded, type GuardedHandler } from "./guard.js";
+import { checkInvokeArgs, invokeGuarded, type GuardedHandler, type Execute } from "./guard.js";
 import { runFunction } from "./handler-call.js";
 import type { AgentHandler, AgentRuntime, DelegationPolicy } from "./types.js";
 
@@ -47,8 +47,9 @@ export const HandlerOptionsSchema = z
 export type HandlerOptions = z.input<typeof HandlerOptionsSchema>;
 
 interface Entry extends GuardedHandler {
-  readonly fn: AgentHandler;
   readonly description: string | undefined;
+  /** Runs the handler for one invocation (built once at registration). */
+  readonly execute: Execute;
 }
 
 /**
@@ -114,7 +115,7 @@ export class InProcessRuntime implements AgentRuntime {
       "timeoutSeconds > 0; circuitBreaker fields as in the runtime options.",
     );
     this.#handlers.set(name, {
-      fn: handler,
+      execute: (input, scoped) => runFunction(name, handler, input, scoped, this),
       description: o.description,
       timeoutSeconds: o.timeoutSeconds ?? this.#options.timeoutSeconds,
       breaker: makeBreaker(this.#options.circuitBreaker, o.circuitBreaker),
@@ -144,9 +145,7 @@ export class InProcessRuntime implements AgentRuntime {
       return Promise.reject(err);
     }
     const entry = this.#handlers.get(handler);
-    return invokeGuarded(handler, entry, this.#known, agentInput, ctx, (i, scoped) =>
-      runFunction(handler, (entry as Entry).fn, i, scoped, this),
-    );
+    return invokeGuarded(handler, entry, this.#known, agentInput, ctx, entry?.execute);
   }
 
   invokeChain(
