@@ -189,6 +189,18 @@ describe("SubprocessRuntime and the host process", () => {
     expect(await waitFor(() => !alive(worker), 3000)).toBe(true);
   }, 30_000);
 
+  it("close() resolves in a host with nothing else to do (the code after it runs)", async () => {
+    // An idle worker does not hold the event loop; close() must hold it until the worker is gone,
+    // or the host exits with the close() promise unsettled and the lines after it never run.
+    const host = run('await runtime.close(); console.log("closed");');
+    let out = "";
+    host.stdout?.on("data", (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => host.on("exit", resolve));
+    const [worker, after] = out.trim().split("\n");
+    expect({ code, after }).toEqual({ code: 0, after: "closed" });
+    expect(alive(Number(worker))).toBe(false);
+  }, 30_000);
+
   it("workers exit when their host is SIGKILLed (the channel closes)", async () => {
     const host = run("setInterval(() => {}, 1000);");
     const worker = await firstLine(host);

@@ -425,6 +425,9 @@ export class WorkerProcess {
 
   #kill(): void {
     this.#doomed = true;
+    // An idle worker was unref'd; whoever awaits `exited` (close()) needs the loop kept alive
+    // until the exit arrives, which after SIGKILL is at once.
+    if (this.#child.exitCode === null && this.#child.signalCode === null) this.setRef(true);
     killGroup(this.pid);
     if (this.pid === undefined) this.#die("has no pid");
   }
