@@ -24,19 +24,6 @@ function randomOffset(bytes: number): number {
   return at;
 }
 
-/** `bytes` random bytes as lowercase hex, or `null` when they are all zero (invalid as an id). */
-function randomHex(bytes: number, out: number[]): string | null {
-  const at = randomOffset(bytes);
-  let any = 0;
-  for (let i = 0; i < bytes; i++) {
-    const byte = pool[at + i] as number;
-    any |= byte;
-    out[2 * i] = HEX[byte >> 4] as number;
-    out[2 * i + 1] = HEX[byte & 15] as number;
-  }
-  return any === 0 ? null : fromCharCodes(...out);
-}
-
 /** A new request id: a random (version 4) UUID from the crypto source. */
 export function newRequestId(): string {
   const at = randomOffset(16);
@@ -55,12 +42,23 @@ export function newRequestId(): string {
 
 /** A new W3C trace id: 32 lowercase hex digits, never all zeros. */
 export function newTraceId(): string {
-  return randomHex(16, codes32) ?? newTraceId();
+  const at = randomOffset(16);
+  const out = codes32;
+  let any = 0;
+  for (let i = 0; i < 16; i++) {
+    const byte = pool[at + i] as number;
+    any |= byte;
+    out[2 * i] = HEX[byte >> 4] as number;
+    out[2 * i + 1] = HEX[byte & 15] as number;
+  }
+  return any === 0 ? newTraceId() : fromCharCodes(...out);
 }
 
 /** A new W3C span id: 16 lowercase hex digits, never all zeros. */
 export function newSpanId(): string {
-  return randomHex(8, codes16) ?? newSpanId();
+  const high = randomInt32();
+  const low = randomInt32();
+  return high === 0 && low === 0 ? newSpanId() : spanIdOf(high, low);
 }
 
 /**
