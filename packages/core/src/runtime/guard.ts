@@ -38,7 +38,7 @@ export function checkContext(ctx: unknown, label = "ctx"): asserts ctx is ExecCo
   }
 }
 
-/** Validates the arguments of `invoke`/`delegate` and returns the frozen AgentInput. */
+/** Validates the arguments of `invoke`/`delegate` and returns the validated AgentInput. */
 export function checkInvokeArgs(handler: unknown, input: unknown, ctx: unknown): AgentInput {
   if (typeof handler !== "string" || handler.length === 0) {
     throw invalid(

@@ -37,7 +37,7 @@ export interface AgentInputInit {
 }
 
 /**
- * Validates and freezes an AgentInput; throws `NervaError` INVALID_INPUT naming the bad field.
+ * Validates an AgentInput; throws `NervaError` INVALID_INPUT naming the bad field.
  *
  * @example
  * const input = createAgentInput({ message: "hello", args: { lang: "en" } });
