@@ -627,7 +627,10 @@ export class ExecContext {
     if (this.#state !== LIVE) return;
     this.#state = DISPOSED;
     this.#release();
-    this.#detachChildren((child) => child.cancel(`parent request ${this.requestId} finished`));
+    // Most contexts have no live child left: no closure is made for them.
+    if (this.#firstChild !== null) {
+      this.#detachChildren((child) => child.cancel(`parent request ${this.requestId} finished`));
+    }
   }
 
   /** Empties the list of live children, handing each to `visit` once it is unlinked. */

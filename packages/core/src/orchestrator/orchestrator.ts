@@ -74,6 +74,8 @@ const OptionsSchema = z
 const MAX_MESSAGE = 1_000_000;
 const EMPTY_ARGS: Readonly<Record<string, string>> = Object.freeze({});
 const EMPTY_LIST: readonly Readonly<Record<string, string>>[] = Object.freeze([]);
+/** The default of `options` (not a fresh `{}` per call). */
+const NO_OPTIONS: HandleOptions = Object.freeze({});
 /** Refusals during a handler's run that decide the request's outcome when the handler failed. */
 const ELEVATED: ReadonlySet<string> = new Set([
   ErrorCode.APPROVAL_PENDING,
@@ -177,7 +179,7 @@ export class Orchestrator {
   async handle(
     message: string,
     ctx: ExecContext,
-    options: HandleOptions = {},
+    options: HandleOptions = NO_OPTIONS,
   ): Promise<OrchestratorResponse> {
     checkContext(ctx);
     checkMessage(message);
@@ -218,7 +220,11 @@ export class Orchestrator {
    * @example
    * for await (const chunk of orchestrator.stream("Tell me a story", ctx)) socket.send(chunk);
    */
-  stream(message: string, ctx: ExecContext, options: HandleOptions = {}): OrchestratorStream {
+  stream(
+    message: string,
+    ctx: ExecContext,
+    options: HandleOptions = NO_OPTIONS,
+  ): OrchestratorStream {
     checkContext(ctx);
     checkMessage(message);
     const channel = this.#channelOf(options);
@@ -326,7 +332,7 @@ export class Orchestrator {
   async resume(
     approvalId: string,
     ctx: ExecContext,
-    options: HandleOptions = {},
+    options: HandleOptions = NO_OPTIONS,
   ): Promise<OrchestratorResponse> {
     checkContext(ctx);
     const policy = this.#policy;

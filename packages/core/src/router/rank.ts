@@ -6,6 +6,8 @@ import { z } from "zod";
 import type { ClassifyOptions, RouteCandidate, RouteResult } from "./types.js";
 
 const EMPTY: RouteResult = Object.freeze({ candidates: Object.freeze([]), best: null });
+/** What ranking no candidate gives (the common case of a rule router falling to its default). */
+const NOTHING_RANKED = Object.freeze({ result: EMPTY, denied: 0 });
 
 /** Zod schema of a list of handler descriptions with unique names. */
 export const HandlerDescriptionsSchema = z
@@ -60,6 +62,7 @@ export function rank(
   ctx: ExecContext,
   only: ReadonlySet<string> | null,
 ): { result: RouteResult; denied: number } {
+  if (raw.length === 0) return NOTHING_RANKED;
   let denied = 0;
   const byName = new Map<string, RouteCandidate>();
   for (const c of raw) {
