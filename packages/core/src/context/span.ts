@@ -34,7 +34,8 @@ export function spanParentId(parent: SpanParent): string | null {
  * exactly once with `end()`; later calls to `end()` are ignored.
  *
  * The id's random bits are drawn at start; its text is written on first read (most spans of a
- * busy server are never serialised).
+ * busy server are never serialised). Create spans with `ctx.startSpan`: the constructor's
+ * parameters are internal and may change.
  *
  * @example
  * const span = ctx.startSpan("db.query", { table: "orders" });
