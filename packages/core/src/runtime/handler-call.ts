@@ -24,16 +24,22 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
  * Calls `fn` and turns what it produced into an AgentResult: a returned value through
  * {@link normalise}, an async generator by streaming its chunks to `ctx.stream` as they come.
  */
-export async function runFunction(
+export function runFunction(
   name: string,
   fn: AgentHandler,
   input: AgentInput,
   ctx: ExecContext,
   runtime: AgentRuntime,
 ): Promise<AgentResult> {
-  const returned = fn(input, ctx, runtime);
+  let returned: unknown;
+  try {
+    returned = fn(input, ctx, runtime);
+  } catch (err) {
+    return Promise.reject(err);
+  }
   if (isAsyncIterable(returned)) return consumeStream(name, returned, ctx);
-  return normalise(name, await returned);
+  // Not an async function: one `then` instead of a suspended frame per call.
+  return Promise.resolve(returned).then((value) => normalise(name, value));
 }
 
 /** Converts what a handler returned into an AgentResult. */
