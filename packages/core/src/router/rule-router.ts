@@ -98,7 +98,6 @@ function compilePattern(pattern: RegExp | string, index: number): RegExp {
 export class RuleRouter implements Router {
   readonly #rules: readonly CompiledRule[];
   readonly #defaultHandler: string | null;
-  readonly #defaultScore: number;
   /** The answer when no rule matched: built once, it is the same every time. */
   readonly #defaultOnly: RouteResult | null;
 
@@ -116,13 +115,12 @@ export class RuleRouter implements Router {
       })),
     }));
     this.#defaultHandler = o.defaultHandler ?? null;
-    this.#defaultScore = o.defaultScore;
     if (this.#defaultHandler === null) {
       this.#defaultOnly = null;
     } else {
       const only: RouteCandidate = Object.freeze({
         name: this.#defaultHandler,
-        score: this.#defaultScore,
+        score: o.defaultScore,
         reason: "default handler: no rule matched",
       });
       this.#defaultOnly = Object.freeze({ candidates: Object.freeze([only]), best: only });
