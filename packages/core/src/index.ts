@@ -55,6 +55,7 @@ export {
   type StreamSink,
   type ToWireOptions,
 } from "./context/exec-context.js";
+export { ContextKey } from "./context/local.js";
 export { Span } from "./context/span.js";
 export {
   formatTraceparent,

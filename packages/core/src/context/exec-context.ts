@@ -17,6 +17,7 @@ import {
   type TokenUsageDelta,
 } from "../types/usage.js";
 import { newRequestId, newTraceId, parseTraceparent } from "./ids.js";
+import { ContextKey, type LocalSlots } from "./local.js";
 import { Span, nowMs, spanParentId, type SpanParent } from "./span.js";
 
 /**
@@ -265,6 +266,8 @@ export class ExecContext {
   readonly #span: SpanParent;
   readonly #onEnd: ((reason: NervaError) => void) | null;
   #recorder: Recorder | null = null;
+  /** Request-local slots; only the root of a tree holds them (see local()). */
+  #locals: LocalSlots | null = null;
   #usage: { p: number; c: number; t: number; cost: number } | null = null;
   // Live children, as an intrusive doubly-linked list: O(1) to join and leave, no allocation.
   #firstChild: ExecContext | null = null;
@@ -772,6 +775,59 @@ export class ExecContext {
     } finally {
       inner.dispose();
     }
+  }
+
+  // ---- request-local slots ---------------------------------------------------------------
+
+  /**
+   * A typed key for a request-local slot. Keys are compared by identity: make each once, at
+   * module level, and share the constant.
+   *
+   * @example
+   * const kRefusals = ExecContext.key<PolicyDecision[]>("nerva.refusals");
+   */
+  static key<T>(name: string): ContextKey<T> {
+    if (typeof name !== "string" || name.length === 0) {
+      throw new NervaError(
+        ErrorCode.INVALID_INPUT,
+        'Invalid name: ExecContext.key(name) needs a non-empty name (e.g. "my-app.attempts").',
+        { issues: [{ path: "name", message: "must be a non-empty string" }] },
+      );
+    }
+    return new ContextKey<T>(name);
+  }
+
+  /**
+   * Reads the request-local slot `key`. With `init`, a missing slot is created with `init()` and
+   * stored. Slots live once per request tree: a child, a fork and the root see the same value, so
+   * per-request bookkeeping (what a policy counted, refusals, a run's state) needs no event scan
+   * and no global. They are dropped with the tree.
+   *
+   * @example
+   * const seen = ctx.local(kSeen, () => new Set<string>());
+   * seen.add("search_flights");
+   */
+  local<T>(key: ContextKey<T>): T | undefined;
+  local<T>(key: ContextKey<T>, init: () => T): T;
+  local<T>(key: ContextKey<T>, init?: () => T): T | undefined {
+    const root = ExecContext.#rootOf(this);
+    const slots = root.#locals;
+    if (slots !== null && slots.has(key)) return slots.get(key) as T;
+    if (init === undefined) return undefined;
+    const value = init();
+    (root.#locals ??= new Map()).set(key, value);
+    return value;
+  }
+
+  /**
+   * Sets the request-local slot `key` for the whole request tree (see {@link local}).
+   *
+   * @example
+   * ctx.setLocal(kTenant, "acme");
+   */
+  setLocal<T>(key: ContextKey<T>, value: T): void {
+    const root = ExecContext.#rootOf(this);
+    (root.#locals ??= new Map()).set(key, value);
   }
 
   /** Records a structured event under the current span. */
