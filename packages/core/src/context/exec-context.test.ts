@@ -459,3 +459,48 @@ describe("traceparent helpers", () => {
     }
   });
 });
+
+describe("error codes: options are configuration, wire documents are input", () => {
+  const codeOf = (fn: () => unknown): string | undefined => {
+    try {
+      fn();
+    } catch (err) {
+      return (err as NervaError).code;
+    }
+    return undefined;
+  };
+
+  it("uses INVALID_OPTIONS for everything that configures a context", () => {
+    expect(codeOf(() => ExecContext.create({ permissions: { roles: "admin" as never } }))).toBe(
+      ErrorCode.INVALID_OPTIONS,
+    );
+    expect(codeOf(() => Permissions.create({ allowedTools: "search" as never }))).toBe(
+      ErrorCode.INVALID_OPTIONS,
+    );
+    expect(codeOf(() => ExecContext.create().child(""))).toBe(ErrorCode.INVALID_OPTIONS);
+    expect(codeOf(() => ExecContext.create().fork({ timeoutSeconds: -1 }))).toBe(
+      ErrorCode.INVALID_OPTIONS,
+    );
+    expect(codeOf(() => ExecContext.key(""))).toBe(ErrorCode.INVALID_OPTIONS);
+  });
+
+  it("uses INVALID_INPUT for a wire context, and bounds its nesting before validating it", () => {
+    const wire = ExecContext.create().toWire() as unknown as Record<string, unknown>;
+    expect(codeOf(() => ExecContext.fromWire({ ...wire, permissions: { roles: "x" } }))).toBe(
+      ErrorCode.INVALID_INPUT,
+    );
+    let deep: unknown = "x";
+    for (let i = 0; i < 100_000; i++) deep = { a: deep };
+    for (const field of ["metadata", "permissions", "token_usage", "spans", "extra_field"]) {
+      let err: unknown;
+      try {
+        ExecContext.fromWire({ ...wire, [field]: deep });
+      } catch (e) {
+        err = e;
+      }
+      expect(err, field).toBeInstanceOf(NervaError);
+      expect((err as NervaError).code).toBe(ErrorCode.INVALID_INPUT);
+      expect((err as NervaError).message).toMatch(/^Invalid context: nested deeper than/);
+    }
+  });
+});

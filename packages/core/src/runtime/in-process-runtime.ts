@@ -87,13 +87,13 @@ export class InProcessRuntime implements AgentRuntime {
     parseOrThrow(
       HandlerNameSchema,
       name,
-      ErrorCode.INVALID_INPUT,
+      ErrorCode.INVALID_OPTIONS,
       "name",
       'Pick a name like "flight_agent".',
     );
     if (typeof handler !== "function") {
       throw new NervaError(
-        ErrorCode.INVALID_INPUT,
+        ErrorCode.INVALID_OPTIONS,
         `Invalid handler for "${name}": must be a function (input, ctx, runtime) => string | AgentResult | AsyncIterable<string>.`,
         {
           issues: [{ path: "handler", message: "must be a function" }],

@@ -76,12 +76,15 @@ export class Permissions {
     Object.freeze(this);
   }
 
-  /** Validates `init` (throws `NervaError` INVALID_INPUT naming the bad field). */
+  /**
+   * Validates `init` (throws `NervaError` INVALID_OPTIONS naming the bad field: permissions are
+   * configuration; only their wire form, {@link fromWire}, is input).
+   */
   static create(init: PermissionsInit = {}): Permissions {
     const p = parseOrThrow(
       InitSchema,
       init,
-      ErrorCode.INVALID_INPUT,
+      ErrorCode.INVALID_OPTIONS,
       "permissions",
       "Pass { roles?: string[], allowedTools?: string[] | null, allowedAgents?: string[] | null }.",
     );

@@ -113,7 +113,7 @@ export class ContainerRuntime implements AgentRuntime {
     parseOrThrow(
       HandlerNameSchema,
       name,
-      ErrorCode.INVALID_INPUT,
+      ErrorCode.INVALID_OPTIONS,
       "name",
       'Pick a name like "flight_agent".',
     );
