@@ -27,7 +27,7 @@ export const ErrorCode = {
   RATE_LIMITED: "RATE_LIMITED",
   /** A token or cost budget was exhausted. */
   BUDGET_EXCEEDED: "BUDGET_EXCEEDED",
-  /** A circuit breaker is open; `details.retryAt` says when it probes again. */
+  /** A circuit breaker is open; `details.retryAfterSeconds` says when it probes again. */
   CIRCUIT_OPEN: "CIRCUIT_OPEN",
   /** The request carries no authenticated user where one is required. */
   UNAUTHENTICATED: "UNAUTHENTICATED",
@@ -48,42 +48,112 @@ export interface ValidationIssue {
 }
 
 /**
+ * The `details` each code carries, beyond any other machine-readable extras. A code listed here
+ * must be given these details when it is thrown with a literal code, so that user code reads
+ * `err.details.approvalId` with no cast once it has checked `err.code`.
+ */
+export interface ErrorDetailsByCode {
+  APPROVAL_PENDING: { readonly approvalId: string; readonly rule?: string };
+  RATE_LIMITED: { readonly retryAfterSeconds: number };
+  BUDGET_EXCEEDED: { readonly retryAfterSeconds?: number };
+  CIRCUIT_OPEN: { readonly retryAfterSeconds: number };
+  MISSING_DEPENDENCY: { readonly package: string; readonly install?: string };
+}
+
+/** Extras any error may carry (e.g. `rule`, `checkpoint`, `source`). */
+export type ExtraDetails = { readonly [key: string]: unknown };
+
+/** The `details` of an error with code `C`. */
+export type ErrorDetails<C extends ErrorCode> = C extends keyof ErrorDetailsByCode
+  ? ErrorDetailsByCode[C] & ExtraDetails
+  : ExtraDetails;
+
+/** Options of the {@link NervaError} constructor. */
+export interface NervaErrorOptions<C extends ErrorCode = ErrorCode> {
+  cause?: unknown;
+  issues?: readonly ValidationIssue[];
+  details?: ErrorDetails<C>;
+}
+
+/** Codes whose details have a required field. */
+type CodesWithRequiredDetails = {
+  [K in keyof ErrorDetailsByCode]: object extends ErrorDetailsByCode[K] ? never : K;
+}[keyof ErrorDetailsByCode];
+
+/** The options argument: required, with its details, for {@link CodesWithRequiredDetails}. */
+type OptionsArgs<C extends ErrorCode> = C extends CodesWithRequiredDetails
+  ? [options: NervaErrorOptions<C> & { details: ErrorDetails<C> }]
+  : [options?: NervaErrorOptions<C>];
+
+/** Marks Nerva errors across copies of this package (two installed versions, bundled copies). */
+const BRAND = Symbol.for("nerva.error");
+
+/**
  * The one error class Nerva throws. `code` says what kind of failure it is; the message names
- * the offending field and how to fix it; `issues` lists every validation problem found.
+ * the offending field and how to fix it; `issues` lists every validation problem found;
+ * `details` is typed per code (see {@link ErrorDetailsByCode}).
+ *
+ * `instanceof NervaError` and {@link isNervaError} also recognise an error thrown by another
+ * installed copy of `@nerva/core`, as tRPC recognises its errors.
  *
  * @example
  * try {
  *   new InProcessRuntime({ timeoutSeconds: -1 });
  * } catch (err) {
- *   if (err instanceof NervaError && err.code === "INVALID_OPTIONS") console.error(err.issues);
+ *   if (isNervaError(err, "INVALID_OPTIONS")) console.error(err.issues);
+ *   if (isNervaError(err, "APPROVAL_PENDING")) console.log(err.details.approvalId);
  * }
  */
-export class NervaError extends Error {
+export class NervaError<C extends ErrorCode = ErrorCode> extends Error {
   override readonly name = "NervaError";
-  readonly code: ErrorCode;
+  readonly code: C;
   readonly issues: readonly ValidationIssue[];
   /** Machine-readable extras, e.g. `{ retryAfterSeconds: 30 }` for RATE_LIMITED. */
-  readonly details: Readonly<Record<string, unknown>>;
+  readonly details: Readonly<ErrorDetails<C>>;
 
-  constructor(
-    code: ErrorCode,
-    message: string,
-    options: {
-      cause?: unknown;
-      issues?: readonly ValidationIssue[];
-      details?: Record<string, unknown>;
-    } = {},
-  ) {
+  constructor(code: C, message: string, ...[options = {}]: OptionsArgs<C>) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.issues = options.issues ?? [];
-    this.details = Object.freeze({ ...options.details });
+    this.details = Object.freeze({ ...options.details }) as ErrorDetails<C>;
+  }
+
+  /** Accepts a NervaError of any installed copy of this package (see {@link isNervaError}). */
+  static override [Symbol.hasInstance](value: unknown): value is NervaError {
+    if (this !== NervaError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return (
+      typeof value === "object" &&
+      value !== null &&
+      (value as { [BRAND]?: unknown })[BRAND] === true &&
+      typeof (value as { code?: unknown }).code === "string"
+    );
   }
 }
+Object.defineProperty(NervaError.prototype, BRAND, { value: true });
 
-/** True when `err` is a {@link NervaError}, optionally with the given code. */
-export function isNervaError(err: unknown, code?: ErrorCode): err is NervaError {
+/** A NervaError whose `details` are narrowed by checking its `code`. */
+export type AnyNervaError<C extends ErrorCode = ErrorCode> = C extends ErrorCode
+  ? NervaError<C>
+  : never;
+
+/**
+ * True when `err` is a {@link NervaError} (of any installed copy of this package), optionally
+ * with the given code. Narrows `details` to the code's shape.
+ *
+ * @example
+ * if (isNervaError(err, "RATE_LIMITED")) res.set("retry-after", String(err.details.retryAfterSeconds));
+ */
+export function isNervaError<C extends ErrorCode = ErrorCode>(
+  err: unknown,
+  code?: C,
+): err is AnyNervaError<C> {
   return err instanceof NervaError && (code === undefined || err.code === code);
+}
+
+/** The message of anything thrown: an error's message (or name), a thrown string, or a description. */
+export function messageOf(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  return typeof err === "string" ? err : `non-error value thrown: ${String(err)}`;
 }
 
 /**

@@ -1,7 +1,16 @@
 // Public entry of @nerva/core, grouped by primitive. Anything not exported here is internal.
 
 // Errors
-export { ErrorCode, NervaError, isNervaError, type ValidationIssue } from "./errors.js";
+export {
+  ErrorCode,
+  NervaError,
+  isNervaError,
+  type AnyNervaError,
+  type ErrorDetails,
+  type ErrorDetailsByCode,
+  type NervaErrorOptions,
+  type ValidationIssue,
+} from "./errors.js";
 
 // Value types (zod schemas double as the wire format)
 export { AgentStatus, Scope } from "./types/status.js";
@@ -55,6 +64,7 @@ export {
   type StreamSink,
   type ToWireOptions,
 } from "./context/exec-context.js";
+export { isExecContext } from "./context/check.js";
 export { ContextKey } from "./context/local.js";
 export { Span } from "./context/span.js";
 export {

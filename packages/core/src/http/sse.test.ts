@@ -103,7 +103,9 @@ describe("writeSse over a real HTTP server", () => {
         res,
         (async function* () {
           yield "partial";
-          throw new NervaError(ErrorCode.RATE_LIMITED, "too many requests");
+          throw new NervaError(ErrorCode.RATE_LIMITED, "too many requests", {
+            details: { retryAfterSeconds: 1 },
+          });
         })(),
       );
       outcomes.push(outcome);

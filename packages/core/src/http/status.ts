@@ -4,8 +4,8 @@ import type { AgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 
 /**
- * HTTP status of each {@link ErrorCode}. Codes not listed (and errors that are not NervaErrors
- * and carry no status of their own) answer 500.
+ * HTTP status of each {@link ErrorCode}: every code has one (a new code without a status does not
+ * compile). Errors that are not NervaErrors and carry no status of their own answer 500.
  *
  * | code | status |
  * |---|---|
@@ -15,15 +15,15 @@ import { AgentStatus } from "../types/status.js";
  * | NOT_FOUND | 404 |
  * | RATE_LIMITED, BUDGET_EXCEEDED | 429 (`Retry-After` from `details.retryAfterSeconds`) |
  * | CANCELLED | 499 (client closed request) |
- * | CIRCUIT_OPEN | 503 (`Retry-After` from `details.retryAt`) |
+ * | CIRCUIT_OPEN | 503 (`Retry-After` from `details.retryAfterSeconds`) |
  * | TIMEOUT | 504 |
  * | APPROVAL_PENDING | 202 |
- * | anything else | 500 |
+ * | DUPLICATE_HANDLER, EMPTY_CHAIN, MISSING_DEPENDENCY, INTERNAL | 500 |
  *
  * @example
  * HTTP_STATUS_BY_ERROR_CODE[ErrorCode.RATE_LIMITED]; // 429
  */
-export const HTTP_STATUS_BY_ERROR_CODE: Readonly<Partial<Record<string, number>>> = Object.freeze({
+export const HTTP_STATUS_BY_ERROR_CODE: Readonly<Record<ErrorCode, number>> = Object.freeze({
   [ErrorCode.INVALID_INPUT]: 400,
   [ErrorCode.INVALID_OPTIONS]: 400,
   [ErrorCode.UNAUTHENTICATED]: 401,
@@ -36,7 +36,11 @@ export const HTTP_STATUS_BY_ERROR_CODE: Readonly<Partial<Record<string, number>>
   [ErrorCode.CIRCUIT_OPEN]: 503,
   [ErrorCode.TIMEOUT]: 504,
   [ErrorCode.APPROVAL_PENDING]: 202,
-});
+  [ErrorCode.DUPLICATE_HANDLER]: 500,
+  [ErrorCode.EMPTY_CHAIN]: 500,
+  [ErrorCode.MISSING_DEPENDENCY]: 500,
+  [ErrorCode.INTERNAL]: 500,
+} satisfies Record<ErrorCode, number>);
 
 /**
  * HTTP status of each {@link AgentStatus}, for routes that answer with an AgentResult. An agent
@@ -128,9 +132,6 @@ function retryAfterSeconds(details: Readonly<Record<string, unknown>>): number |
   if (typeof seconds === "number" && Number.isFinite(seconds)) {
     return Math.max(0, Math.ceil(seconds));
   }
-  const at = details.retryAt;
-  const ms = typeof at === "number" ? at : typeof at === "string" ? Date.parse(at) : NaN;
-  if (Number.isFinite(ms)) return Math.max(0, Math.ceil((ms - Date.now()) / 1000));
   return undefined;
 }
 

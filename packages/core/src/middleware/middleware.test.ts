@@ -128,7 +128,11 @@ describe("built-in middleware", () => {
     await pipeline.run("afterRoute", { candidates: [], best: null }, ctx);
     await pipeline.run("afterInvoke", agentResult("a", { status: "error", error: "x" }), ctx);
     await pipeline.run("beforeRespond", response, ctx);
-    await pipeline.onError(new NervaError(ErrorCode.RATE_LIMITED, "slow"), ctx, "route");
+    await pipeline.onError(
+      new NervaError(ErrorCode.RATE_LIMITED, "slow", { details: { retryAfterSeconds: 1 } }),
+      ctx,
+      "route",
+    );
     const records = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(records.map((r) => [r["event"], r["level"]])).toEqual([
       ["request.received", "info"],

@@ -1,4 +1,5 @@
-import { ExecContext } from "../context/exec-context.js";
+import { isExecContext } from "../context/check.js";
+import type { ExecContext } from "../context/exec-context.js";
 import type { Span } from "../context/span.js";
 import { ErrorCode, NervaError, parseOrThrow, type ValidationIssue } from "../errors.js";
 import { HandlerNameSchema } from "../runtime/in-process-runtime.js";
@@ -36,8 +37,7 @@ export function parseRouterOptions<S extends z.ZodType>(
 export function checkClassifyArgs(message: unknown, ctx: unknown): void {
   const issues: ValidationIssue[] = [];
   if (typeof message !== "string") issues.push({ path: "message", message: "must be a string" });
-  if (!(ctx instanceof ExecContext))
-    issues.push({ path: "ctx", message: "must be an ExecContext" });
+  if (!isExecContext(ctx)) issues.push({ path: "ctx", message: "must be an ExecContext" });
   if (issues.length > 0) {
     throw new NervaError(
       ErrorCode.INVALID_INPUT,

@@ -31,7 +31,7 @@ describe("CircuitBreaker", () => {
     const { breaker, now } = clocked({ failureThreshold: 1, recoverySeconds: 60 });
     call(breaker, "error");
     const permit = breaker.tryAcquire();
-    expect(permit).toEqual({ admitted: false, retryAt: now() + 60_000, reason: "open" });
+    expect(permit).toEqual({ admitted: false, retryAfterSeconds: 60, reason: "open" });
     expect(breaker.snapshot()).toMatchObject({
       state: "open",
       nextProbeAt: now() + 60_000,

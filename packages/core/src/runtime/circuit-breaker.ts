@@ -32,7 +32,7 @@ export interface CircuitSnapshot {
 /** Admission ticket from {@link CircuitBreaker.tryAcquire}; hand it back to `record`. */
 export type CircuitPermit =
   | { readonly admitted: true; readonly probe: boolean }
-  | { readonly admitted: false; readonly retryAt: number; readonly reason: string };
+  | { readonly admitted: false; readonly retryAfterSeconds: number; readonly reason: string };
 
 /**
  * Per-handler circuit breaker: CLOSED → OPEN after `failureThreshold` consecutive failures →
@@ -89,12 +89,17 @@ export class CircuitBreaker {
   tryAcquire(): CircuitPermit {
     this.#advance();
     if (this.#state === CircuitState.CLOSED) return ADMITTED;
-    const retryAt = (this.#openedAt ?? this.#clock()) + this.options.recoverySeconds * 1000;
     if (this.#state === CircuitState.OPEN) {
-      return { admitted: false, retryAt, reason: "open" };
+      const now = this.#clock();
+      const probeAt = (this.#openedAt ?? now) + this.options.recoverySeconds * 1000;
+      return {
+        admitted: false,
+        retryAfterSeconds: Math.max(0, probeAt - now) / 1000,
+        reason: "open",
+      };
     }
     if (this.#probes >= this.options.halfOpenMaxCalls) {
-      return { admitted: false, retryAt: this.#clock(), reason: "half-open, probe in progress" };
+      return { admitted: false, retryAfterSeconds: 0, reason: "half-open, probe in progress" };
     }
     this.#probes++;
     return PROBE;

@@ -1,4 +1,5 @@
-import { ExecContext } from "../context/exec-context.js";
+import { checkContext } from "../context/check.js";
+import type { ExecContext } from "../context/exec-context.js";
 import type { Span } from "../context/span.js";
 import { ErrorCode, NervaError, type ValidationIssue } from "../errors.js";
 import {
@@ -31,12 +32,8 @@ function invalid(path: string, message: string, fix: string): NervaError {
   return new NervaError(ErrorCode.INVALID_INPUT, `Invalid ${path}: ${message}. ${fix}`, { issues });
 }
 
-/** Checks the context argument of a runtime call; throws INVALID_INPUT otherwise. */
-export function checkContext(ctx: unknown, label = "ctx"): asserts ctx is ExecContext {
-  if (!(ctx instanceof ExecContext)) {
-    throw invalid(label, "must be an ExecContext", "Create one with ExecContext.create({ ... }).");
-  }
-}
+// Kept here for the modules that import it from the runtime; it lives with the context.
+export { checkContext } from "../context/check.js";
 
 /** Validates the arguments of `invoke`/`delegate` and returns the validated AgentInput. */
 export function checkInvokeArgs(handler: unknown, input: unknown, ctx: unknown): AgentInput {
@@ -114,14 +111,14 @@ export function invokeGuarded(
 
   const permit = handler.breaker?.tryAcquire() ?? null;
   if (permit !== null && !permit.admitted) {
-    const inMs = Math.max(0, permit.retryAt - Date.now());
-    ctx.event("circuit.rejected", { handler: name, retry_in_ms: inMs });
+    const seconds = permit.retryAfterSeconds;
+    ctx.event("circuit.rejected", { handler: name, retry_after_seconds: seconds });
     return Promise.resolve(
       endInvokeSpan(
         span,
         errorResult(
           name,
-          `Circuit open for handler "${name}" (${permit.reason}): call rejected; next probe in ${Math.ceil(inMs / 1000)} s at ${new Date(permit.retryAt).toISOString()}.`,
+          `Circuit open for handler "${name}" (${permit.reason}): call rejected; next probe in ${Math.ceil(seconds)} s.`,
         ),
       ),
     );

@@ -1,17 +1,13 @@
 import type { NervaError } from "../errors.js";
 import { ErrorCode } from "../errors.js";
 import { agentResult, type AgentResult } from "../types/agent.js";
+
+export { messageOf } from "../errors.js";
 import { AgentStatus } from "../types/status.js";
 
 /** An ERROR result for `handler` with `message`. */
 export function errorResult(handler: string, message: string): AgentResult {
   return agentResult(handler, { status: AgentStatus.ERROR, error: message });
-}
-
-/** The message of anything thrown. */
-export function messageOf(err: unknown): string {
-  if (err instanceof Error) return err.message || err.name;
-  return typeof err === "string" ? err : `non-error value thrown: ${String(err)}`;
 }
 
 /** The result of a handler whose context ended: TIMEOUT for a deadline, ERROR for a cancel. */

@@ -152,7 +152,7 @@ export function createContractRoutes(onAborted: (requestId: string) => void): Br
     stream: (ctx, message) => orchestrator.stream(message as string, ctx),
     failure: (code) =>
       new NervaError(code as ErrorCode, `failed with ${code}`, {
-        details: { retryAfterSeconds: 7, retryAt: Date.now() + 30_000 },
+        details: { retryAfterSeconds: 7 },
       }),
     close: () => runtime.close(),
   };

@@ -121,6 +121,7 @@ export function workerEntry(): { file: string; execArgv: string[] } {
     throw new NervaError(
       ErrorCode.MISSING_DEPENDENCY,
       "SubprocessRuntime is running from TypeScript sources and needs esbuild or tsx to start its workers: install one, or use the built package.",
+      { details: { package: "tsx", install: "npm install --save-dev tsx" } },
     );
   }
   entry = { file: source, execArgv: ["--import", pathToFileURL(tsx).href] };
