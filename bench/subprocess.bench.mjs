@@ -13,7 +13,8 @@ import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { ExecContext, InProcessRuntime, SubprocessRuntime } from "@nerva/core";
+import { ExecContext, InProcessRuntime } from "@nerva/core";
+import { SubprocessRuntime } from "@nerva/core/subprocess";
 
 const MODULE_CALLS = Number(process.env.MODULE_CALLS ?? 4000);
 const EXEC_CALLS = Number(process.env.EXEC_CALLS ?? 400);

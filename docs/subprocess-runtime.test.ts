@@ -6,7 +6,8 @@
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { ExecContext, SubprocessRuntime } from "@nerva/core";
+import { ExecContext } from "@nerva/core";
+import { SubprocessRuntime } from "@nerva/core/subprocess";
 import { afterAll, describe, expect, it } from "vitest";
 import { codeBlocks, type CodeBlock } from "./code-blocks.js";
 

@@ -227,50 +227,5 @@ export type {
   OrchestratorStream,
 } from "./orchestrator/types.js";
 
-// Subprocess runtime and the worker protocol (issue #5): handlers in child processes, a warm Node
-// worker pool, executables in any language; the framed protocol is shared with ContainerRuntime.
-export {
-  DEFAULT_ENV_ALLOW,
-  HandlerKind,
-  SubprocessRuntime,
-  SubprocessRuntimeOptionsSchema,
-  parseStdout,
-  scanHandlerDir,
-  serveWorker,
-  type HandlerFile,
-  type HandlerScan,
-  type PoolStats,
-  type ServeWorkerOptions,
-  type SubprocessRuntimeOptions,
-  type SubprocessStats,
-} from "./runtime/subprocess/index.js";
-export {
-  CancelFrameSchema,
-  ChunkFrameSchema,
-  DEFAULT_MAX_FRAME_BYTES,
-  DelegateFrameSchema,
-  DelegateResultFrameSchema,
-  ErrorFrameSchema,
-  FrameDecoder,
-  FrameErrorReason,
-  HostFrameSchema,
-  InvokeFrameSchema,
-  PROTOCOL_VERSION,
-  ReadyFrameSchema,
-  ResultFrameSchema,
-  ShutdownFrameSchema,
-  UsageFrameSchema,
-  WorkerFrameSchema,
-  encodeFrame,
-  protocolSchemas,
-  type AgentInputWire,
-  type DelegateFrame,
-  type FrameDecoderOptions,
-  type HostFrame,
-  type HostFrameInput,
-  type InvokeFrame,
-  type ResultFrame,
-  type UsageFrame,
-  type WorkerFrame,
-  type WorkerFrameInput,
-} from "./runtime/protocol/index.js";
+// The subprocess runtime is at @nerva/core/subprocess and the worker protocol (frame schemas,
+// codecs, serveWorker) at @nerva/core/protocol: only implementers of workers need them.
