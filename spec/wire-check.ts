@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { wireSchemas } from "@nerva/core";
+import { ErrorCode, NervaError, wireSchemas } from "@nerva/core";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import ajvFormats from "ajv-formats";
 import { expect } from "vitest";
@@ -49,4 +49,20 @@ export function expectWireValid(name: WireName, value: unknown): void {
   expect(validate(json), `${name}: ${JSON.stringify(validate.errors)}`).toBe(true);
   const parsed = wireSchemas[name].safeParse(json);
   expect(parsed.success, `${name}: ${parsed.error?.message}`).toBe(true);
+}
+
+/** JSON.stringify then parse: what actually crosses a boundary. */
+export const overTheWire = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
+
+/** Asserts `fn` throws a NervaError INVALID_INPUT whose message matches `field`. */
+export function expectInvalid(fn: () => unknown, field: RegExp): void {
+  let thrown: unknown;
+  try {
+    fn();
+  } catch (err) {
+    thrown = err;
+  }
+  expect(thrown).toBeInstanceOf(NervaError);
+  expect((thrown as NervaError).code).toBe(ErrorCode.INVALID_INPUT);
+  expect((thrown as NervaError).message).toMatch(field);
 }
