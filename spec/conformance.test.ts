@@ -4,8 +4,7 @@
 // serialise to JSON that the spec accepts and parse back to the same values, while payloads as
 // the published Python implementation writes them (with unknown fields) parse into working objects.
 import { readFileSync, readdirSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import {
   AgentStatus,
   ErrorCode,
@@ -20,66 +19,35 @@ import {
   tokenUsageToWire,
   wireSchemas,
 } from "@nerva/core";
-import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
-import ajvFormats from "ajv-formats";
 import { afterAll, describe, expect, it } from "vitest";
 import { assertSelfContained, loadZod, renderAll } from "../scripts/generate-spec.mjs";
+import {
+  SPEC_DIR,
+  expectWireValid,
+  newAjv,
+  readJson,
+  schemaOf,
+  validator,
+  type WireName,
+} from "./wire-check.js";
 
-// ajv-formats is CommonJS: an ES module's default import is its `module.exports`, whose `default`
-// property is the plugin (TypeScript types the default import the same way under NodeNext).
-const addFormats = ajvFormats.default;
-
-const SPEC_DIR = dirname(fileURLToPath(import.meta.url));
 const CASES_DIR = join(SPEC_DIR, "conformance");
-const NAMES = Object.keys(wireSchemas).sort() as (keyof typeof wireSchemas)[];
+const NAMES = Object.keys(wireSchemas).sort() as WireName[];
 
 interface Cases {
   valid: unknown[];
   invalid: { why: string; instance: unknown }[];
 }
 
-const readJson = (path: string): unknown => JSON.parse(readFileSync(path, "utf8"));
 const jsonFiles = (dir: string): string[] =>
   readdirSync(dir, { withFileTypes: true })
     .filter((e) => e.isFile() && e.name.endsWith(".json"))
     .map((e) => e.name.slice(0, -".json".length))
     .sort();
 
-/** A strict ajv with formats enforced, as a careful implementation in another language would be. */
-function newAjv(): Ajv2020 {
-  const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
-  addFormats(ajv);
-  return ajv;
-}
-
 const schemaFiles = jsonFiles(SPEC_DIR);
 const caseFiles = jsonFiles(CASES_DIR);
-interface SpecFile {
-  $id: string;
-  $defs?: Record<string, unknown>;
-  [keyword: string]: unknown;
-}
-const schemaOf = (name: string) => readJson(join(SPEC_DIR, `${name}.json`)) as SpecFile;
 const casesOf = (name: string) => readJson(join(CASES_DIR, `${name}.json`)) as Cases;
-
-/** One validator per spec file, each compiled by its own ajv: every file stands alone. */
-const validators = new Map<string, ValidateFunction>();
-function validator(name: string): ValidateFunction {
-  let v = validators.get(name);
-  if (v === undefined) {
-    v = newAjv().compile(schemaOf(name));
-    validators.set(name, v);
-  }
-  return v;
-}
-
-/** Asserts `value` is valid JSON for wire type `name` under both the spec file and zod. */
-function expectWireValid(name: keyof typeof wireSchemas, value: unknown): void {
-  const json: unknown = JSON.parse(JSON.stringify(value));
-  const validate = validator(name);
-  expect(validate(json), JSON.stringify(validate.errors)).toBe(true);
-  expect(wireSchemas[name].safeParse(json).success).toBe(true);
-}
 
 describe("spec/ covers every wire type", () => {
   it("has one schema file per wire type and no other", () => {
@@ -130,7 +98,7 @@ describe("spec/ covers every wire type", () => {
     let embedded = 0;
     for (const name of NAMES) {
       for (const [defName, def] of Object.entries(schemaOf(name).$defs ?? {})) {
-        if (!NAMES.includes(defName as keyof typeof wireSchemas)) continue;
+        if (!NAMES.includes(defName as WireName)) continue;
         const { $schema: _s, $id: _i, $defs: _d, ...own } = schemaOf(defName);
         expect(def, `${name}.$defs.${defName} vs ${defName}.json`).toEqual(own);
         embedded++;

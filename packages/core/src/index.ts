@@ -51,6 +51,51 @@ export {
   type SpanWire,
 } from "./types/trace.js";
 export { ExecContextSchema, MetadataSchema, type ExecContextWire } from "./types/context-wire.js";
+export {
+  ComponentKindSchema,
+  HealthStatusSchema,
+  MemoryTierSchema,
+  MiddlewareStageSchema,
+  ToolStatusSchema,
+  componentKindFromWire,
+  componentKindToWire,
+  healthStatusFromWire,
+  healthStatusToWire,
+  memoryTierFromWire,
+  memoryTierToWire,
+  middlewareStageFromWire,
+  middlewareStageToWire,
+  toolStatusFromWire,
+  toolStatusToWire,
+  type ComponentKindWire,
+  type HealthStatusWire,
+  type MemoryTierWire,
+  type MiddlewareStageWire,
+  type ToolStatusWire,
+} from "./types/components.js";
+export {
+  ChannelSchema,
+  HandlerCandidateSchema,
+  ToolSpecSchema,
+  channelFromWire,
+  channelToWire,
+  handlerCandidateFromWire,
+  handlerCandidateToWire,
+  toolSpecFromWire,
+  toolSpecToWire,
+  type ChannelWire,
+  type HandlerCandidateWire,
+  type NamedChannel,
+  type ToolSpecInfo,
+  type ToolSpecWire,
+} from "./types/component-models.js";
+export {
+  PolicyDecisionSchema,
+  policyDecisionFromWire,
+  policyDecisionToWire,
+  type PolicyDecisionWire,
+  type ReceivedPolicyDecision,
+} from "./types/policy-decision.js";
 export { wireSchemas } from "./types/wire.js";
 
 // ExecContext

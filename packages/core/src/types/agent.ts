@@ -86,7 +86,7 @@ export type JsonValue =
   string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
 // Spelled out rather than z.json() so the JSON Schema names the recursive definition "JsonValue".
-const JsonValueSchema: z.ZodType<JsonValue, JsonValue> = z
+export const JsonValueSchema: z.ZodType<JsonValue, JsonValue> = z
   .lazy(() =>
     z.union([
       z.string(),

@@ -1,7 +1,16 @@
 import type { z } from "zod";
 import { AgentInputSchema, AgentResultSchema } from "./agent.js";
+import { ChannelSchema, HandlerCandidateSchema, ToolSpecSchema } from "./component-models.js";
+import {
+  ComponentKindSchema,
+  HealthStatusSchema,
+  MemoryTierSchema,
+  MiddlewareStageSchema,
+  ToolStatusSchema,
+} from "./components.js";
 import { ExecContextSchema } from "./context-wire.js";
 import { PermissionsSchema } from "./permissions.js";
+import { PolicyDecisionSchema } from "./policy-decision.js";
 import { AGENT_STATUSES, SCOPES } from "./status.js";
 import { EventSchema, SpanSchema } from "./trace.js";
 import { TokenUsageSchema } from "./usage.js";
@@ -31,4 +40,13 @@ export const wireSchemas = {
   Span: SpanSchema,
   Event: EventSchema,
   ExecContext: ExecContextSchema,
+  HandlerCandidate: HandlerCandidateSchema,
+  ToolStatus: ToolStatusSchema,
+  ToolSpec: ToolSpecSchema,
+  MemoryTier: MemoryTierSchema,
+  ComponentKind: ComponentKindSchema,
+  HealthStatus: HealthStatusSchema,
+  MiddlewareStage: MiddlewareStageSchema,
+  Channel: ChannelSchema,
+  PolicyDecision: PolicyDecisionSchema,
 } as const satisfies Record<string, z.ZodType>;
