@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Generates spec/<Name>.json, one JSON Schema (draft 2020-12) per wire type, from the zod schemas
-// collected in `wireSchemas` of the BUILT @nerva/core (run `pnpm --filter @nerva/core build` first).
+// collected in `wireSchemas` of the BUILT @nerva/core/wire (run `pnpm --filter @nerva/core build` first).
 //
 //   node scripts/generate-spec.mjs          write spec/*.json (and delete stale extra ones)
 //   node scripts/generate-spec.mjs --check  write nothing; exit 1 listing stale, missing and
@@ -24,7 +24,7 @@ export const idOf = (name) => `urn:nerva:spec:${name}`;
 
 async function loadCore() {
   try {
-    return await import("@nerva/core");
+    return await import("@nerva/core/wire");
   } catch (err) {
     throw new Error(
       `Cannot load the built @nerva/core (${err.message}). Run \`pnpm --filter @nerva/core build\` first.`,

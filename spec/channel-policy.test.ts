@@ -8,14 +8,16 @@ import {
   ErrorCode,
   ExecContext,
   agentResult,
+  decisionError,
+  type PolicyDecision,
+} from "@nerva/core";
+import {
   channelFromWire,
   channelToWire,
-  decisionError,
   policyDecisionFromWire,
   policyDecisionToWire,
   type NamedChannel,
-  type PolicyDecision,
-} from "@nerva/core";
+} from "@nerva/core/wire";
 import { describe, expect, it } from "vitest";
 import { expectInvalid, expectWireValid, overTheWire } from "./wire-check.js";
 

@@ -11,9 +11,11 @@ import {
   MiddlewareStage,
   RuleRouter,
   TieredMemory,
+  defineTool,
+} from "@nerva/core";
+import {
   componentKindFromWire,
   componentKindToWire,
-  defineTool,
   handlerCandidateFromWire,
   handlerCandidateToWire,
   healthStatusFromWire,
@@ -26,7 +28,7 @@ import {
   toolSpecToWire,
   toolStatusFromWire,
   toolStatusToWire,
-} from "@nerva/core";
+} from "@nerva/core/wire";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { expectInvalid, expectWireValid, overTheWire, validator } from "./wire-check.js";

@@ -13,12 +13,9 @@ import {
   NervaError,
   Permissions,
   createAgentInput,
-  eventToWire,
   parseAgentResult,
-  tokenUsageFromWire,
-  tokenUsageToWire,
-  wireSchemas,
 } from "@nerva/core";
+import { eventToWire, tokenUsageFromWire, tokenUsageToWire, wireSchemas } from "@nerva/core/wire";
 import { afterAll, describe, expect, it } from "vitest";
 import { assertSelfContained, loadZod, renderAll } from "../scripts/generate-spec.mjs";
 import {

@@ -3,7 +3,8 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ErrorCode, NervaError, wireSchemas } from "@nerva/core";
+import { ErrorCode, NervaError } from "@nerva/core";
+import { wireSchemas } from "@nerva/core/wire";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import ajvFormats from "ajv-formats";
 import { expect } from "vitest";

@@ -12,12 +12,9 @@ export {
   type ValidationIssue,
 } from "./errors.js";
 
-// Value types (zod schemas double as the wire format)
+// Value types (their zod schemas and wire converters are at @nerva/core/wire)
 export { AgentStatus, Scope } from "./types/status.js";
 export {
-  AgentInputSchema,
-  AgentResultSchema,
-  PartialAgentResultSchema,
   agentResult,
   createAgentInput,
   parseAgentResult,
@@ -27,83 +24,15 @@ export {
   type JsonValue,
   type PartialAgentResult,
 } from "./types/agent.js";
-export {
-  Permissions,
-  PermissionsSchema,
-  type PermissionsInit,
-  type PermissionsWire,
-} from "./types/permissions.js";
-export {
-  TokenUsageSchema,
-  tokenUsageFromWire,
-  tokenUsageToWire,
-  type TokenUsage,
-  type TokenUsageDelta,
-  type TokenUsageWire,
-} from "./types/usage.js";
-export {
-  EventSchema,
-  SpanSchema,
-  SpanStatus,
-  type AttributeValue,
-  type Attributes,
-  type EventWire,
-  type SpanWire,
-} from "./types/trace.js";
-export { ExecContextSchema, MetadataSchema, type ExecContextWire } from "./types/context-wire.js";
-export {
-  ComponentKindSchema,
-  HealthStatusSchema,
-  MemoryTierSchema,
-  MiddlewareStageSchema,
-  ToolStatusSchema,
-  componentKindFromWire,
-  componentKindToWire,
-  healthStatusFromWire,
-  healthStatusToWire,
-  memoryTierFromWire,
-  memoryTierToWire,
-  middlewareStageFromWire,
-  middlewareStageToWire,
-  toolStatusFromWire,
-  toolStatusToWire,
-  type ComponentKindWire,
-  type HealthStatusWire,
-  type MemoryTierWire,
-  type MiddlewareStageWire,
-  type ToolStatusWire,
-} from "./types/components.js";
-export {
-  ChannelSchema,
-  HandlerCandidateSchema,
-  ToolSpecSchema,
-  channelFromWire,
-  channelToWire,
-  handlerCandidateFromWire,
-  handlerCandidateToWire,
-  toolSpecFromWire,
-  toolSpecToWire,
-  type ChannelWire,
-  type HandlerCandidateWire,
-  type NamedChannel,
-  type ToolSpecInfo,
-  type ToolSpecWire,
-} from "./types/component-models.js";
-export {
-  PolicyDecisionSchema,
-  policyDecisionFromWire,
-  policyDecisionToWire,
-  type PolicyDecisionWire,
-  type ReceivedPolicyDecision,
-} from "./types/policy-decision.js";
-export { wireSchemas } from "./types/wire.js";
+export { Permissions, type PermissionsInit } from "./types/permissions.js";
+export type { TokenUsage, TokenUsageDelta } from "./types/usage.js";
+export { SpanStatus, type AttributeValue, type Attributes } from "./types/trace.js";
 
 // ExecContext
 export {
   ExecContext,
   type ChildOptions,
   type ContextEvent,
-  eventToWire,
   type ExecContextOptions,
   type ForkOptions,
   type StreamSink,
