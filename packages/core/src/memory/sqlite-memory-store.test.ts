@@ -4,7 +4,6 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
-import { requireOptional } from "../sqlite/driver.js";
 import { describeMemoryContract } from "./memory-contract.js";
 import { SqliteMemoryStore } from "./sqlite-memory-store.js";
 import { TieredMemory } from "./tiered-memory.js";
@@ -54,17 +53,5 @@ describe("SqliteMemoryStore specifics", () => {
     expect(() => new SqliteMemoryStore({ path: "x.db", tablePrefix: "x; DROP" })).toThrow(
       /options\.tablePrefix/,
     );
-  });
-
-  it("reports a missing optional package as MISSING_DEPENDENCY naming it", () => {
-    try {
-      requireOptional("nerva-no-such-package", "SqliteMemoryStore");
-      throw new Error("expected a throw");
-    } catch (err) {
-      expect(err).toBeInstanceOf(NervaError);
-      expect((err as NervaError).code).toBe(ErrorCode.MISSING_DEPENDENCY);
-      expect((err as NervaError).message).toContain('"nerva-no-such-package"');
-      expect((err as NervaError).details).toEqual({ package: "nerva-no-such-package" });
-    }
   });
 });

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { ErrorCode, NervaError } from "../errors.js";
-import { requireOptional } from "../sqlite/driver.js";
+import { requireOptional } from "../internal/optional-dependency.js";
 
 const name = z.string().min(1).max(128);
 const names = z.array(z.string().min(1).max(256)).min(1);
@@ -149,7 +149,7 @@ export function parsePolicyText(
     if (options.format === "json") {
       value = JSON.parse(text);
     } else {
-      const yaml = requireOptional<YamlModule>("yaml", "Loading a YAML policy", '"yaml@^2"');
+      const yaml = requireOptional<YamlModule>("yaml", "Loading a YAML policy", "yaml@^2");
       value = yaml.parse(text, { prettyErrors: true });
     }
   } catch (err) {

@@ -1,5 +1,5 @@
-import { createRequire } from "node:module";
 import { ErrorCode, NervaError } from "../errors.js";
+import { requireOptional } from "../internal/optional-dependency.js";
 
 /** The part of a better-sqlite3 statement Nerva uses (kept structural: no type dependency). */
 export interface SqliteStatement {
@@ -23,28 +23,6 @@ export interface SqliteDatabase {
 
 type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => SqliteDatabase;
 
-const requireFromHere = createRequire(import.meta.url);
-
-/**
- * Loads an optional package on first use. When it is not installed, throws NervaError
- * MISSING_DEPENDENCY naming the package and the command that installs it.
- */
-export function requireOptional<T>(name: string, purpose: string, install = name): T {
-  try {
-    return requireFromHere(name) as T;
-  } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    if (code === "MODULE_NOT_FOUND" || code === "ERR_MODULE_NOT_FOUND") {
-      throw new NervaError(
-        ErrorCode.MISSING_DEPENDENCY,
-        `${purpose} needs the optional package "${name}", which is not installed. Install it: npm install ${install}`,
-        { cause: err, details: { package: name } },
-      );
-    }
-    throw err;
-  }
-}
-
 let Database: DatabaseConstructor | null = null;
 
 /**
@@ -56,7 +34,7 @@ export function openDatabase(path: string, label: string, purpose: string): Sqli
   Database ??= requireOptional<DatabaseConstructor>(
     "better-sqlite3",
     purpose,
-    '"better-sqlite3@^12"',
+    "better-sqlite3@^12",
   );
   let db: SqliteDatabase;
   try {

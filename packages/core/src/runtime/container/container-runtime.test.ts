@@ -7,7 +7,7 @@ import { ExecContext } from "../../context/exec-context.js";
 import { ErrorCode, NervaError } from "../../errors.js";
 import { AgentStatus } from "../../types/status.js";
 import { ContainerRuntime } from "./container-runtime.js";
-import { importOptional, labelKeys, ownerIsGone, OWNER_ID } from "./docker.js";
+import { labelKeys, ownerIsGone, OWNER_ID } from "./docker.js";
 import { parseMemoryLimit } from "./options.js";
 import { dockerBridgeAddress, dockerTestImage } from "./test-env.test-support.js";
 
@@ -132,16 +132,6 @@ describe("ContainerRuntime options (no engine needed)", () => {
     const rt = new ContainerRuntime();
     rt.register("dup", { image: "x" });
     expect(() => rt.register("dup", { image: "x" })).toThrow(/already registered/);
-  });
-
-  it("turns a missing optional package into MISSING_DEPENDENCY with the install command", async () => {
-    const failing = importOptional(
-      "dockerode",
-      () => import("nerva-no-such-package-" + "x") as Promise<unknown>,
-      "ContainerRuntime",
-    );
-    await expect(failing).rejects.toMatchObject({ code: ErrorCode.MISSING_DEPENDENCY });
-    await expect(failing).rejects.toThrow(/"dockerode".*npm install dockerode/);
   });
 
   it("answers with an ERROR naming the engine problem when Docker is unreachable", async () => {

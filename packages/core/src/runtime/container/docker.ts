@@ -1,36 +1,12 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import type Dockerode from "dockerode";
-import { ErrorCode, NervaError } from "../../errors.js";
+import { importOptional } from "../../internal/optional-dependency.js";
 import { messageOf } from "../results.js";
 import type { DockerOptions } from "./options.js";
 
 export type Docker = Dockerode;
 export type Container = Dockerode.Container;
-
-/**
- * Imports an optional package on first use. A missing package becomes NervaError
- * MISSING_DEPENDENCY naming it and the command that installs it; other failures pass through.
- */
-export async function importOptional<T>(
-  name: string,
-  load: () => Promise<T>,
-  purpose: string,
-): Promise<T> {
-  try {
-    return await load();
-  } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") {
-      throw new NervaError(
-        ErrorCode.MISSING_DEPENDENCY,
-        `${purpose} needs the optional package "${name}", which is not installed. Install it next to @nerva/core: npm install ${name} (or pnpm add ${name}).`,
-        { cause: err, details: { package: name, install: `npm install ${name}` } },
-      );
-    }
-    throw err;
-  }
-}
 
 /** Connects a dockerode client (dockerode is loaded lazily: it is an optional peer dependency). */
 export async function connectDocker(options: DockerOptions): Promise<Docker> {

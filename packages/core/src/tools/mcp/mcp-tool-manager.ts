@@ -23,7 +23,7 @@ import {
   type ToolManager,
   type ToolResult,
 } from "../types.js";
-import { importOptional } from "./optional-import.js";
+import { importOptional } from "../../internal/optional-dependency.js";
 
 const SDK = "@modelcontextprotocol/sdk";
 type ClientModule = typeof import("@modelcontextprotocol/sdk/client/index.js");
@@ -196,9 +196,9 @@ export class MCPToolManager implements ToolManager {
     );
     const feature = "MCPToolManager";
     const [clientModule, stdioModule, typesModule] = await Promise.all([
-      importOptional<ClientModule>(`${SDK}/client/index.js`, SDK, feature),
-      importOptional<StdioModule>(`${SDK}/client/stdio.js`, SDK, feature),
-      importOptional<TypesModule>(`${SDK}/types.js`, SDK, feature),
+      importOptional(SDK, () => import(`${SDK}/client/index.js`) as Promise<ClientModule>, feature),
+      importOptional(SDK, () => import(`${SDK}/client/stdio.js`) as Promise<StdioModule>, feature),
+      importOptional(SDK, () => import(`${SDK}/types.js`) as Promise<TypesModule>, feature),
     ]);
     const stderr = { text: "" };
     const transport = new stdioModule.StdioClientTransport({
