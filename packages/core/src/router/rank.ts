@@ -2,7 +2,7 @@ import { isExecContext } from "../context/check.js";
 import type { ExecContext } from "../context/exec-context.js";
 import type { Span } from "../context/span.js";
 import { ErrorCode, NervaError, parseOrThrow, type ValidationIssue } from "../errors.js";
-import { HandlerNameSchema } from "../runtime/in-process-runtime.js";
+import { HandlerNameSchema } from "../runtime/options.js";
 import { z } from "zod";
 import type { ClassifyOptions, RouteCandidate, RouteResult } from "./types.js";
 

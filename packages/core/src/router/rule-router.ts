@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
-import { HandlerNameSchema } from "../runtime/in-process-runtime.js";
+import { HandlerNameSchema } from "../runtime/options.js";
 import { checkClassifyArgs, endRouteSpan, onlySet, parseRouterOptions, rank } from "./rank.js";
 import type { ClassifyOptions, RouteCandidate, RouteResult, Router } from "./types.js";
 

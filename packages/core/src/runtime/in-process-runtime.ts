@@ -3,48 +3,21 @@ import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import type { AgentInput, AgentInputInit, AgentResult } from "../types/agent.js";
 import { runChain } from "./chain.js";
-import {
-  CircuitBreaker,
-  CircuitBreakerOptionsSchema,
-  type CircuitBreakerOptions,
-  type CircuitSnapshot,
-} from "./circuit-breaker.js";
+import type { CircuitSnapshot } from "./circuit-breaker.js";
 import { runDelegate, type DelegationOptions } from "./delegate.js";
 import { checkInvokeArgs, invokeGuarded, type GuardedHandler, type Execute } from "./guard.js";
 import { runFunction } from "./handler-call.js";
-import type { AgentHandler, AgentRuntime, DelegationPolicy } from "./types.js";
+import {
+  HandlerNameSchema,
+  HandlerOptionsSchema,
+  RuntimeOptionsSchema,
+  makeBreaker,
+  type HandlerOptions,
+  type RuntimeOptions,
+} from "./options.js";
+import type { AgentHandler, AgentRuntime } from "./types.js";
 
-const seconds = z.number().positive().finite();
-/** Handler names: what routers, registries and policies refer to. */
-export const HandlerNameSchema = z
-  .string()
-  .regex(
-    /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/,
-    "must be 1-128 letters, digits, '_', '.', ':' or '-'",
-  );
-
-export const RuntimeOptionsSchema = z
-  .object({
-    timeoutSeconds: seconds.default(30),
-    circuitBreaker: z.union([CircuitBreakerOptionsSchema.partial(), z.literal(false)]).default({}),
-    maxDelegationDepth: z.number().int().min(1).max(100).default(5),
-    delegationPolicy: z
-      .custom<DelegationPolicy>((v) => typeof v === "function", "must be a function")
-      .optional(),
-  })
-  .strict();
-/** Options shared by every runtime. */
-export type RuntimeOptions = z.input<typeof RuntimeOptionsSchema>;
-
-export const HandlerOptionsSchema = z
-  .object({
-    timeoutSeconds: seconds.optional(),
-    circuitBreaker: z.union([CircuitBreakerOptionsSchema.partial(), z.literal(false)]).optional(),
-    description: z.string().max(2000).optional(),
-  })
-  .strict();
-/** Per-handler overrides given to `register`. */
-export type HandlerOptions = z.input<typeof HandlerOptionsSchema>;
+export type { HandlerOptions, RuntimeOptions } from "./options.js";
 
 interface Entry extends GuardedHandler {
   readonly description: string | undefined;
@@ -163,15 +136,4 @@ export class InProcessRuntime implements AgentRuntime {
   async close(): Promise<void> {
     // Nothing to release: in-process handlers own no processes or timers between calls.
   }
-}
-
-/** Builds a handler's breaker from the runtime's settings and the handler's overrides. */
-export function makeBreaker(
-  runtimeSettings: CircuitBreakerOptions | false,
-  handlerSettings: CircuitBreakerOptions | false | undefined,
-): CircuitBreaker | null {
-  if (handlerSettings === false || (runtimeSettings === false && handlerSettings === undefined)) {
-    return null;
-  }
-  return new CircuitBreaker({ ...(runtimeSettings || {}), ...(handlerSettings ?? {}) });
 }

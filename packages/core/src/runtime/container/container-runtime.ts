@@ -6,7 +6,7 @@ import { runChain } from "../chain.js";
 import type { CircuitSnapshot } from "../circuit-breaker.js";
 import { runDelegate, type DelegationOptions } from "../delegate.js";
 import { checkInvokeArgs, invokeGuarded, type GuardedHandler } from "../guard.js";
-import { HandlerNameSchema, makeBreaker } from "../in-process-runtime.js";
+import { HandlerNameSchema, makeBreaker } from "../options.js";
 import { errorResult, messageOf } from "../results.js";
 import type { AgentRuntime } from "../types.js";
 import {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ErrorCode, parseOrThrow } from "../../errors.js";
-import { HandlerOptionsSchema, RuntimeOptionsSchema } from "../in-process-runtime.js";
+import { HandlerOptionsSchema, RuntimeOptionsSchema } from "../options.js";
 
 /**
  * How to reach the Docker engine (a subset of dockerode's options; default: the local socket).

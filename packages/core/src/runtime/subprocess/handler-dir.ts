@@ -1,6 +1,6 @@
 import { readdirSync, statSync } from "node:fs";
 import { extname, join } from "node:path";
-import { HandlerNameSchema } from "../in-process-runtime.js";
+import { HandlerNameSchema } from "../options.js";
 
 /** How a handler file runs: in the warm Node worker pool, or as a process per call. */
 export const HandlerKind = { MODULE: "module", EXECUTABLE: "executable" } as const;

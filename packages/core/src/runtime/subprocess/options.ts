@@ -1,10 +1,6 @@
 import { availableParallelism } from "node:os";
 import { z } from "zod";
-import {
-  HandlerNameSchema,
-  HandlerOptionsSchema,
-  RuntimeOptionsSchema,
-} from "../in-process-runtime.js";
+import { HandlerNameSchema, HandlerOptionsSchema, RuntimeOptionsSchema } from "../options.js";
 
 /** An environment variable name, or a prefix ending in `*` (e.g. `LC_*`). */
 const envPattern = z

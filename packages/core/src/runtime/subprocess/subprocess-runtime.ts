@@ -9,7 +9,7 @@ import { runChain } from "../chain.js";
 import type { CircuitSnapshot } from "../circuit-breaker.js";
 import { runDelegate, type DelegationOptions } from "../delegate.js";
 import { checkInvokeArgs, invokeGuarded, type GuardedHandler } from "../guard.js";
-import { makeBreaker } from "../in-process-runtime.js";
+import { makeBreaker } from "../options.js";
 import { errorResult } from "../results.js";
 import type { AgentRuntime } from "../types.js";
 import { baseEnv } from "./env.js";
