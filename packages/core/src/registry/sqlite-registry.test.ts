@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
-import { describeRegistryContract } from "./registry-contract.js";
+import { describeRegistryContract } from "../testing/registry-contract.js";
 import { SqliteRegistry } from "./sqlite-registry.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-registry-"));

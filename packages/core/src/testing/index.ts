@@ -2,10 +2,7 @@
 // store or registry from a vitest file. Needs vitest (an optional peer dependency).
 export { describeRuntimeContract, type RuntimeContractSetup } from "./runtime-contract.js";
 export { describeMemoryContract, type MemoryContractSetup } from "../memory/memory-contract.js";
-export {
-  describeRegistryContract,
-  type RegistryContractSetup,
-} from "../registry/registry-contract.js";
+export { describeRegistryContract, type RegistryContractSetup } from "./registry-contract.js";
 export {
   BRIDGE_CONTRACT_JWT_SECRET,
   createBridgeContractRoutes,

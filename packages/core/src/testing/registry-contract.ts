@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode } from "../errors.js";
-import type { Registry } from "./types.js";
-import { rejection } from "../testing/rejection.js";
+import type { Registry } from "../registry/types.js";
+import { rejection } from "./rejection.js";
 
 /**
  * Builds a fresh, empty registry for one test whose automatic health rule marks an entry
