@@ -125,7 +125,11 @@ export function closedError(name: string): NervaError {
  * recurse), so a direct `write` gets the same typed error as `TieredMemory.store`.
  */
 export function checkItemMetadata(item: MemoryItem): void {
-  checkUntrustedJson(item.metadata, "item.metadata", METADATA_FIX);
+  // Most items carry no metadata: skip the walk (and its allocations) on the per-request path.
+  for (const _ in item.metadata) {
+    checkUntrustedJson(item.metadata, "item.metadata", METADATA_FIX);
+    return;
+  }
 }
 
 /** The fix named when metadata is too deep or too large. */
