@@ -26,8 +26,12 @@ export function endedResult(handler: string, reason: NervaError, startedAtMs: nu
   return errorResult(handler, `Handler "${handler}" was cancelled: ${reason.message}`);
 }
 
-/** `AgentResult.data` is one level below the result, which nests at most 64 levels in all. */
-const RESULT_DATA_LIMITS = Object.freeze({
+/**
+ * `AgentResult.data` is one level below the result, which nests at most 64 levels in all, so it
+ * fits a frame (65 levels) wherever it goes: back to the host, or to a worker in a
+ * `delegate_result`.
+ */
+export const RESULT_DATA_LIMITS = Object.freeze({
   maxDepth: DEFAULT_JSON_LIMITS.maxDepth - 1,
   maxNodes: DEFAULT_JSON_LIMITS.maxNodes,
 });

@@ -107,7 +107,7 @@ describe.skipIf(image === null)("ContainerRuntime under hostile output", () => {
       const result = await attack("attack-stdio", { mode });
       expect(result.status).toBe(AgentStatus.ERROR);
       expect(result.error).toMatch(
-        /^Handler "attack-stdio" printed a result it cannot return: Invalid stdout: nested deeper than 64 levels/,
+        /^Handler "attack-stdio" printed a result it cannot return: Invalid stdout: nested deeper than 63 levels/,
       );
     }
   }, 60_000);

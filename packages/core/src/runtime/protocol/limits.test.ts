@@ -86,6 +86,23 @@ describe("FrameDecoder bounds", () => {
     );
   });
 
+  it("carries any result a handler may return (data of 63 levels) in both directions", () => {
+    const data = { x: JSON.parse(nestedText(62, ["array", "object"])) as unknown };
+    const result = { status: "success" as const, output: "", data, error: null };
+    const toHost = decode(encodeFrame({ type: "result", id: "i", result: result as never }).trim());
+    expect(toHost.errors).toEqual([]);
+    const errors: NervaError[] = [];
+    const toWorker = new FrameDecoder({
+      schema: HostFrameSchema,
+      onFrame: () => undefined,
+      onError: (e) => void errors.push(e),
+    });
+    toWorker.push(
+      encodeFrame({ type: "delegate_result", id: "i", call_id: "1", result: result as never }),
+    );
+    expect(errors).toEqual([]);
+  });
+
   it("refuses a frame holding more than a million values", () => {
     const many = `{"type":"result","result":{"data":{"x":[${"0,".repeat(1_000_000)}0]}}}`;
     const { frames, errors } = decode(many);

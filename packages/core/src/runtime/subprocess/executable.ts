@@ -1,8 +1,8 @@
 import { spawn } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import type { ExecContext } from "../../context/exec-context.js";
-import type { NervaError } from "../../errors.js";
-import { checkUntrustedJson } from "../../internal/json-limits.js";
+import { ErrorCode, type NervaError } from "../../errors.js";
+import { checkJsonLimits } from "../../internal/json-limits.js";
 import {
   agentResult,
   type AgentInput,
@@ -12,7 +12,7 @@ import {
 import { AgentStatus } from "../../types/status.js";
 import { FrameDecoder, encodeFrame } from "../protocol/codec.js";
 import { WorkerFrameSchema, type WorkerFrame } from "../protocol/frames.js";
-import { errorResult, messageOf } from "../results.js";
+import { RESULT_DATA_LIMITS, errorResult, messageOf } from "../results.js";
 import { contextEnv } from "./env.js";
 import { TailBuffer, describeSignal, killGroup, looksOutOfMemory, withStderr } from "./output.js";
 import { InvocationSession } from "./session.js";
@@ -51,12 +51,13 @@ function spawnFailure(handler: string, file: string, err: NodeJS.ErrnoException)
 }
 
 /** The fix named by an error about a result printed on stdout. */
-const STDOUT_FIX = "Print flatter JSON (at most 64 levels, a million values).";
+const STDOUT_FIX = "Print flatter JSON (at most 63 levels, a million values).";
 
 /**
- * Parses an executable's stdout into output + data (docs/protocol.md). A JSON object nested
- * deeper than 64 levels or holding more than a million values throws NervaError INVALID_INPUT
- * (label `stdout`): it is checked without recursion before anything recurses into it.
+ * Parses an executable's stdout into output + data (docs/protocol.md). The JSON object becomes
+ * the result's `data`, so it gets the same bounds: nested deeper than 63 levels (the object is
+ * the first) or holding more than a million values throws NervaError INVALID_INPUT (label
+ * `stdout`), checked without recursion before anything recurses into it.
  *
  * @example
  * parseStdout('{"output": "hi", "n": 1}\n'); // { output: "hi", data: { n: 1 } }
@@ -71,7 +72,7 @@ export function parseStdout(text: string): { output: string; data: Record<string
       parsed = undefined;
     }
     if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
-      checkUntrustedJson(parsed, "stdout", STDOUT_FIX);
+      checkJsonLimits(parsed, RESULT_DATA_LIMITS, ErrorCode.INVALID_INPUT, "stdout", STDOUT_FIX);
       const { output, response, ...rest } = parsed as Record<string, JsonValue>;
       const data: Record<string, JsonValue> = rest;
       const text = output !== undefined ? output : response;

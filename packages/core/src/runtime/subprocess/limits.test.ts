@@ -156,18 +156,19 @@ describe("executable handlers: fd 3 and stdout", () => {
         const result = await attack("exec_attack", { mode, kind });
         expect(result.status).toBe(AgentStatus.ERROR);
         expect(result.error).toMatch(
-          /^Handler "exec_attack" printed a result it cannot return: Invalid stdout: nested deeper than 64 levels\./,
+          /^Handler "exec_attack" printed a result it cannot return: Invalid stdout: nested deeper than 63 levels\./,
         );
       }
     }
   });
 
-  it("draws the line on stdout exactly: the object plus 63 levels is fine, 64 is not", async () => {
+  it("draws the line on stdout exactly: the object plus 62 levels is fine, 63 is not", async () => {
+    // The object becomes data, which nests at most 63 levels (the object is the first).
     for (const kind of KINDS) {
-      const ok = await attack("exec_attack", { mode: "stdout-data", kind, depth: "63" });
+      const ok = await attack("exec_attack", { mode: "stdout-data", kind, depth: "62" });
       expect(ok).toMatchObject({ status: AgentStatus.SUCCESS, output: "deep" });
-      expect(ok.data["d"]).toEqual(nested(63, kind));
-      const over = await attack("exec_attack", { mode: "stdout-data", kind, depth: "64" });
+      expect(ok.data["d"]).toEqual(nested(62, kind));
+      const over = await attack("exec_attack", { mode: "stdout-data", kind, depth: "63" });
       expect(over.status).toBe(AgentStatus.ERROR);
     }
   });
