@@ -38,6 +38,30 @@ describe("docs/memory.md", () => {
     expect(() => new core.TieredMemory({ nope: 1 } as never)).toThrow(/options/);
   });
 
+  it("states the metadata limits the stores enforce, with the real error", async () => {
+    const limits = page.slice(
+      page.indexOf("## Limits on metadata"),
+      page.indexOf("## Your own store"),
+    );
+    expect(limits).toMatch(/at most\s+\*\*64 levels\*\*/);
+    // The quote may be wrapped across lines in the page.
+    const quoted = /`(Invalid event\.metadata: [^`…]+)…`/.exec(limits)?.[1]?.replace(/\s+/g, " ");
+    expect(quoted).toBeDefined();
+    const memory = new core.TieredMemory();
+    const ctx = core.ExecContext.create({ userId: "u1", sessionId: "s1" });
+    let at64: unknown = 1;
+    for (let i = 0; i < 63; i++) at64 = [at64];
+    await expect(
+      memory.store({ content: "x", metadata: { v: at64 } as never }, ctx),
+    ).resolves.toBeDefined();
+    const err = await memory
+      .store({ content: "x", metadata: { v: [at64] } as never }, ctx)
+      .catch((e: unknown) => e as core.NervaError);
+    expect(err).toBeInstanceOf(core.NervaError);
+    expect((err as core.NervaError).code).toBe("INVALID_INPUT");
+    expect((err as core.NervaError).message.startsWith(quoted as string)).toBe(true);
+  });
+
   it("names the entry points that export each store", () => {
     expect(core).toHaveProperty("TieredMemory");
     expect(core).toHaveProperty("InMemoryMemoryStore");

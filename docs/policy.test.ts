@@ -20,6 +20,24 @@ describe("docs/policy.md", () => {
     expect(() => new DeclarativePolicyEngine(doc)).not.toThrow();
   });
 
+  it("states the real bounds of a document and quotes the real nesting error", () => {
+    const quoted = /`(Invalid policy in deep\.yaml \(line 2\): [^`]+)`/.exec(page)?.[1];
+    expect(quoted).toBeDefined();
+    const nested = (depth: number) => `version: 1\nx: ${"[".repeat(depth)}${"]".repeat(depth)}\n`;
+    // At 64 levels the schema speaks (x is no policy field); at 65 the bound does.
+    expect(() => parsePolicyText(nested(63), { format: "yaml" })).toThrow(/Unrecognized key/);
+    let message = "";
+    try {
+      parsePolicyText(nested(5000), { format: "yaml", source: "deep.yaml" });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message.startsWith(quoted as string)).toBe(true);
+    expect(page).toContain("at most 1 MiB (1,048,576 characters)");
+    const big = `version: 1\n#${"x".repeat(1_048_576)}`;
+    expect(() => parsePolicyText(big, { format: "yaml" })).toThrow(/over the limit of 1048576/);
+  });
+
   it("quotes the real validation error", () => {
     const bad = (yamlBlocks[0] as string).replace("limit: 60", "limit: 0");
     let message = "";

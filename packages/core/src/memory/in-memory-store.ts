@@ -1,4 +1,5 @@
 import { ErrorCode, NervaError } from "../errors.js";
+import { checkUntrustedJson } from "../internal/json-limits.js";
 import { cosine, topK } from "./similarity.js";
 import type {
   MemoryItem,
@@ -47,6 +48,7 @@ export class InMemoryMemoryStore implements MemoryStore {
 
   async write(w: MemoryWrite): Promise<void> {
     this.#checkOpen();
+    checkItemMetadata(w.item);
     // Everything that can fail is computed before the first mutation, so a write is all or nothing.
     const vector = w.vector === undefined ? null : Float64Array.from(w.vector);
     const bucket = this.#bucket(w.namespace);
@@ -116,3 +118,20 @@ export function closedError(name: string): NervaError {
     `${name} is closed; create a new one to keep using it.`,
   );
 }
+
+/**
+ * Throws INVALID_INPUT when an item's metadata is nested deeper than 64 levels or holds more
+ * than a million values. Every store checks before it serialises or copies metadata (both
+ * recurse), so a direct `write` gets the same typed error as `TieredMemory.store`.
+ */
+export function checkItemMetadata(item: MemoryItem): void {
+  // Most items carry no metadata: skip the walk (and its allocations) on the per-request path.
+  for (const _ in item.metadata) {
+    checkUntrustedJson(item.metadata, "item.metadata", METADATA_FIX);
+    return;
+  }
+}
+
+/** The fix named when metadata is too deep or too large. */
+export const METADATA_FIX =
+  "Store flatter metadata: at most 64 levels of nesting (the metadata object is the first) and a million values.";

@@ -269,6 +269,29 @@ export function describeMemoryContract(
       expect(() => new TieredMemory({ archiveTurns: true })).toThrow(/options\.archiveTurns/);
     });
 
+    it("refuses metadata nested too deep with INVALID_INPUT, stores nothing, keeps working", async () => {
+      const { memory } = await make();
+      const ctx = ctxOf({ userId: "u1", sessionId: "s1" });
+      // A few kilobytes of JSON nested thousands of levels deep: recursion would overflow.
+      const deep: unknown = JSON.parse("[".repeat(20_000) + "]".repeat(20_000));
+      const err = await rejection(
+        memory.store({ content: "deep", metadata: { deep } as never }, ctx),
+      );
+      expect(err.code).toBe(ErrorCode.INVALID_INPUT);
+      expect(err.message).toMatch(/event\.metadata: nested deeper than 64 levels/);
+      // The limit itself: the metadata object is level 1, so 63 more levels are fine.
+      let atLimit: unknown = "bottom";
+      for (let i = 0; i < 63; i++) atLimit = i % 2 === 0 ? [atLimit] : { k: atLimit };
+      const item = await memory.store(
+        { content: "flat enough", metadata: { v: atLimit } as never },
+        ctx,
+      );
+      expect(item.metadata).toEqual({ v: atLimit });
+      const { hot } = await memory.recall("", ctx);
+      expect(hot.map((t) => t.content)).toEqual(["flat enough"]);
+      expect(hot[0]?.metadata).toEqual({ v: atLimit });
+    });
+
     it("refuses calls on an ended context", async () => {
       const { memory } = await make();
       const ctx = ctxOf({ userId: "u1", sessionId: "s1" });

@@ -7,7 +7,7 @@ import {
   type SqliteStatement,
 } from "../sqlite/driver.js";
 import type { JsonValue } from "../types/agent.js";
-import { closedError } from "./in-memory-store.js";
+import { checkItemMetadata, closedError } from "./in-memory-store.js";
 import { cosine, topK } from "./similarity.js";
 import type {
   MemoryItem,
@@ -170,6 +170,7 @@ export class SqliteMemoryStore implements MemoryStore {
 
   async write(w: MemoryWrite): Promise<void> {
     this.#checkOpen();
+    checkItemMetadata(w.item);
     this.#write(w);
   }
 

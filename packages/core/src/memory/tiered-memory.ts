@@ -2,11 +2,12 @@ import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, parseOrThrow } from "../errors.js";
+import { checkUntrustedJson } from "../internal/json-limits.js";
 import { checkContext } from "../runtime/guard.js";
 import type { JsonValue } from "../types/agent.js";
 import { SCOPES } from "../types/status.js";
 import { embedChecked } from "./embed.js";
-import { InMemoryMemoryStore } from "./in-memory-store.js";
+import { InMemoryMemoryStore, METADATA_FIX } from "./in-memory-store.js";
 import { memoryNamespace } from "./namespace.js";
 import {
   MemoryKind,
@@ -111,6 +112,24 @@ export function quickEvent(v: unknown): ParsedEvent | null {
   };
 }
 
+/**
+ * Validates an event through {@link EventSchema}. Metadata is checked for depth and size first,
+ * iteratively: the schema (and the store's serialisation) recurse, and deep enough nesting would
+ * overflow the stack there.
+ */
+function parseEvent(event: unknown): ParsedEvent {
+  if (typeof event === "object" && event !== null && "metadata" in event) {
+    checkUntrustedJson((event as { metadata: unknown }).metadata, "event.metadata", METADATA_FIX);
+  }
+  return parseOrThrow(
+    EventSchema,
+    event,
+    ErrorCode.INVALID_INPUT,
+    "event",
+    'Pass { content: string, kind?: "turn" | "fact" | "episode", role?, key?, metadata? }.',
+  );
+}
+
 const QuerySchema = z
   .object({
     text: z.string().max(100_000).optional(),
@@ -158,15 +177,7 @@ export class TieredMemory implements Memory {
 
   async store(event: MemoryEventInit, ctx: ExecContext): Promise<MemoryItem> {
     checkContext(ctx);
-    const e =
-      quickEvent(event) ??
-      parseOrThrow(
-        EventSchema,
-        event,
-        ErrorCode.INVALID_INPUT,
-        "event",
-        'Pass { content: string, kind?: "turn" | "fact" | "episode", role?, key?, metadata? }.',
-      );
+    const e = quickEvent(event) ?? parseEvent(event);
     const ns = memoryNamespace(ctx, e.scope);
     const span = ctx.startSpan("memory.store", { scope: ns.scope, kind: e.kind });
     try {

@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { ErrorCode, NervaError } from "../errors.js";
+import { DEFAULT_JSON_LIMITS, jsonLimitViolation } from "../internal/json-limits.js";
 import { requireOptional } from "../internal/optional-dependency.js";
 
 const name = z.string().min(1).max(128);
@@ -114,6 +115,9 @@ function formatPath(path: readonly PropertyKey[]): string {
  * const doc = parsePolicyDocument({ version: 1, rateLimits: [{ name: "u", per: "user", limit: 10, windowSeconds: 60 }] });
  */
 export function parsePolicyDocument(value: unknown, source = "policy"): PolicyDocument {
+  // Validation recurses: refuse what could overflow the stack there, without recursing here.
+  const violation = jsonLimitViolation(value, DEFAULT_JSON_LIMITS);
+  if (violation !== null) throw tooComplex(source, violation);
   const parsed = PolicyDocumentSchema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issues = parsed.error.issues.map((issue) => ({
@@ -128,13 +132,76 @@ export function parsePolicyDocument(value: unknown, source = "policy"): PolicyDo
   );
 }
 
+/** Largest policy text accepted, in UTF-16 code units (about 1 MiB of ASCII). */
+export const MAX_POLICY_TEXT_LENGTH = 1024 * 1024;
+/** Aliases a YAML policy may expand (the yaml package's `maxAliasCount`; bounds "billion laughs"). */
+const MAX_YAML_ALIASES = 100;
+
+function tooComplex(source: string, violation: string, line?: number): NervaError {
+  return new NervaError(
+    ErrorCode.INVALID_OPTIONS,
+    `Invalid policy in ${source}${line === undefined ? "" : ` (line ${line})`}: ${violation}. A policy document nests at most ${DEFAULT_JSON_LIMITS.maxDepth} levels and holds at most ${DEFAULT_JSON_LIMITS.maxNodes} values; see docs/policy.md for the format.`,
+    { issues: [{ path: "(document root)", message: violation }], details: { source } },
+  );
+}
+
+/** The parts of a yaml CST token (`yaml`'s `CST.Token`) the depth walk reads. */
+interface CstToken {
+  readonly type: string;
+  readonly offset: number;
+  readonly value?: CstToken;
+  readonly items?: readonly { readonly key?: CstToken | null; readonly value?: CstToken }[];
+}
+
 interface YamlModule {
-  parse(text: string, options?: { prettyErrors?: boolean }): unknown;
+  parse(text: string, options?: { prettyErrors?: boolean; maxAliasCount?: number }): unknown;
+  Parser: new () => { parse(text: string): Iterable<CstToken> };
+}
+
+/**
+ * The offset of the first collection nested deeper than `maxDepth` in YAML `text`, or `null`.
+ * yaml's own composer recurses once per level; its CST parser does not, and neither does this
+ * walk over the CST, so deep nesting is refused before anything can overflow the stack.
+ */
+function yamlTooDeepAt(yaml: YamlModule, text: string, maxDepth: number): number | null {
+  const tokens: CstToken[] = [];
+  const depths: number[] = [];
+  for (const token of new yaml.Parser().parse(text)) {
+    if (token.type === "document" && token.value !== undefined) {
+      tokens.push(token.value);
+      depths.push(0);
+    }
+  }
+  while (tokens.length > 0) {
+    const token = tokens.pop()!;
+    const depth = depths.pop()!;
+    if (token.items === undefined) continue;
+    if (depth + 1 > maxDepth) return token.offset;
+    for (const item of token.items) {
+      if (item.key !== undefined && item.key !== null) {
+        tokens.push(item.key);
+        depths.push(depth + 1);
+      }
+      if (item.value !== undefined) {
+        tokens.push(item.value);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return null;
+}
+
+function lineAt(text: string, offset: number): number {
+  let line = 1;
+  for (let i = text.indexOf("\n"); i !== -1 && i < offset; i = text.indexOf("\n", i + 1)) line++;
+  return line;
 }
 
 /**
  * Parses policy text (`yaml` or `json`) and validates it. Syntax errors name `source` and the
- * line; YAML needs the optional package `yaml` (MISSING_DEPENDENCY otherwise).
+ * line; YAML needs the optional package `yaml` (MISSING_DEPENDENCY otherwise). Bounded before
+ * any recursive work: at most {@link MAX_POLICY_TEXT_LENGTH} characters, 64 levels of nesting,
+ * a million values (aliases counted each time they are used) and 100 alias expansions.
  *
  * @example
  * const doc = parsePolicyText("version: 1\nrules: []\n", { format: "yaml", source: "inline" });
@@ -144,16 +211,37 @@ export function parsePolicyText(
   options: { format: "yaml" | "json"; source?: string },
 ): PolicyDocument {
   const source = options.source ?? "policy";
+  if (text.length > MAX_POLICY_TEXT_LENGTH) {
+    throw new NervaError(
+      ErrorCode.INVALID_OPTIONS,
+      `Invalid policy in ${source}: ${text.length} characters, over the limit of ${MAX_POLICY_TEXT_LENGTH}; a policy document is configuration, keep it small (see docs/policy.md).`,
+      { details: { source } },
+    );
+  }
   let value: unknown;
   try {
     if (options.format === "json") {
       value = JSON.parse(text);
     } else {
       const yaml = requireOptional<YamlModule>("yaml", "Loading a YAML policy", "yaml@^2");
-      value = yaml.parse(text, { prettyErrors: true });
+      const deepAt = yamlTooDeepAt(yaml, text, DEFAULT_JSON_LIMITS.maxDepth);
+      if (deepAt !== null) {
+        throw tooComplex(
+          source,
+          `nested deeper than ${DEFAULT_JSON_LIMITS.maxDepth} levels`,
+          lineAt(text, deepAt),
+        );
+      }
+      value = yaml.parse(text, { prettyErrors: true, maxAliasCount: MAX_YAML_ALIASES });
     }
   } catch (err) {
     if (err instanceof NervaError) throw err;
+    if (err instanceof ReferenceError && err.message.startsWith("Excessive alias count")) {
+      throw tooComplex(
+        source,
+        `its aliases expand too far (more than the ${MAX_YAML_ALIASES} alias uses allowed, counted with what each alias contains)`,
+      );
+    }
     const line = (err as { linePos?: { line: number }[] }).linePos?.[0]?.line;
     throw new NervaError(
       ErrorCode.INVALID_OPTIONS,

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
+import { checkUntrustedJson } from "../internal/json-limits.js";
 import { checkContext } from "../runtime/guard.js";
 import type { Attributes } from "../types/trace.js";
 import {
@@ -70,6 +71,14 @@ export function parseOptions(options: unknown): z.output<typeof RegistryOptionsS
 }
 
 export function parseEntry(entry: unknown): ParsedEntryInit {
+  // The schema and the copy of metadata recurse: bound its depth and size first, iteratively.
+  if (typeof entry === "object" && entry !== null && "metadata" in entry) {
+    checkUntrustedJson(
+      (entry as { metadata: unknown }).metadata,
+      "entry.metadata",
+      "Register flatter metadata: at most 64 levels of nesting and a million values.",
+    );
+  }
   return parseOrThrow(
     EntryInitSchema,
     entry,

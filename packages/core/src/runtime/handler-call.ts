@@ -6,7 +6,7 @@ import {
   type AgentResult,
 } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
-import { errorResult } from "./results.js";
+import { errorResult, resultDataViolation } from "./results.js";
 import type { AgentHandler, AgentRuntime, HandlerReturn } from "./types.js";
 
 // Calling a handler function and turning whatever it produced into an AgentResult: shared by the
@@ -47,6 +47,15 @@ export function normalise(name: string, value: HandlerReturn | unknown): AgentRe
   if (typeof value === "string") return agentResult(name, { output: value });
   if (value === undefined || value === null) return agentResult(name, {});
   if (typeof value === "object") {
+    // Only `data` can nest; bound it before the schema recurses into it (and before a worker
+    // serialises it into a frame). One level for the result object itself.
+    const violation = resultDataViolation((value as { data?: unknown }).data);
+    if (violation !== null) {
+      return errorResult(
+        name,
+        `Handler "${name}" returned an invalid result (result.data: ${violation}); return flatter data.`,
+      );
+    }
     const parsed = PartialAgentResultSchema.safeParse(value);
     if (parsed.success) return agentResult(name, parsed.data);
     const detail = parsed.error.issues

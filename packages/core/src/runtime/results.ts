@@ -1,5 +1,6 @@
 import type { NervaError } from "../errors.js";
 import { ErrorCode } from "../errors.js";
+import { DEFAULT_JSON_LIMITS, jsonLimitViolation } from "../internal/json-limits.js";
 import { agentResult, type AgentResult } from "../types/agent.js";
 
 export { messageOf } from "../errors.js";
@@ -19,4 +20,24 @@ export function endedResult(handler: string, reason: NervaError, startedAtMs: nu
     });
   }
   return errorResult(handler, `Handler "${handler}" was cancelled: ${reason.message}`);
+}
+
+/**
+ * `AgentResult.data` is one level below the result, which nests at most 64 levels in all, so it
+ * fits a frame (65 levels) wherever it goes: back to the host, or to a worker in a
+ * `delegate_result`.
+ */
+export const RESULT_DATA_LIMITS = Object.freeze({
+  maxDepth: DEFAULT_JSON_LIMITS.maxDepth - 1,
+  maxNodes: DEFAULT_JSON_LIMITS.maxNodes,
+});
+
+/**
+ * Why `data` (the `data` of a result a handler produced) is too deep or too large to validate,
+ * serialise or send across a process boundary, or `null` when it is fine. Iterative.
+ */
+export function resultDataViolation(data: unknown): string | null {
+  return typeof data === "object" && data !== null
+    ? jsonLimitViolation(data, RESULT_DATA_LIMITS)
+    : null;
 }

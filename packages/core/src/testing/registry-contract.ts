@@ -38,6 +38,18 @@ export function describeRegistryContract(
     };
     const admin = () => ExecContext.create({ userId: "admin", permissions: { roles: ["ops"] } });
 
+    it("refuses metadata nested too deep with INVALID_INPUT and registers nothing", async () => {
+      const { registry } = await make();
+      const ctx = admin();
+      const deep: unknown = JSON.parse("[".repeat(20_000) + "]".repeat(20_000));
+      const err = await rejection(
+        registry.register({ kind: "agent", name: "deep", metadata: { deep } as never }, ctx),
+      );
+      expect(err.code).toBe(ErrorCode.INVALID_INPUT);
+      expect(err.message).toMatch(/^Invalid entry\.metadata: nested deeper than 64 levels/);
+      expect(await registry.get("agent", "deep", ctx)).toBeNull();
+    });
+
     it("registers entries and updates them in place on a second register", async () => {
       const { registry } = await make();
       const ctx = admin();

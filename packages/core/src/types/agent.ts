@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ErrorCode, parseOrThrow } from "../errors.js";
+import { checkUntrustedJson } from "../internal/json-limits.js";
 import { AGENT_STATUSES, type AgentStatus } from "./status.js";
 
 const stringMap = z.record(z.string(), z.string());
@@ -148,12 +149,15 @@ export type PartialAgentResult = z.input<typeof PartialAgentResultSchema>;
 
 /**
  * Reads an AgentResult from its wire form (e.g. another implementation's JSON), filling the
- * optional fields. Throws INVALID_INPUT naming the bad field.
+ * optional fields. Throws INVALID_INPUT naming the bad field, or saying the value nests deeper
+ * than 64 levels or holds more than a million values (checked before anything recurses).
  *
  * @example
  * const result = parseAgentResult(JSON.parse('{"status":"success","output":"hi"}'), "my_agent");
  */
 export function parseAgentResult(wire: unknown, handler = ""): AgentResult {
+  // Untrusted JSON: bound it (iteratively) before the schema recurses into `data`.
+  checkUntrustedJson(wire, "result", "Send a result nested at most 64 levels deep.");
   const r = parseOrThrow(
     AgentResultSchema,
     wire,

@@ -71,7 +71,11 @@ export class FramedConnection {
       else if (stream === STDERR) this.#stderr.push(payload);
     });
     socket.on("data", (chunk: Buffer) => demux.push(chunk));
-    socket.once("end", () => this.#exited());
+    socket.once("end", () => {
+      // A frame cut off by the end of the stream is a protocol error (reported before the exit).
+      this.#decoder.end();
+      this.#exited();
+    });
     socket.once("close", () => this.#exited());
     socket.on("error", () => this.#exited());
   }

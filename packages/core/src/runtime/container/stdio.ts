@@ -1,9 +1,8 @@
 import type { Duplex } from "node:stream";
 import type { ExecContext } from "../../context/exec-context.js";
 import { agentResult, type AgentInput, type AgentResult } from "../../types/agent.js";
-import { AgentStatus } from "../../types/status.js";
 import { errorResult, messageOf } from "../results.js";
-import { parseStdout } from "../subprocess/executable.js";
+import { declinedResult, parseStdout } from "../subprocess/executable.js";
 import { TailBuffer, withStderr } from "../subprocess/output.js";
 import {
   Demuxer,
@@ -165,13 +164,7 @@ function interpret(spec: HandlerSpec, outcome: StdioOutcome): AgentResult {
       `Handler "${name}" exceeded its memory limit of ${spec.options.memoryLimit}: the container was OOM-killed (exit code ${outcome.exitCode}).`,
     );
   }
-  if (outcome.exitCode === 2) {
-    return agentResult(name, {
-      status: AgentStatus.WRONG_HANDLER,
-      error: `Handler "${name}" declined the request (exit code 2).`,
-    });
-  }
-  if (outcome.exitCode !== 0) {
+  if (outcome.exitCode !== 0 && outcome.exitCode !== 2) {
     const how =
       outcome.exitCode === 137
         ? "was killed (SIGKILL, exit code 137)"
@@ -180,5 +173,14 @@ function interpret(spec: HandlerSpec, outcome: StdioOutcome): AgentResult {
           : `exited with code ${outcome.exitCode}`;
     return errorResult(name, `Handler "${name}" ${how}.`);
   }
-  return agentResult(name, parseStdout(outcome.stdout.toString("utf8")));
+  let parsed: ReturnType<typeof parseStdout>;
+  try {
+    parsed = parseStdout(outcome.stdout.toString("utf8"));
+  } catch (err) {
+    return errorResult(
+      name,
+      `Handler "${name}" printed a result it cannot return: ${messageOf(err)}`,
+    );
+  }
+  return outcome.exitCode === 2 ? declinedResult(name, parsed) : agentResult(name, parsed);
 }

@@ -1,9 +1,25 @@
 import type { z } from "zod";
 import { ErrorCode, NervaError } from "../../errors.js";
+import {
+  DEFAULT_JSON_LIMITS,
+  jsonLimitViolation,
+  type JsonLimits,
+} from "../../internal/json-limits.js";
 import type { HostFrameInput, WorkerFrameInput } from "./frames.js";
 
 /** Default largest frame a decoder accepts: 16 MiB. */
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Default bounds on the JSON of one frame: one level for the frame itself, then the 64 levels
+ * and million values any value crossing a process boundary (an AgentInput, an AgentResult, an
+ * ExecContext wire document) may use. Checked iteratively before the schema runs, so nesting
+ * that would overflow the stack in validation is refused instead.
+ */
+export const DEFAULT_FRAME_JSON_LIMITS: JsonLimits = Object.freeze({
+  maxDepth: DEFAULT_JSON_LIMITS.maxDepth + 1,
+  maxNodes: DEFAULT_JSON_LIMITS.maxNodes,
+});
 
 const NEWLINE = 0x0a;
 const CR = 0x0d;
@@ -15,6 +31,8 @@ export const FrameErrorReason = {
   TOO_LARGE: "too_large",
   /** A line is not valid JSON. */
   MALFORMED_JSON: "malformed_json",
+  /** A line is JSON nested deeper, or holding more values, than the decoder's `jsonLimits`. */
+  TOO_COMPLEX: "too_complex",
   /** A line is JSON but not a frame the schema accepts. */
   INVALID_FRAME: "invalid_frame",
   /** The stream ended in the middle of a frame. */
@@ -30,6 +48,8 @@ export interface FrameDecoderOptions<F> {
   readonly schema: z.ZodType<F>;
   /** Largest accepted frame in bytes, newline excluded. Default 16 MiB. */
   readonly maxFrameBytes?: number;
+  /** Deepest nesting and most values a frame may hold. Default {@link DEFAULT_FRAME_JSON_LIMITS}. */
+  readonly jsonLimits?: JsonLimits;
   /** Receives each valid frame with its size in bytes (newline excluded). */
   readonly onFrame: (frame: F, bytes: number) => void;
   /** Receives a `NervaError` (code INVALID_INPUT, `details.reason` a {@link FrameErrorReason}). */
@@ -55,8 +75,9 @@ function preview(text: string): string {
  * Turns a byte stream of NDJSON frames into validated frame objects. Robust against what a
  * misbehaving peer can send: frames split across reads (or several in one read), multi-byte
  * characters split across reads, `\r\n` line ends, blank lines, oversized lines (reported once,
- * then skipped up to the next newline without buffering them), malformed JSON and frames the
- * schema rejects. Every problem is reported through `onError`; nothing throws.
+ * then skipped up to the next newline without buffering them), malformed JSON, JSON nested too
+ * deep for validation (checked without recursing, before the schema runs) and frames the schema
+ * rejects. Every problem is reported through `onError`; nothing throws.
  *
  * @example
  * const decoder = new FrameDecoder({
@@ -69,6 +90,7 @@ function preview(text: string): string {
  */
 export class FrameDecoder<F> {
   readonly maxFrameBytes: number;
+  readonly #limits: JsonLimits;
   readonly #schema: z.ZodType<F>;
   readonly #onFrame: (frame: F, bytes: number) => void;
   readonly #onError: (error: NervaError) => void;
@@ -86,6 +108,7 @@ export class FrameDecoder<F> {
       );
     }
     this.maxFrameBytes = max;
+    this.#limits = options.jsonLimits ?? DEFAULT_FRAME_JSON_LIMITS;
     this.#schema = options.schema;
     this.#onFrame = options.onFrame;
     this.#onError = options.onError;
@@ -196,7 +219,27 @@ export class FrameDecoder<F> {
       );
       return;
     }
-    const parsed = this.#schema.safeParse(value);
+    // Validation recurses: refuse what would overflow the stack there, without recursing here.
+    const violation = jsonLimitViolation(value, this.#limits);
+    if (violation !== null) {
+      this.#fail(
+        FrameErrorReason.TOO_COMPLEX,
+        `Frame too complex (${violation}): ${preview(text)}`,
+      );
+      return;
+    }
+    let parsed: ReturnType<z.ZodType<F>["safeParse"]>;
+    try {
+      parsed = this.#schema.safeParse(value);
+    } catch (err) {
+      // Only a custom schema (a refinement that throws) gets here; never let it reach the caller.
+      this.#fail(
+        FrameErrorReason.INVALID_FRAME,
+        `Invalid frame (validation failed: ${err instanceof Error ? err.message : String(err)}): ${preview(text)}`,
+        err,
+      );
+      return;
+    }
     if (!parsed.success) {
       const detail = parsed.error.issues
         .map((i) => `${["frame", ...i.path.map(String)].join(".")}: ${i.message}`)

@@ -1,5 +1,6 @@
 // The framed worker protocol shared by the subprocess and container runtimes (see docs/protocol.md).
 export {
+  DEFAULT_FRAME_JSON_LIMITS,
   DEFAULT_MAX_FRAME_BYTES,
   FrameDecoder,
   FrameErrorReason,

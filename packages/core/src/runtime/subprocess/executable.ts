@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import type { ExecContext } from "../../context/exec-context.js";
-import type { NervaError } from "../../errors.js";
+import { ErrorCode, type NervaError } from "../../errors.js";
+import { checkJsonLimits } from "../../internal/json-limits.js";
 import {
   agentResult,
   type AgentInput,
@@ -11,7 +12,7 @@ import {
 import { AgentStatus } from "../../types/status.js";
 import { FrameDecoder, encodeFrame } from "../protocol/codec.js";
 import { WorkerFrameSchema, type WorkerFrame } from "../protocol/frames.js";
-import { errorResult } from "../results.js";
+import { RESULT_DATA_LIMITS, errorResult, messageOf } from "../results.js";
 import { contextEnv } from "./env.js";
 import { TailBuffer, describeSignal, killGroup, looksOutOfMemory, withStderr } from "./output.js";
 import { InvocationSession } from "./session.js";
@@ -49,7 +50,18 @@ function spawnFailure(handler: string, file: string, err: NodeJS.ErrnoException)
   }
 }
 
-/** Parses an executable's stdout into output + data (docs/protocol.md). */
+/** The fix named by an error about a result printed on stdout. */
+const STDOUT_FIX = "Print flatter JSON (at most 63 levels, a million values).";
+
+/**
+ * Parses an executable's stdout into output + data (docs/protocol.md). The JSON object becomes
+ * the result's `data`, so it gets the same bounds: nested deeper than 63 levels (the object is
+ * the first) or holding more than a million values throws NervaError INVALID_INPUT (label
+ * `stdout`), checked without recursion before anything recurses into it.
+ *
+ * @example
+ * parseStdout('{"output": "hi", "n": 1}\n'); // { output: "hi", data: { n: 1 } }
+ */
 export function parseStdout(text: string): { output: string; data: Record<string, JsonValue> } {
   const trimmed = text.trim();
   if (trimmed.startsWith("{")) {
@@ -60,6 +72,7 @@ export function parseStdout(text: string): { output: string; data: Record<string
       parsed = undefined;
     }
     if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
+      checkJsonLimits(parsed, RESULT_DATA_LIMITS, ErrorCode.INVALID_INPUT, "stdout", STDOUT_FIX);
       const { output, response, ...rest } = parsed as Record<string, JsonValue>;
       const data: Record<string, JsonValue> = rest;
       const text = output !== undefined ? output : response;
@@ -76,6 +89,25 @@ export function parseStdout(text: string): { output: string; data: Record<string
     }
   }
   return { output: text.replace(/\r?\n$/, ""), data: {} };
+}
+
+/**
+ * The result of a process that exited with code 2 (the executable protocol's "wrong handler"):
+ * stdout parsed as for a success, and the reason in `error`: the `error` string the process
+ * printed (`{"error": "not my job"}`), else a sentence saying it declined.
+ */
+export function declinedResult(
+  handler: string,
+  parsed: { output: string; data: Record<string, JsonValue> },
+): AgentResult {
+  const { error, ...rest } = parsed.data;
+  const reason = typeof error === "string" && error !== "" ? error : null;
+  return agentResult(handler, {
+    status: AgentStatus.WRONG_HANDLER,
+    output: parsed.output,
+    data: reason === null ? parsed.data : rest,
+    error: reason ?? `Handler "${handler}" declined the request (exit code 2).`,
+  });
 }
 
 /**
@@ -193,6 +225,14 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
             fail(limit("its channel (fd 3)"));
             return;
           }
+          // The process serves this one invocation: an id, if given, must be its id.
+          const id = "id" in frame ? frame.id : undefined;
+          if (id !== undefined && id !== scoped.requestId) {
+            fail(
+              `Protocol error on the channel of "${handler}": a ${frame.type} frame for invocation "${id}", which is not running (this call is "${scoped.requestId}"; omit the id).`,
+            );
+            return;
+          }
           if (session.handle(frame)) return;
           if (frame.type === "result") resultFrame = frame;
           else if (frame.type === "error") fail(`Handler "${handler}" reported: ${frame.message}`);
@@ -200,6 +240,8 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
         onError: (err) => fail(`Protocol error on the channel of "${handler}": ${err.message}`),
       });
       channel.on("data", (bytes: Buffer) => decoder.push(bytes));
+      // A frame cut off by the end of the channel is a protocol error, not a frame to forget.
+      channel.on("end", () => decoder.end());
       channel.on("error", () => undefined);
     }
 
@@ -224,7 +266,18 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
 
     const interpret = (code: number | null, sig: NodeJS.Signals | null): AgentResult => {
       const text = Buffer.concat(out, outBytes).toString("utf8");
-      const parsed = parseStdout(text);
+      let parsed: ReturnType<typeof parseStdout>;
+      try {
+        parsed = parseStdout(text);
+      } catch (err) {
+        if (sig !== null || (code !== 0 && code !== 2)) parsed = { output: "", data: {} };
+        else {
+          return errorResult(
+            handler,
+            `Handler "${handler}" printed a result it cannot return: ${messageOf(err)}`,
+          );
+        }
+      }
       if (parsed.output === "" && session.chunks > 0) parsed.output = session.streamed;
       if (sig !== null) {
         const oom = limitKb !== 0 && (outOfMemory || looksOutOfMemory(stderr.text()));
@@ -245,9 +298,7 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
         }
         return agentResult(handler, parsed);
       }
-      if (code === 2) {
-        return agentResult(handler, { ...parsed, status: AgentStatus.WRONG_HANDLER });
-      }
+      if (code === 2) return declinedResult(handler, parsed);
       const reported = typeof parsed.data["error"] === "string" ? `: ${parsed.data["error"]}` : "";
       if (limitKb !== 0 && (outOfMemory || looksOutOfMemory(stderr.text()))) {
         return errorResult(

@@ -215,16 +215,28 @@ export function serveWorker(options: ServeWorkerOptions): void {
       running.delete(id);
       inv.ctx.dispose();
     }
-    send({
-      type: "result",
-      id,
-      result: {
-        status: result.status,
-        output: result.output,
-        data: result.data as Record<string, never>,
-        error: result.error,
-      },
-    });
+    try {
+      send({
+        type: "result",
+        id,
+        result: {
+          status: result.status,
+          output: result.output,
+          data: result.data as Record<string, never>,
+          error: result.error,
+        },
+      });
+    } catch (err) {
+      // Not serialisable (a BigInt, say): the host still gets a result, never silence.
+      send({
+        type: "result",
+        id,
+        result: {
+          status: "error",
+          error: `Handler "${frame.handler}" returned a result that cannot be sent to the host: ${messageOf(err)}`,
+        },
+      });
+    }
   }
 
   async function execute(

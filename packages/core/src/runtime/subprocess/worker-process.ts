@@ -222,6 +222,8 @@ export class WorkerProcess {
       onError: (err) => this.#protocolError(err.message),
     });
     this.#channel.on("data", (bytes: Buffer) => decoder.push(bytes));
+    // A frame cut off by the end of the channel is a protocol error, not a frame to forget.
+    this.#channel.on("end", () => decoder.end());
     this.#channel.on("error", () => undefined);
     child.on("exit", (code, signal) => {
       this.#exit = { code, signal };

@@ -3,6 +3,7 @@ import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdi
 import { z } from "zod";
 import type { ExecContext } from "../../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../../errors.js";
+import { jsonLimitViolation } from "../../internal/json-limits.js";
 import { checkContext } from "../../runtime/guard.js";
 import { messageOf } from "../../runtime/results.js";
 import type { Attributes } from "../../types/trace.js";
@@ -95,6 +96,9 @@ interface McpTool {
 const STDERR_KEEP = 4096;
 
 function attributeText(value: unknown, max = 2000): string {
+  // JSON.stringify recurses: what a server sent is checked (iteratively) before it is printed.
+  const violation = typeof value === "string" ? null : jsonLimitViolation(value);
+  if (violation !== null) return `(not shown: ${violation})`;
   const text = typeof value === "string" ? value : (JSON.stringify(value) ?? String(value));
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
@@ -302,6 +306,15 @@ export class MCPToolManager implements ToolManager {
         }),
       );
     }
+    const argsViolation = jsonLimitViolation(args);
+    if (argsViolation !== null) {
+      return endToolSpan(
+        span,
+        toolResult(ToolStatus.ERROR, startedMs, {
+          error: `Invalid arguments for tool "${name}": ${argsViolation}; pass flatter arguments.`,
+        }),
+      );
+    }
     const limit = describeLimit(ctx, this.#timeoutSeconds);
     const timeoutMs = this.#timeoutSeconds * 1000;
     const outcome = await runWithDeadline(ctx, span, this.#timeoutSeconds, async (scoped) => {
@@ -340,10 +353,18 @@ export class MCPToolManager implements ToolManager {
             }),
           );
         }
-        return endToolSpan(
-          span,
-          toolResult(ToolStatus.SUCCESS, startedMs, { output: outputOf(result) }),
-        );
+        // The server's JSON goes on to callers that serialise it: bound it here.
+        const output = outputOf(result);
+        const violation = jsonLimitViolation(output);
+        if (violation !== null) {
+          return endToolSpan(
+            span,
+            toolResult(ToolStatus.ERROR, startedMs, {
+              error: `Tool "${name}" returned a result that is ${violation}; it was dropped.`,
+            }),
+          );
+        }
+        return endToolSpan(span, toolResult(ToolStatus.SUCCESS, startedMs, { output }));
       }
       case "failed": {
         // Read the state afresh: the server may have exited while the call was in flight.
@@ -413,6 +434,15 @@ export class MCPToolManager implements ToolManager {
       for (const t of page.tools) {
         const name = this.#prefix + t.name;
         const { $schema: _ignored, ...parameters } = t.inputSchema as Record<string, unknown>;
+        const violation = jsonLimitViolation(parameters);
+        if (violation !== null) {
+          // One unusable schema must not cost the server's other tools.
+          this.#notify({
+            kind: "error",
+            message: `Tool "${name}" of MCP server "${this.#label}" was left out: its inputSchema is ${violation}.`,
+          });
+          continue;
+        }
         next.set(name, {
           serverName: t.name,
           info: Object.freeze({
@@ -429,10 +459,12 @@ export class MCPToolManager implements ToolManager {
 
   #onLog(params: { level: string; logger?: string | undefined; data: unknown }): void {
     const logger = params.logger ?? null;
-    this.#notify({ kind: "log", level: params.level, logger, data: params.data });
+    const violation = jsonLimitViolation(params.data);
+    const data = violation === null ? params.data : `(log data dropped: ${violation})`;
+    this.#notify({ kind: "log", level: params.level, logger, data });
     if (this.#inFlight.size !== 1) return;
     const [only] = this.#inFlight;
-    const attributes: Attributes = { level: params.level, data: attributeText(params.data) };
+    const attributes: Attributes = { level: params.level, data: attributeText(data) };
     if (logger !== null) attributes["logger"] = logger;
     only?.event("mcp.log", attributes);
   }

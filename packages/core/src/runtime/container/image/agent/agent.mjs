@@ -150,6 +150,28 @@ function makeRuntime(frame, state) {
   });
 }
 
+// The host refuses a frame nested deeper than 65 levels: one for the frame, one for the result,
+// 63 for its data. Checked here without recursion, so the handler gets a clear error instead.
+const MAX_DATA_DEPTH = 63;
+const MAX_DATA_VALUES = 1_000_000;
+
+function dataViolation(data) {
+  if (typeof data !== "object" || data === null) return null;
+  const stack = [[data, 1]];
+  let values = 1;
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop();
+    if (depth > MAX_DATA_DEPTH) return `nested deeper than ${MAX_DATA_DEPTH} levels`;
+    const items = Array.isArray(value) ? value : Object.values(value);
+    values += items.length;
+    if (values > MAX_DATA_VALUES) return `more than ${MAX_DATA_VALUES} values`;
+    for (const item of items) {
+      if (typeof item === "object" && item !== null) stack.push([item, depth + 1]);
+    }
+  }
+  return null;
+}
+
 function normalise(value) {
   if (typeof value === "string") return { status: "success", output: value };
   if (value === undefined || value === null) return { status: "success", output: "" };
@@ -164,7 +186,16 @@ function normalise(value) {
       result.status = value.status;
     }
     if (value.output !== undefined) result.output = String(value.output);
-    if (value.data !== undefined) result.data = value.data;
+    if (value.data !== undefined) {
+      const violation = dataViolation(value.data);
+      if (violation !== null) {
+        return {
+          status: "error",
+          error: `Handler returned an invalid result (result.data: ${violation}); return flatter data.`,
+        };
+      }
+      result.data = value.data;
+    }
     if (value.error !== undefined) result.error = value.error === null ? null : String(value.error);
     return result;
   }
@@ -215,7 +246,19 @@ async function invoke(frame) {
   }
   if (running.get(frame.id) === state) {
     running.delete(frame.id);
-    send({ type: "result", id: frame.id, result });
+    try {
+      send({ type: "result", id: frame.id, result });
+    } catch (err) {
+      // Not serialisable (a BigInt, say): the host still gets a result, never silence.
+      send({
+        type: "result",
+        id: frame.id,
+        result: {
+          status: "error",
+          error: `Handler returned a result that cannot be sent: ${messageOf(err)}`,
+        },
+      });
+    }
   }
   if (shuttingDown && running.size === 0) process.exit(0);
 }
@@ -240,7 +283,9 @@ function onFrame(frame) {
     }
     case "delegate_result": {
       const state = running.get(frame.id);
-      const resolve = state?.calls.get(frame.call_id);
+      // The invocation already sent its result: this answer crossed it on the wire.
+      if (state === undefined) return;
+      const resolve = state.calls.get(frame.call_id);
       if (resolve === undefined) {
         send({
           type: "error",
