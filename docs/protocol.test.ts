@@ -4,7 +4,8 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { FrameDecoder, FrameErrorReason, NervaError, WorkerFrameSchema } from "@nerva/core";
+import type { NervaError } from "@nerva/core";
+import { FrameDecoder, FrameErrorReason, WorkerFrameSchema } from "@nerva/core/protocol";
 
 const page = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "protocol.md"), "utf8");
 

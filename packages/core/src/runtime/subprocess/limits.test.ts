@@ -134,7 +134,8 @@ describe("module handlers (warm pool): frames on fd 3", () => {
       ),
       { numRuns: 6 },
     );
-  });
+    // Six runs of up to 50,000 levels each, through a real worker: slower than one call.
+  }, 60_000);
 });
 
 describe("executable handlers: fd 3 and stdout", () => {
