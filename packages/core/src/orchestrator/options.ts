@@ -7,6 +7,7 @@ import type { PolicyEngine } from "../policy/types.js";
 import type { Registry } from "../registry/types.js";
 import { PassthroughResponder } from "../responder/passthrough-responder.js";
 import type { Channel, Responder } from "../responder/types.js";
+import { RuleRouter } from "../router/rule-router.js";
 import type { Router } from "../router/types.js";
 import type { AgentRuntime } from "../runtime/types.js";
 import type { ToolManager } from "../tools/types.js";
@@ -72,6 +73,20 @@ export interface Wiring {
   readonly hasBeforeInvoke: boolean;
   readonly hasAfterInvoke: boolean;
   readonly hasBeforeRespond: boolean;
+  /** Whether `router` / `responder` must run in a fork under their stage span (see below). */
+  readonly scopeRouter: boolean;
+  readonly scopeResponder: boolean;
+}
+
+/**
+ * Whether an implementation must be called with a fork whose current span is its stage span.
+ * Every implementation is, except exactly `RuleRouter` and `PassthroughResponder` (not
+ * subclasses): they open no span, record no event and start no work of their own, so a fork
+ * would change nothing in the trace, and those two are what most requests run through — the
+ * fork was 10% of `handle()`'s overhead. Their tests check they stay that way.
+ */
+function needsScope(impl: object, spanless: object): boolean {
+  return Object.getPrototypeOf(impl) !== spanless;
 }
 
 /** Validates the options of `new Orchestrator(options)`; INVALID_OPTIONS names the field. */
@@ -85,12 +100,13 @@ export function wire(options: OrchestratorOptions): Wiring {
   );
   const pipeline = new MiddlewarePipeline((o.middleware ?? []) as Middleware[]);
   const registry = o.registry ?? null;
+  const responder = o.responder ?? new PassthroughResponder();
   return Object.freeze({
     router: o.router,
     runtime: o.runtime,
     tools: o.tools ?? null,
     memory: o.memory ?? null,
-    responder: o.responder ?? new PassthroughResponder(),
+    responder,
     registry,
     policy: o.policy ?? null,
     stats: registry === null ? null : new StatsRecorder(registry, o.runtime),
@@ -104,6 +120,8 @@ export function wire(options: OrchestratorOptions): Wiring {
     hasBeforeInvoke: pipeline.has(MiddlewareStage.BEFORE_INVOKE),
     hasAfterInvoke: pipeline.has(MiddlewareStage.AFTER_INVOKE),
     hasBeforeRespond: pipeline.has(MiddlewareStage.BEFORE_RESPOND),
+    scopeRouter: needsScope(o.router, RuleRouter.prototype),
+    scopeResponder: needsScope(responder, PassthroughResponder.prototype),
   });
 }
 

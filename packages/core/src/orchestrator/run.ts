@@ -16,7 +16,15 @@ import { ValidatedInput, agentResult, type AgentInput, type AgentResult } from "
 import { AgentStatus } from "../types/status.js";
 import type { TokenUsage } from "../types/usage.js";
 import type { Wiring } from "./options.js";
-import { classifyStage, discoverStage, formatStage, storeStage } from "./stages.js";
+import type { RouteResult } from "../router/types.js";
+import {
+  discoverStage,
+  endFormatSpan,
+  endRouteSpan,
+  failStage,
+  formatAttributes,
+  storeStage,
+} from "./stages.js";
 
 const EMPTY_ARGS: Readonly<Record<string, string>> = Object.freeze({});
 const EMPTY_LIST: readonly Readonly<Record<string, string>>[] = Object.freeze([]);
@@ -55,7 +63,17 @@ export async function runRequest(
     if (w.policy !== null) {
       await gate(w, { checkpoint: Checkpoint.BEFORE_ROUTE, message: msg }, rctx);
     }
-    let route = await classifyStage(w.router, msg, rctx);
+    const routeSpan = rctx.startSpan("router.classify");
+    const routing = w.scopeRouter ? rctx.fork({ span: routeSpan }) : rctx;
+    let route: RouteResult;
+    try {
+      route = await w.router.classify(msg, routing);
+    } catch (err) {
+      failStage(routeSpan, err);
+    } finally {
+      if (routing !== rctx) routing.dispose();
+    }
+    endRouteSpan(routeSpan, route);
     if (w.hasAfterRoute) {
       stage = MiddlewareStage.AFTER_ROUTE;
       route = await pipeline.run(MiddlewareStage.AFTER_ROUTE, route, rctx);
@@ -103,7 +121,17 @@ export async function runRequest(
     if (result.status !== AgentStatus.SUCCESS) raiseRefusal(result, rctx, firstRefusal);
 
     stage = "respond";
-    let response = await formatStage(w.responder, result, channel, rctx);
+    const formatSpan = rctx.startSpan("responder.format", formatAttributes(result, channel));
+    const formatting = w.scopeResponder ? rctx.fork({ span: formatSpan }) : rctx;
+    let response: OrchestratorResponse;
+    try {
+      response = await w.responder.format(result, channel, formatting);
+    } catch (err) {
+      failStage(formatSpan, err);
+    } finally {
+      if (formatting !== rctx) formatting.dispose();
+    }
+    endFormatSpan(formatSpan, response);
     if (w.hasBeforeRespond) {
       stage = MiddlewareStage.BEFORE_RESPOND;
       response = await pipeline.run(MiddlewareStage.BEFORE_RESPOND, response, rctx);

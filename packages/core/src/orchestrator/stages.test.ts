@@ -5,7 +5,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import type { Span } from "../context/span.js";
 import type { Memory, MemoryItem } from "../memory/types.js";
+import { PassthroughResponder } from "../responder/passthrough-responder.js";
 import type { Responder } from "../responder/types.js";
+import { RuleRouter } from "../router/rule-router.js";
 import type { Router } from "../router/types.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import type { ToolManager } from "../tools/types.js";
@@ -139,6 +141,40 @@ describe("stage spans", () => {
     ]);
     expect(stored).toEqual(["learned", "hello", "1 lookup ok"]);
     expect(ctx.spans.every((s) => s.ended)).toBe(true);
+  });
+
+  it("nest the spans of a subclass of a built-in under the stage span too", async () => {
+    class TracedRouter extends RuleRouter {
+      override async classify(message: string, ctx: ExecContext) {
+        ctx.startSpan("my.router.audit").end();
+        return super.classify(message, ctx);
+      }
+    }
+    class TracedResponder extends PassthroughResponder {
+      override async format(...args: Parameters<PassthroughResponder["format"]>) {
+        args[2].startSpan("my.responder.audit").end();
+        return super.format(...args);
+      }
+    }
+    const runtime = new InProcessRuntime().register("agent", async () => "fine");
+    runtimes.push(runtime);
+    const o = new Orchestrator({
+      router: new TracedRouter({ rules: [], defaultHandler: "agent" }),
+      responder: new TracedResponder(),
+      runtime,
+    });
+    const ctx = ExecContext.create();
+    await o.handle("x", ctx);
+    expect(tree(ctx.spans)).toEqual([
+      [
+        "handle",
+        [
+          ["router.classify", ["my.router.audit"]],
+          "runtime.invoke",
+          ["responder.format", ["my.responder.audit"]],
+        ],
+      ],
+    ]);
   });
 
   it("end in error with the failure of the implementation, which the request reports", async () => {

@@ -8,8 +8,9 @@ import type {
   MemoryQuery,
   MemoryRecall,
 } from "../memory/types.js";
-import type { Channel, FormattedResponse, Responder } from "../responder/types.js";
-import type { RouteResult, Router } from "../router/types.js";
+import type { Channel, FormattedResponse } from "../responder/types.js";
+import type { RouteResult } from "../router/types.js";
+import type { Attributes } from "../types/trace.js";
 import { messageOf } from "../runtime/results.js";
 import { ToolStatus, type ToolInfo, type ToolManager, type ToolResult } from "../tools/types.js";
 import type { AgentResult } from "../types/agent.js";
@@ -19,27 +20,17 @@ import type { AgentResult } from "../types/agent.js";
 // stage runs in a fork whose current span is the stage span, so spans an implementation opens
 // itself nest under it.
 
-function failStage(span: Span, err: unknown): never {
+/** Ends a stage span in error with the failure, and rethrows it. */
+export function failStage(span: Span, err: unknown): never {
   span.end("error", messageOf(err));
   throw err;
 }
 
-/** `router.classify`: candidates, best and score of the route. */
-export async function classifyStage(
-  router: Router,
-  message: string,
-  ctx: ExecContext,
-): Promise<RouteResult> {
-  const span = ctx.startSpan("router.classify");
-  const scoped = ctx.fork({ span });
-  let route: RouteResult;
-  try {
-    route = await router.classify(message, scoped);
-  } catch (err) {
-    failStage(span, err);
-  } finally {
-    scoped.dispose();
-  }
+// `router.classify` and `responder.format` are on every request: the orchestrator inlines their
+// calls (see run.ts) and uses these two to check the answer and end the span.
+
+/** Ends `router.classify` with candidates, best and score; a non-route is an INTERNAL error. */
+export function endRouteSpan(span: Span, route: RouteResult): RouteResult {
   if (typeof route !== "object" || route === null || !Array.isArray(route.candidates)) {
     failStage(
       span,
@@ -59,26 +50,16 @@ export async function classifyStage(
   return route;
 }
 
-/** `responder.format`: status and channel, then length and truncation of the text. */
-export async function formatStage(
-  responder: Responder,
-  result: AgentResult,
-  channel: Channel,
-  ctx: ExecContext,
-): Promise<FormattedResponse> {
-  const span = ctx.startSpan("responder.format", {
+/** The attributes `responder.format` starts with. */
+export function formatAttributes(result: AgentResult, channel: Channel): Attributes {
+  return {
     status: result.status,
     channel: typeof channel === "string" ? channel : channel.format,
-  });
-  const scoped = ctx.fork({ span });
-  let response: FormattedResponse;
-  try {
-    response = await responder.format(result, channel, scoped);
-  } catch (err) {
-    failStage(span, err);
-  } finally {
-    scoped.dispose();
-  }
+  };
+}
+
+/** Ends `responder.format` with length and truncation; a non-response is an INTERNAL error. */
+export function endFormatSpan(span: Span, response: FormattedResponse): FormattedResponse {
   if (typeof response !== "object" || response === null || typeof response.text !== "string") {
     failStage(
       span,

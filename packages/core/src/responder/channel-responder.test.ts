@@ -251,7 +251,10 @@ describe("PassthroughResponder", () => {
       truncated: false,
     });
     expect(r.formatChunk("# x", "plain", c)).toBe("# x");
-    expect(c.spans).toEqual([]);
+    await r.format(agentResult("x", { status: "timeout", error: "slow" }), "markdown", c);
+    // The orchestrator calls exactly this class without a fork under responder.format: it must
+    // keep recording nothing, or what it records would land under the wrong span.
+    expect([c.spans, c.events]).toEqual([[], []]);
   });
 
   it("never drops a failure", async () => {
