@@ -11,6 +11,9 @@ import type { Wiring } from "./options.js";
 import { callToolStage, discoverStage, recallStage, storeStage } from "./stages.js";
 import type { AgentKit } from "./types.js";
 
+/** The primitives a kit reaches. */
+export type KitDeps = Pick<Wiring, "runtime" | "tools" | "memory" | "policy" | "stats">;
+
 /** A refusal of the policy during execution, or `null` (always `null` without a policy). */
 function refusalOf(
   deps: KitDeps,
@@ -19,9 +22,6 @@ function refusalOf(
 ): Promise<PolicyDecision | null> | null {
   return deps.policy === null ? null : askPolicy(deps.policy, action, ctx);
 }
-
-/** The primitives a kit reaches. */
-export type KitDeps = Pick<Wiring, "runtime" | "tools" | "memory" | "policy" | "stats">;
 
 function refusalText(d: PolicyDecision): string {
   return `${d.code ?? ErrorCode.POLICY_DENIED}: ${d.reason}`;

@@ -23,7 +23,8 @@ import {
 /**
  * What a tool function gets besides its arguments: `signal` aborts at the tool's timeout, the
  * request's deadline or on cancel (pass it to fetch, child processes, database drivers); `ctx` is
- * the request's context, with spans nesting under the `tools.call` span.
+ * the request's context, whose spans nest under the caller's span (the orchestrator's
+ * `tools.call`).
  *
  * @example
  * const run = async (args: { url: string }, { signal }: ToolCallContext) => (await fetch(args.url, { signal })).status;
