@@ -38,7 +38,7 @@ function ctxOf(options: ExecContextOptions): ExecContext {
 
 /**
  * The behaviour every {@link MemoryStore} must show behind {@link TieredMemory}: tiers, scope
- * isolation, atomic writes and spans. Run it from a vitest file for each implementation.
+ * isolation and atomic writes. Run it from a vitest file for each implementation.
  *
  * @example
  * describeMemoryContract("InMemoryMemoryStore", async () => ({ store: new InMemoryMemoryStore() }));
@@ -241,18 +241,13 @@ export function describeMemoryContract(
       expect(read).toEqual({ hot: [], warm: [], cold: [] });
     });
 
-    it("records memory.store and memory.recall spans on the context", async () => {
+    it("leaves the stage spans to its caller (the orchestrator opens memory.store / memory.recall)", async () => {
       const { memory } = await make();
       const ctx = ctxOf({ userId: "u1", sessionId: "s1" });
       await memory.store({ content: "hi" }, ctx);
       await memory.recall("hi", ctx);
       await rejection(memory.store({ content: "x", role: "user", kind: "fact" }, ctx));
-      const spans = ctx.spans.map((s) => [s.name, s.status, s.attributes["scope"]]);
-      expect(spans).toEqual([
-        ["memory.store", "ok", "session"],
-        ["memory.recall", "ok", "session"],
-      ]);
-      expect(ctx.spans[1]?.attributes["hot"]).toBe(1);
+      expect(ctx.spans.map((s) => s.name)).toEqual([]);
     });
 
     it("validates events and queries, naming the field", async () => {

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, it } from "vitest";
-import { ActionSchema, quickAction } from "../policy/declarative-engine.js";
+import { ActionSchema, quickAction } from "../policy/action.js";
 import { EventSchema, quickEvent } from "./tiered-memory.js";
 
 // The fast paths that skip a schema run must agree with the schema: whatever they accept, the

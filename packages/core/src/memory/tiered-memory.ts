@@ -152,8 +152,9 @@ const QuerySchema = z
  * - **warm**: facts (a fact with a `key` replaces the previous one) and episodes, newest first;
  * - **cold**: similarity search over episodes (and archived turns) through `embed(texts)`.
  *
- * Each call records a `memory.recall` / `memory.store` span on the context. The context's scope
- * and identity pick the namespace; a missing identity throws (see {@link memoryNamespace}).
+ * The context's scope and identity pick the namespace; a missing identity throws (see
+ * {@link memoryNamespace}). Through an orchestrator, each call is a `memory.recall` /
+ * `memory.store` span.
  *
  * @example
  * const memory = new TieredMemory({ hotTurns: 10, embed: myEmbedder });
@@ -179,41 +180,34 @@ export class TieredMemory implements Memory {
     checkContext(ctx);
     const e = quickEvent(event) ?? parseEvent(event);
     const ns = memoryNamespace(ctx, e.scope);
-    const span = ctx.startSpan("memory.store", { scope: ns.scope, kind: e.kind });
-    try {
-      ctx.throwIfEnded();
-      const o = this.#options;
-      const cold =
-        o.embed !== undefined &&
-        (e.kind === MemoryKind.EPISODE || (e.kind === MemoryKind.TURN && o.archiveTurns));
-      // Embedding happens before the write: if it fails, nothing of this event is stored.
-      const vector = cold
-        ? (await embedChecked(o.embed as EmbedFn, [e.content], "TieredMemory", ctx.signal))[0]
-        : undefined;
-      const item: MemoryItem = Object.freeze({
-        id: randomUUID(),
-        kind: e.kind,
-        role: e.kind === MemoryKind.TURN ? (e.role ?? "user") : null,
-        key: e.key ?? null,
-        content: e.content,
-        metadata: isEmpty(e.metadata)
-          ? EMPTY_METADATA
-          : Object.freeze(structuredClone(e.metadata) as Record<string, JsonValue>),
-        createdAt: Date.now(),
-      });
-      await this.#store.write({
-        namespace: ns.namespace,
-        session: ns.session,
-        item,
-        ...(e.kind === MemoryKind.TURN ? { hot: { limit: o.hotTurns } } : { warm: true }),
-        ...(vector === undefined ? {} : { vector }),
-      });
-      span.end("ok");
-      return item;
-    } catch (err) {
-      span.end("error", err instanceof Error ? err.message : String(err));
-      throw err;
-    }
+    ctx.throwIfEnded();
+    const o = this.#options;
+    const cold =
+      o.embed !== undefined &&
+      (e.kind === MemoryKind.EPISODE || (e.kind === MemoryKind.TURN && o.archiveTurns));
+    // Embedding happens before the write: if it fails, nothing of this event is stored.
+    const vector = cold
+      ? (await embedChecked(o.embed as EmbedFn, [e.content], "TieredMemory", ctx.signal))[0]
+      : undefined;
+    const item: MemoryItem = Object.freeze({
+      id: randomUUID(),
+      kind: e.kind,
+      role: e.kind === MemoryKind.TURN ? (e.role ?? "user") : null,
+      key: e.key ?? null,
+      content: e.content,
+      metadata: isEmpty(e.metadata)
+        ? EMPTY_METADATA
+        : Object.freeze(structuredClone(e.metadata) as Record<string, JsonValue>),
+      createdAt: Date.now(),
+    });
+    await this.#store.write({
+      namespace: ns.namespace,
+      session: ns.session,
+      item,
+      ...(e.kind === MemoryKind.TURN ? { hot: { limit: o.hotTurns } } : { warm: true }),
+      ...(vector === undefined ? {} : { vector }),
+    });
+    return item;
   }
 
   async recall(query: string | MemoryQuery, ctx: ExecContext): Promise<MemoryRecall> {
@@ -226,39 +220,29 @@ export class TieredMemory implements Memory {
       'Pass a string or { text?, tiers?: ("hot" | "warm" | "cold")[], hotLimit?, warmLimit?, coldLimit? }.',
     );
     const ns = memoryNamespace(ctx, q.scope);
-    const span = ctx.startSpan("memory.recall", { scope: ns.scope });
-    try {
-      ctx.throwIfEnded();
-      const o = this.#options;
-      const tiers = new Set(q.tiers ?? ["hot", "warm", "cold"]);
-      const coldLimit = tiers.has("cold") ? (q.coldLimit ?? o.coldLimit) : 0;
-      const text = q.text?.trim() ?? "";
-      const searchCold = coldLimit > 0 && text !== "" && o.embed !== undefined;
-      const vector = searchCold
-        ? (await embedChecked(o.embed as EmbedFn, [text], "TieredMemory", ctx.signal))[0]
-        : undefined;
-      const found = await this.#store.read({
-        namespace: ns.namespace,
-        session: ns.session,
-        hotLimit: tiers.has("hot") ? (q.hotLimit ?? o.hotTurns) : 0,
-        warmLimit: tiers.has("warm") ? (q.warmLimit ?? o.warmLimit) : 0,
-        ...(vector === undefined ? {} : { cold: { vector, limit: coldLimit } }),
-      });
-      const cold = found.cold.filter((hit) => hit.score >= o.minScore);
-      span.setAttribute("hot", found.hot.length);
-      span.setAttribute("warm", found.warm.length);
-      span.setAttribute("cold", cold.length);
-      span.end("ok");
-      return Object.freeze({
-        scope: ns.scope,
-        hot: Object.freeze(found.hot),
-        warm: Object.freeze(found.warm),
-        cold: Object.freeze(cold),
-      });
-    } catch (err) {
-      span.end("error", err instanceof Error ? err.message : String(err));
-      throw err;
-    }
+    ctx.throwIfEnded();
+    const o = this.#options;
+    const tiers = new Set(q.tiers ?? ["hot", "warm", "cold"]);
+    const coldLimit = tiers.has("cold") ? (q.coldLimit ?? o.coldLimit) : 0;
+    const text = q.text?.trim() ?? "";
+    const searchCold = coldLimit > 0 && text !== "" && o.embed !== undefined;
+    const vector = searchCold
+      ? (await embedChecked(o.embed as EmbedFn, [text], "TieredMemory", ctx.signal))[0]
+      : undefined;
+    const found = await this.#store.read({
+      namespace: ns.namespace,
+      session: ns.session,
+      hotLimit: tiers.has("hot") ? (q.hotLimit ?? o.hotTurns) : 0,
+      warmLimit: tiers.has("warm") ? (q.warmLimit ?? o.warmLimit) : 0,
+      ...(vector === undefined ? {} : { cold: { vector, limit: coldLimit } }),
+    });
+    const cold = found.cold.filter((hit) => hit.score >= o.minScore);
+    return Object.freeze({
+      scope: ns.scope,
+      hot: Object.freeze(found.hot),
+      warm: Object.freeze(found.warm),
+      cold: Object.freeze(cold),
+    });
   }
 
   close(): Promise<void> {

@@ -96,7 +96,8 @@ export interface MemoryRecall {
  * The memory primitive. Every call takes the context: its `memoryScope` and identity decide
  * whose memory is read or written (`user` → userId, `session` → userId + sessionId, `agent` →
  * agent name + userId, `global` → shared). A scope whose identity is missing throws; nothing
- * falls back to a shared bucket.
+ * falls back to a shared bucket. The orchestrator opens the `memory.recall` / `memory.store`
+ * spans of the calls it makes (its kit's and the turns it stores).
  *
  * @example
  * await memory.store({ content: "I want to fly to Berlin", role: "user" }, ctx);

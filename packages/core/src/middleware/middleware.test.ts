@@ -28,15 +28,15 @@ describe("MiddlewarePipeline", () => {
     };
     const pipeline = new MiddlewarePipeline([new Upper(), exclaim, { name: "no hooks" }]);
     const ctx = ctxOf();
-    expect(await pipeline.run("beforeRoute", "hi", ctx)).toBe("HI!");
+    expect(await pipeline.run("before_route", "hi", ctx)).toBe("HI!");
     expect(calls).toEqual(["upper", "exclaim"]);
-    expect(pipeline.has("beforeRoute")).toBe(true);
-    expect(pipeline.has("afterInvoke")).toBe(false);
+    expect(pipeline.has("before_route")).toBe(true);
+    expect(pipeline.has("after_invoke")).toBe(false);
     expect(ctx.spans.map((s) => [s.name, s.status, s.attributes["count"]])).toEqual([
-      ["middleware.beforeRoute", "ok", 2],
+      ["middleware.before_route", "ok", 2],
     ]);
     const request = { handler: "a", input: createAgentInput({ message: "x" }) };
-    expect(await pipeline.run("beforeInvoke", request, ctx)).toBe(request);
+    expect(await pipeline.run("before_invoke", request, ctx)).toBe(request);
   });
 
   it("stops at a throwing hook: later hooks never see the payload", async () => {
@@ -51,7 +51,7 @@ describe("MiddlewarePipeline", () => {
       { name: "later", beforeRoute: (m) => (seen.push(m), m) },
     ]);
     const ctx = ctxOf();
-    await expect(pipeline.run("beforeRoute", "hi", ctx)).rejects.toMatchObject({
+    await expect(pipeline.run("before_route", "hi", ctx)).rejects.toMatchObject({
       code: ErrorCode.UNAUTHENTICATED,
     });
     expect(seen).toEqual([]);
@@ -65,14 +65,14 @@ describe("MiddlewarePipeline", () => {
     const forgot = new MiddlewarePipeline([
       { name: "forgot", afterInvoke: () => undefined as never },
     ]);
-    await expect(forgot.run("afterInvoke", agentResult("a", {}), ctxOf())).rejects.toThrow(
+    await expect(forgot.run("after_invoke", agentResult("a", {}), ctxOf())).rejects.toThrow(
       /Middleware "forgot"\.afterInvoke must return a valid AgentResult \(got undefined\)/,
     );
     const wrong = new MiddlewarePipeline([
       { beforeInvoke: (r) => ({ ...r, input: { message: 42 } }) as never },
     ]);
     const request = { handler: "a", input: createAgentInput({ message: "x" }) };
-    await expect(wrong.run("beforeInvoke", request, ctxOf())).rejects.toMatchObject({
+    await expect(wrong.run("before_invoke", request, ctxOf())).rejects.toMatchObject({
       code: ErrorCode.INTERNAL,
     });
   });
@@ -124,10 +124,10 @@ describe("built-in middleware", () => {
     const logging = new LoggingMiddleware({ write: (l) => void lines.push(l) });
     const pipeline = new MiddlewarePipeline([logging]);
     const ctx = ctxOf();
-    await pipeline.run("beforeRoute", "secret message", ctx);
-    await pipeline.run("afterRoute", { candidates: [], best: null }, ctx);
-    await pipeline.run("afterInvoke", agentResult("a", { status: "error", error: "x" }), ctx);
-    await pipeline.run("beforeRespond", response, ctx);
+    await pipeline.run("before_route", "secret message", ctx);
+    await pipeline.run("after_route", { candidates: [], best: null }, ctx);
+    await pipeline.run("after_invoke", agentResult("a", { status: "error", error: "x" }), ctx);
+    await pipeline.run("before_respond", response, ctx);
     await pipeline.onError(
       new NervaError(ErrorCode.RATE_LIMITED, "slow", { details: { retryAfterSeconds: 1 } }),
       ctx,
@@ -162,15 +162,15 @@ describe("built-in middleware", () => {
     });
     const pipeline = new MiddlewarePipeline([metrics]);
     const ctx = ctxOf();
-    await pipeline.run("beforeRoute", "x", ctx);
-    await pipeline.run("beforeRoute", "y", ctx);
+    await pipeline.run("before_route", "x", ctx);
+    await pipeline.run("before_route", "y", ctx);
     await pipeline.run(
-      "afterRoute",
+      "after_route",
       { candidates: [], best: { name: "a", score: 1, reason: "" } },
       ctx,
     );
-    await pipeline.run("afterInvoke", agentResult("a", {}), ctx);
-    await pipeline.run("beforeRespond", response, ctx);
+    await pipeline.run("after_invoke", agentResult("a", {}), ctx);
+    await pipeline.run("before_respond", response, ctx);
     await pipeline.onError(new NervaError(ErrorCode.BUDGET_EXCEEDED, "x"), ctx, "invoke");
     expect(metrics.snapshot()).toEqual({
       'errors_total{code="BUDGET_EXCEEDED",stage="invoke"}': 1,

@@ -3,6 +3,7 @@ import { ErrorCode, NervaError } from "../errors.js";
 import { AgentInputSchema, AgentResultSchema } from "../types/agent.js";
 import { AGENT_STATUSES } from "../types/status.js";
 import {
+  MIDDLEWARE_HOOKS,
   MiddlewareStage,
   type InvocationRequest,
   type Middleware,
@@ -14,42 +15,35 @@ import type { AgentResult } from "../types/agent.js";
 
 /** The payload type of each payload stage. */
 export interface StagePayloads {
-  beforeRoute: string;
-  afterRoute: RouteResult;
-  beforeInvoke: InvocationRequest;
-  afterInvoke: AgentResult;
-  beforeRespond: OrchestratorResponse;
+  before_route: string;
+  after_route: RouteResult;
+  before_invoke: InvocationRequest;
+  after_invoke: AgentResult;
+  before_respond: OrchestratorResponse;
 }
 type PayloadStage = keyof StagePayloads;
 
-const PAYLOAD_STAGES: readonly PayloadStage[] = [
-  MiddlewareStage.BEFORE_ROUTE,
-  MiddlewareStage.AFTER_ROUTE,
-  MiddlewareStage.BEFORE_INVOKE,
-  MiddlewareStage.AFTER_INVOKE,
-  MiddlewareStage.BEFORE_RESPOND,
-];
-const ALL_STAGES: readonly string[] = [...PAYLOAD_STAGES, MiddlewareStage.ON_ERROR];
+const ALL_STAGES: readonly MiddlewareStage[] = Object.values(MiddlewareStage);
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null;
 
 /** What a hook must return at each stage; the message says what was wrong, `null` when fine. */
 const CHECKS: { [S in PayloadStage]: (v: unknown) => string | null } = {
-  beforeRoute: (v) => (typeof v === "string" ? null : "must return the message (a string)"),
-  afterRoute: (v) =>
+  before_route: (v) => (typeof v === "string" ? null : "must return the message (a string)"),
+  after_route: (v) =>
     isObject(v) && Array.isArray(v["candidates"]) && "best" in v
       ? null
       : "must return the route ({ candidates, best })",
-  beforeInvoke: (v) =>
+  before_invoke: (v) =>
     isObject(v) &&
     typeof v["handler"] === "string" &&
     v["handler"] !== "" &&
     AgentInputSchema.safeParse(v["input"]).success
       ? null
       : "must return { handler, input } with a valid AgentInput",
-  afterInvoke: (v) =>
+  after_invoke: (v) =>
     AgentResultSchema.safeParse(v).success ? null : "must return a valid AgentResult",
-  beforeRespond: (v) =>
+  before_respond: (v) =>
     isObject(v) &&
     typeof v["text"] === "string" &&
     (AGENT_STATUSES as readonly unknown[]).includes(v["status"])
@@ -71,11 +65,11 @@ export function middlewareName(mw: Middleware): string {
  *
  * @example
  * const pipeline = new MiddlewarePipeline([new LoggingMiddleware()]);
- * const message = await pipeline.run("beforeRoute", "hello", ctx);
+ * const message = await pipeline.run(MiddlewareStage.BEFORE_ROUTE, "hello", ctx);
  */
 export class MiddlewarePipeline {
   readonly #middleware: readonly Middleware[];
-  readonly #byStage = new Map<string, Middleware[]>();
+  readonly #byStage = new Map<MiddlewareStage, Middleware[]>();
 
   constructor(middleware: readonly Middleware[] = []) {
     if (!Array.isArray(middleware)) {
@@ -94,14 +88,17 @@ export class MiddlewarePipeline {
         );
       }
       for (const stage of ALL_STAGES) {
-        const hook = (mw as unknown as Record<string, unknown>)[stage];
+        const method = MIDDLEWARE_HOOKS[stage];
+        const hook = (mw as unknown as Record<string, unknown>)[method];
         if (hook === undefined) continue;
         if (typeof hook !== "function") {
           throw new NervaError(
             ErrorCode.INVALID_OPTIONS,
-            `Invalid options.middleware[${i}].${stage}: must be a method, got ${typeof hook}.`,
+            `Invalid options.middleware[${i}].${method}: must be a method, got ${typeof hook}.`,
             {
-              issues: [{ path: `options.middleware.${i}.${stage}`, message: "must be a function" }],
+              issues: [
+                { path: `options.middleware.${i}.${method}`, message: "must be a function" },
+              ],
             },
           );
         }
@@ -123,7 +120,10 @@ export class MiddlewarePipeline {
     return this.#byStage.has(stage);
   }
 
-  /** Passes `payload` through every hook of `stage`, in order, inside a `middleware.<stage>` span. */
+  /**
+   * Passes `payload` through every hook of `stage`, in order, inside a `middleware.<stage>` span
+   * (e.g. `middleware.before_route`).
+   */
   async run<S extends PayloadStage>(
     stage: S,
     payload: StagePayloads[S],
@@ -132,12 +132,13 @@ export class MiddlewarePipeline {
     const list = this.#byStage.get(stage);
     if (list === undefined) return payload;
     const span = ctx.startSpan(`middleware.${stage}`, { count: list.length });
+    const method = MIDDLEWARE_HOOKS[stage];
     let current: unknown = payload;
     for (const mw of list) {
       const name = middlewareName(mw);
       try {
         const hook = (mw as unknown as Record<string, (p: unknown, c: ExecContext) => unknown>)[
-          stage
+          method
         ] as (p: unknown, c: ExecContext) => unknown;
         const next = await hook.call(mw, current, ctx);
         // A payload passed on unchanged was already valid; anything else is checked.
@@ -145,7 +146,7 @@ export class MiddlewarePipeline {
         if (problem !== null) {
           throw new NervaError(
             ErrorCode.INTERNAL,
-            `Middleware "${name}".${stage} ${problem} (got ${next === undefined ? "undefined" : typeof next}); the request is stopped rather than continued with the previous payload.`,
+            `Middleware "${name}".${method} ${problem} (got ${next === undefined ? "undefined" : typeof next}); the request is stopped rather than continued with the previous payload.`,
             { details: { middleware: name, stage } },
           );
         }

@@ -3,22 +3,46 @@ import type { FormattedResponse } from "../responder/types.js";
 import type { RouteResult } from "../router/types.js";
 import type { AgentInput, AgentResult } from "../types/agent.js";
 
-/** The hooks a middleware may implement, in pipeline order (plus `onError`). */
+/**
+ * The stages of the middleware pipeline, in order (plus `on_error`). The values are the wire
+ * values of Nerva's published spec, snake_case like the policy's `Checkpoint` (`before_route` is the
+ * same moment in both); each stage runs the middleware method named in {@link MIDDLEWARE_HOOKS}
+ * (`before_route` → `beforeRoute`).
+ *
+ * @example
+ * pipeline.has(MiddlewareStage.BEFORE_ROUTE); // any middleware with a beforeRoute method?
+ */
 export const MiddlewareStage = {
-  BEFORE_ROUTE: "beforeRoute",
-  AFTER_ROUTE: "afterRoute",
-  BEFORE_INVOKE: "beforeInvoke",
-  AFTER_INVOKE: "afterInvoke",
-  BEFORE_RESPOND: "beforeRespond",
-  ON_ERROR: "onError",
+  BEFORE_ROUTE: "before_route",
+  AFTER_ROUTE: "after_route",
+  BEFORE_INVOKE: "before_invoke",
+  AFTER_INVOKE: "after_invoke",
+  BEFORE_RESPOND: "before_respond",
+  ON_ERROR: "on_error",
 } as const;
 export type MiddlewareStage = (typeof MiddlewareStage)[keyof typeof MiddlewareStage];
 
 /**
- * Where in a request an error happened: a middleware stage, or the primitive between two stages
- * (`route`: policy and router; `invoke`: policy and runtime; `respond`: memory and responder).
+ * The middleware method each stage calls (methods are camelCase TypeScript names; stages are
+ * wire values).
+ *
+ * @example
+ * MIDDLEWARE_HOOKS[MiddlewareStage.BEFORE_ROUTE]; // "beforeRoute"
  */
-export type PipelineStage = Exclude<MiddlewareStage, "onError"> | "route" | "invoke" | "respond";
+export const MIDDLEWARE_HOOKS = Object.freeze({
+  before_route: "beforeRoute",
+  after_route: "afterRoute",
+  before_invoke: "beforeInvoke",
+  after_invoke: "afterInvoke",
+  before_respond: "beforeRespond",
+  on_error: "onError",
+} as const satisfies Record<MiddlewareStage, keyof Middleware>);
+
+/**
+ * Where in a request an error happened: a middleware stage, or the primitive between two stages
+ * (`route`: policy and router; `invoke`: policy and runtime; `respond`: responder and memory).
+ */
+export type PipelineStage = Exclude<MiddlewareStage, "on_error"> | "route" | "invoke" | "respond";
 
 /** What `beforeInvoke` receives and returns: the handler about to run and its input. */
 export interface InvocationRequest {

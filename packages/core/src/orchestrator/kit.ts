@@ -1,53 +1,26 @@
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
 import type { Memory } from "../memory/types.js";
-import {
-  Checkpoint,
-  type PolicyAction,
-  type PolicyDecision,
-  type PolicyEngine,
-} from "../policy/types.js";
+import { askPolicy } from "../policy/check.js";
+import { Checkpoint, type PolicyAction, type PolicyDecision } from "../policy/types.js";
 import { errorResult, messageOf } from "../runtime/results.js";
-import type { AgentRuntime } from "../runtime/types.js";
-import { ToolStatus, type ToolManager, type ToolResult } from "../tools/types.js";
+import { ToolStatus, type ToolResult } from "../tools/types.js";
 import { agentResult, type AgentInputInit, type AgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
-import type { StatsRecorder } from "./stats.js";
+import type { Wiring } from "./options.js";
+import { callToolStage, discoverStage, recallStage, storeStage } from "./stages.js";
 import type { AgentKit } from "./types.js";
 
 /** The primitives a kit reaches. */
-export interface KitDeps {
-  readonly runtime: AgentRuntime;
-  readonly tools: ToolManager | null;
-  readonly memory: Memory | null;
-  readonly policy: PolicyEngine | null;
-  readonly stats: StatsRecorder | null;
-}
+export type KitDeps = Pick<Wiring, "runtime" | "tools" | "memory" | "policy" | "stats">;
 
-/**
- * Asks the policy; a policy that throws refuses (fail closed), recorded as a `policy.error`
- * event. Returns `null` when allowed, else the refusal.
- */
-export async function checkPolicy(
-  policy: PolicyEngine | null,
+/** A refusal of the policy during execution, or `null` (always `null` without a policy). */
+function refusalOf(
+  deps: KitDeps,
   action: PolicyAction,
   ctx: ExecContext,
-): Promise<PolicyDecision | null> {
-  if (policy === null) return null;
-  let decision: PolicyDecision;
-  try {
-    decision = await policy.evaluate(action, ctx);
-  } catch (err) {
-    ctx.event("policy.error", { checkpoint: action.checkpoint, error: messageOf(err) });
-    return {
-      effect: "deny",
-      checkpoint: action.checkpoint,
-      code: ErrorCode.POLICY_DENIED,
-      reason: `The policy failed (${messageOf(err)}), so the action is refused.`,
-      rule: null,
-    };
-  }
-  return decision.effect === "allow" ? null : decision;
+): Promise<PolicyDecision | null> | null {
+  return deps.policy === null ? null : askPolicy(deps.policy, action, ctx);
 }
 
 function refusalText(d: PolicyDecision): string {
@@ -62,16 +35,20 @@ function noMemory(): NervaError {
   );
 }
 
-/** Builds the {@link AgentKit} of one handler invocation, bound to `ctx`. */
+/**
+ * Builds the {@link AgentKit} of one handler invocation, bound to `ctx`. Each call opens its
+ * stage span (`tools.call`, `tools.discover`, `memory.recall`, `memory.store`); refusals of the
+ * policy are recorded in the request's `kRefusals` slot by `askPolicy`.
+ */
 export function createKit(deps: KitDeps, ctx: ExecContext): AgentKit {
-  const { runtime, tools, memory, policy, stats } = deps;
+  const { runtime, tools, memory, stats } = deps;
   return Object.freeze({
     ctx,
     tools: Object.freeze({
-      discover: async () => (tools === null ? [] : tools.discover(ctx)),
+      discover: async () => (tools === null ? [] : discoverStage(tools, ctx)),
       call: async (name: string, args: unknown = {}): Promise<ToolResult> => {
-        const refused = await checkPolicy(
-          policy,
+        const refused = await refusalOf(
+          deps,
           { checkpoint: Checkpoint.DURING_EXECUTION, kind: "tool", name, args },
           ctx,
         );
@@ -91,7 +68,7 @@ export function createKit(deps: KitDeps, ctx: ExecContext): AgentKit {
             durationMs: 0,
           });
         }
-        const result = await tools.call(name, args, ctx);
+        const result = await callToolStage(tools, name, args, ctx);
         if (
           stats !== null &&
           result.status !== ToolStatus.NOT_FOUND &&
@@ -114,17 +91,17 @@ export function createKit(deps: KitDeps, ctx: ExecContext): AgentKit {
     memory: Object.freeze({
       recall: async (query: Parameters<Memory["recall"]>[0] = "") => {
         if (memory === null) throw noMemory();
-        return memory.recall(query, ctx);
+        return recallStage(memory, query, ctx);
       },
       store: async (event: Parameters<Memory["store"]>[0]) => {
         if (memory === null) throw noMemory();
-        return memory.store(event, ctx);
+        return storeStage(memory, event, ctx);
       },
     }),
     delegate: async (handler: string, input: AgentInputInit | string): Promise<AgentResult> => {
       const init = typeof input === "string" ? { message: input } : input;
-      const refused = await checkPolicy(
-        policy,
+      const refused = await refusalOf(
+        deps,
         {
           checkpoint: Checkpoint.DURING_EXECUTION,
           kind: "delegate",

@@ -141,8 +141,10 @@ describe("Orchestrator.handle", () => {
       code: ErrorCode.UNAUTHENTICATED,
     });
     expect(ran).toBe(0);
-    expect(seen).toEqual(["beforeInvoke: token expired"]);
-    expect(metrics.get("errors_total", { stage: "beforeInvoke", code: "UNAUTHENTICATED" })).toBe(1);
+    expect(seen).toEqual(["before_invoke: token expired"]);
+    expect(metrics.get("errors_total", { stage: "before_invoke", code: "UNAUTHENTICATED" })).toBe(
+      1,
+    );
     expect(metrics.get("responses_total", { status: "success" })).toBe(0);
 
     const broken: Middleware = { name: "broken", afterInvoke: () => undefined as never };
@@ -221,9 +223,9 @@ describe("Orchestrator.handle", () => {
               ],
             ],
           ],
-          "memory.store",
-          "memory.store",
           "responder.format",
+          "memory.store",
+          "memory.store",
         ],
       ],
     ]);
@@ -316,6 +318,30 @@ describe("Orchestrator.handle", () => {
     );
   });
 
+  it("stores nothing of an answer a beforeRespond hook refused", async () => {
+    const memory = new TieredMemory();
+    const censor: Middleware = {
+      name: "censor",
+      beforeRespond: (response) => {
+        if (response.text.includes("secret")) throw new NervaError(ErrorCode.POLICY_DENIED, "no");
+        return response;
+      },
+    };
+    const { orchestrator } = setup({ memory, middleware: [censor] });
+    const ctx = ctxOf();
+    await expect(orchestrator.handle("echo the secret", ctx)).rejects.toMatchObject({
+      code: ErrorCode.POLICY_DENIED,
+    });
+    expect((await memory.recall("", ctxOf())).hot).toEqual([]);
+    expect(ctx.spans.some((s) => s.name === "memory.store")).toBe(false);
+    // An answer the hook lets through is stored as before.
+    await orchestrator.handle("echo fine", ctxOf());
+    expect((await memory.recall("", ctxOf())).hot.map((t) => t.content)).toEqual([
+      "echo fine",
+      "echo: echo fine",
+    ]);
+  });
+
   it("fails closed when the policy itself fails", async () => {
     let ran = 0;
     const runtime = new InProcessRuntime();
@@ -373,6 +399,23 @@ describe("Orchestrator.handle", () => {
     expect(during.status).toBe("error");
     expect(during.error).toContain("POLICY_DENIED: The policy failed (policy store unreachable)");
     expect(ran).toBe(10);
+  });
+
+  it("refuses when the policy answers something that is not a decision", async () => {
+    const runtime = new InProcessRuntime().register("agent", async () => "ran");
+    runtimes.push(runtime);
+    for (const answer of [undefined, null, { effect: "maybe" }, "allow"]) {
+      const o = new Orchestrator({
+        router: new RuleRouter({ rules: [], defaultHandler: "agent" }),
+        runtime,
+        policy: { evaluate: async () => answer as never, charge: async () => undefined },
+      });
+      const ctx = ctxOf();
+      const err = await o.handle("go", ctx).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: ErrorCode.POLICY_DENIED });
+      expect((err as Error).message).toMatch(/^The policy failed \(it answered /);
+      expect(ctx.events.some((e) => e.name === "policy.error")).toBe(true);
+    }
   });
 
   it("validates its options and arguments, naming the field", async () => {

@@ -1,6 +1,7 @@
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
 import type { DelegationPolicy } from "../runtime/types.js";
+import { askPolicy } from "./check.js";
 import {
   Checkpoint,
   PolicyEffect,
@@ -84,7 +85,11 @@ export function recordDecision(
  * if (decision.effect !== "allow") throw decisionError(decision);
  */
 export function decisionError(decision: PolicyDecision): NervaError {
-  const code = decision.code ?? ErrorCode.POLICY_DENIED;
+  const code =
+    decision.code ??
+    (decision.effect === PolicyEffect.PENDING
+      ? ErrorCode.APPROVAL_PENDING
+      : ErrorCode.POLICY_DENIED);
   return new NervaError(code, decision.reason, {
     details: {
       checkpoint: decision.checkpoint,
@@ -100,14 +105,16 @@ export function decisionError(decision: PolicyDecision): NervaError {
 /**
  * A runtime `delegationPolicy` that asks `engine` (checkpoint `during_execution`, kind
  * `delegate`) before each `runtime.delegate`, so delegations made directly on the runtime are
- * governed too. A throwing engine refuses the delegation.
+ * governed too. An engine that throws refuses the delegation; a refusal is recorded for the
+ * request like the kit's (so the orchestrator reports it when the handler then fails).
  *
  * @example
  * const runtime = new InProcessRuntime({ delegationPolicy: policyDelegation(policy) });
  */
 export function policyDelegation(engine: PolicyEngine): DelegationPolicy {
   return async ({ to, input, ctx }) => {
-    const decision = await engine.evaluate(
+    const refused = await askPolicy(
+      engine,
       {
         checkpoint: Checkpoint.DURING_EXECUTION,
         kind: "delegate",
@@ -116,8 +123,8 @@ export function policyDelegation(engine: PolicyEngine): DelegationPolicy {
       },
       ctx,
     );
-    if (decision.effect === PolicyEffect.ALLOW) return true;
-    const tail = decision.approvalId === undefined ? "" : ` (approval ${decision.approvalId})`;
-    return { allow: false, reason: `${decision.code}: ${decision.reason}${tail}` };
+    if (refused === null) return true;
+    const tail = refused.approvalId === undefined ? "" : ` (approval ${refused.approvalId})`;
+    return { allow: false, reason: `${refused.code}: ${refused.reason}${tail}` };
   };
 }

@@ -78,6 +78,35 @@ describe("DeclarativePolicyEngine: rate limits", () => {
   });
 });
 
+describe("DeclarativePolicyEngine: request-local bookkeeping", () => {
+  it("keeps what it counted per engine: another engine's limit of the same name still counts", async () => {
+    const doc: PolicyDocumentInit = {
+      version: 1,
+      rateLimits: [{ name: "per-user", per: "user", limit: 1, windowSeconds: 60 }],
+    };
+    const front = new DeclarativePolicyEngine(doc);
+    const back = new DeclarativePolicyEngine(doc);
+    const first = ctxOf();
+    expect((await front.evaluate(route, first)).effect).toBe("allow");
+    // The same request at the second engine: counted there too, once.
+    expect((await back.evaluate(route, first)).effect).toBe("allow");
+    expect((await back.evaluate(route, first)).effect).toBe("allow");
+    expect((await back.evaluate(route, ctxOf())).code).toBe(ErrorCode.RATE_LIMITED);
+  });
+
+  it("does not read the event log: a request counted is counted whatever its events say", async () => {
+    const { engine } = clocked({
+      version: 1,
+      rateLimits: [{ name: "per-user", per: "user", limit: 1, windowSeconds: 60 }],
+    });
+    const forged = ctxOf();
+    // An event that looks like the old bookkeeping grants nothing.
+    forged.event("policy.counted", { limit: "per-user", key: "user:u1" });
+    expect((await engine.evaluate(route, forged)).effect).toBe("allow");
+    expect((await engine.evaluate(route, ctxOf())).code).toBe(ErrorCode.RATE_LIMITED);
+  });
+});
+
 describe("DeclarativePolicyEngine: permissions and rules", () => {
   it("denies what the context may not use, then applies the first matching rule", async () => {
     const engine = new DeclarativePolicyEngine({

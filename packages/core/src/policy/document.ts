@@ -60,10 +60,33 @@ const BudgetSchema = z
     windowSeconds: seconds.default(86_400),
     maxTokens: z.number().int().min(1).optional(),
     maxCostUsd: z.number().positive().finite().optional(),
+    /**
+     * `per: user`: tokens a request holds against the budget from its admission until it is
+     * charged, so concurrent requests cannot all pass a check made before any of them is
+     * charged. Default: a tenth of `maxTokens` (rounded up); 0 turns holds off.
+     */
+    reserveTokens: z.number().int().min(0).optional(),
+    /** `per: user`: the same for cost. Default: a tenth of `maxCostUsd`; 0 turns holds off. */
+    reserveCostUsd: z.number().min(0).finite().optional(),
   })
   .strict()
   .refine((b) => b.maxTokens !== undefined || b.maxCostUsd !== undefined, {
     message: "needs maxTokens or maxCostUsd",
+  })
+  .refine(
+    (b) => b.per === "user" || (b.reserveTokens === undefined && b.reserveCostUsd === undefined),
+    {
+      path: ["per"],
+      message: "reserveTokens and reserveCostUsd apply to per: user budgets only",
+    },
+  )
+  .refine((b) => b.reserveTokens === undefined || b.maxTokens !== undefined, {
+    path: ["reserveTokens"],
+    message: "needs maxTokens",
+  })
+  .refine((b) => b.reserveCostUsd === undefined || b.maxCostUsd !== undefined, {
+    path: ["reserveCostUsd"],
+    message: "needs maxCostUsd",
   });
 
 /** The schema of a policy document (YAML or JSON). */

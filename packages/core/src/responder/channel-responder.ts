@@ -182,22 +182,7 @@ export class ChannelResponder implements Responder {
   ): Promise<FormattedResponse> {
     checkContext(ctx);
     const { label, spec } = this.#resolve(channel);
-    const span = ctx.startSpan("responder.format", {
-      responder: "channel",
-      channel: label,
-      status: result.status,
-    });
-    let text: string;
-    let truncated: boolean;
-    try {
-      ({ text, truncated } = this.#render(result, spec, label, ctx));
-    } catch (err) {
-      span.end("error", err instanceof Error ? err.message : String(err));
-      throw err;
-    }
-    span.setAttribute("length", text.length);
-    span.setAttribute("truncated", truncated);
-    span.end("ok");
+    const { text, truncated } = this.#render(result, spec, label, ctx);
     return Object.freeze({
       text,
       status: result.status,

@@ -26,15 +26,8 @@ export class PassthroughResponder implements Responder {
     ctx: ExecContext,
   ): Promise<FormattedResponse> {
     checkContext(ctx);
-    const span = ctx.startSpan("responder.format", {
-      responder: "passthrough",
-      status: result.status,
-    });
-    const text = withFailure(result.output, failureText(result));
-    span.setAttribute("length", text.length);
-    span.end("ok");
     return {
-      text,
+      text: withFailure(result.output, failureText(result)),
       status: result.status,
       handler: result.handler,
       data: result.data,

@@ -46,8 +46,9 @@ export interface FormattedResponse {
 /**
  * Turns agent results and streamed chunks into what a channel can show.
  *
- * - `format` records a `responder.format` span on `ctx`. A non-success result never formats to
- *   an empty or misleading text: the failure is visible in `text`, and `status`/`error` are kept.
+ * - `format`: a non-success result never formats to an empty or misleading text: the failure is
+ *   visible in `text`, and `status`/`error` are kept. The orchestrator opens the
+ *   `responder.format` span and calls `format` with a context whose spans nest under it.
  * - `formatChunk` formats one streamed chunk. All chunks of one stream are formatted with the same
  *   `ctx` (responders may keep per-stream state keyed by it, e.g. characters sent so far). It is
  *   synchronous and cheap: no span per chunk.

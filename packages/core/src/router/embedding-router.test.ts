@@ -97,9 +97,7 @@ describe("EmbeddingRouter", () => {
     ];
     for (const [embed, message] of cases) {
       const router = new EmbeddingRouter({ handlers, embed: async (t) => embed(t) as number[][] });
-      const c = ctx();
-      await expect(router.classify("x", c)).rejects.toThrow(message);
-      expect(c.spans[0]?.status).toBe("error");
+      await expect(router.classify("x", ctx())).rejects.toThrow(message);
     }
     // The message vector must match the descriptions' dimension.
     const router = new EmbeddingRouter({

@@ -6,7 +6,6 @@ import { runWithDeadline } from "../tools/deadline.js";
 import {
   HandlerDescriptionsSchema,
   checkClassifyArgs,
-  endRouteSpan,
   onlySet,
   parseRouterOptions,
   rank,
@@ -138,7 +137,6 @@ export class EmbeddingRouter implements Router {
     options?: ClassifyOptions,
   ): Promise<RouteResult> {
     checkClassifyArgs(message, ctx);
-    const span = ctx.startSpan("router.classify", { router: "embedding" });
     try {
       const only = onlySet(options);
       const targets = this.#handlers
@@ -146,11 +144,8 @@ export class EmbeddingRouter implements Router {
         .filter(
           ({ h }) => (only === null || only.has(h.name)) && ctx.permissions.canUseAgent(h.name),
         );
-      const denied = this.#handlers.filter(
-        (h) => (only === null || only.has(h.name)) && !ctx.permissions.canUseAgent(h.name),
-      ).length;
-      if (targets.length === 0) return endRouteSpan(span, rank([], ctx, only).result, denied);
-      const outcome = await runWithDeadline(ctx, span, undefined, async (scoped) => {
+      if (targets.length === 0) return rank([], ctx, only);
+      const outcome = await runWithDeadline(ctx, null, undefined, async (scoped) => {
         const vectors = await this.#descriptionVectors();
         const q = checkVectors(await this.#embed([message], scoped.signal), 1, this.#dimension);
         return { descriptions: vectors, query: normalize(q[0]!) };
@@ -171,11 +166,12 @@ export class EmbeddingRouter implements Router {
           reason: `cosine similarity ${score.toFixed(3)} to the description`,
         };
       });
-      const kept = raw.filter((c) => c.score >= this.#minScore);
-      const { result } = rank(kept, ctx, only);
-      return endRouteSpan(span, result, denied);
+      return rank(
+        raw.filter((c) => c.score >= this.#minScore),
+        ctx,
+        only,
+      );
     } catch (err) {
-      span.end("error", messageOf(err));
       if (err instanceof NervaError) throw err;
       throw new NervaError(
         ErrorCode.INTERNAL,

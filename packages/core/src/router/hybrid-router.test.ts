@@ -66,7 +66,7 @@ describe("HybridRouter", () => {
     );
     expect(shown).toHaveLength(0);
     expect(r.candidates.map((x) => x.name)).toEqual(["a", "b", "c"]);
-    expect(c.spans[0]?.attributes["reranked"]).toBe(false);
+    expect(c.spans.map((s) => s.name)).toEqual(["router.shortlist"]);
   });
 
   it("falls back to the shortlist when the reranker fails, and says so", async () => {
@@ -92,15 +92,30 @@ describe("HybridRouter", () => {
     expect(r.candidates.map((x) => x.name)).toEqual(["b", "d"]);
   });
 
-  it("nests both stages' spans under its own", async () => {
+  it("times each stage in a child span of its own, under the caller's span", async () => {
     const { router: second } = reranker(() => [{ name: "a", score: 1 }]);
+    const root = ctx();
+    const stageSpan = root.startSpan("router.classify");
+    await new HybridRouter({ first: first(), second }).classify(
+      "x",
+      root.fork({ span: stageSpan }),
+    );
+    expect(root.spans.map((s) => [s.name, s.parentId, s.attributes["candidates"]])).toEqual([
+      ["router.classify", null, undefined],
+      ["router.shortlist", stageSpan.id, 5],
+      ["router.rerank", stageSpan.id, 1],
+    ]);
+  });
+
+  it("ends the rerank span in error when the reranker fails", async () => {
+    const { router: second } = reranker(() => {
+      throw new Error("model down");
+    });
     const c = ctx();
     await new HybridRouter({ first: first(), second }).classify("x", c);
-    const [hybrid, ...stages] = c.spans;
-    expect(hybrid?.attributes).toMatchObject({ router: "hybrid", reranked: true, best: "a" });
-    expect(stages.map((s) => [s.name, s.attributes["router"], s.parentId])).toEqual([
-      ["router.classify", "rule", hybrid?.id],
-      ["router.classify", "llm", hybrid?.id],
+    expect(c.spans.map((s) => [s.name, s.status])).toEqual([
+      ["router.shortlist", "ok"],
+      ["router.rerank", "error"],
     ]);
   });
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { ExecContext } from "../context/exec-context.js";
 import { messageOf } from "../runtime/results.js";
-import { checkClassifyArgs, endRouteSpan, onlySet, parseRouterOptions, rank } from "./rank.js";
+import { checkClassifyArgs, onlySet, parseRouterOptions, rank } from "./rank.js";
 import type { ClassifyOptions, RouteCandidate, RouteResult, Router } from "./types.js";
 
 const isRouter = (v: unknown): v is Router =>
@@ -38,8 +38,9 @@ const FIX =
  * Two-stage routing: a cheap router shortlists, an expensive one (an LLM, an embedding model)
  * reranks the shortlist. The result holds only the shortlisted candidates. If the reranker
  * fails, the first stage's shortlist is returned and a `router.rerank_failed` event is recorded,
- * so a flaky model degrades routing instead of breaking it. Both stages' `router.classify` spans
- * nest under the hybrid's own.
+ * so a flaky model degrades routing instead of breaking it. Each stage runs in a child span of its
+ * own (`router.shortlist`, then `router.rerank` unless skipped), under the caller's
+ * `router.classify` span.
  *
  * @example
  * const router = new HybridRouter({
@@ -71,45 +72,48 @@ export class HybridRouter implements Router {
     options?: ClassifyOptions,
   ): Promise<RouteResult> {
     checkClassifyArgs(message, ctx);
-    const span = ctx.startSpan("router.classify", { router: "hybrid" });
-    const inner = ctx.fork({ span });
     const only = onlySet(options);
-    try {
-      const first = await this.#first.classify(message, inner, options);
-      const shortlist = rank(first.candidates, ctx, only).result.candidates.slice(0, this.#topK);
-      const top = shortlist[0];
-      if (top === undefined || (this.#skipAbove !== null && top.score >= this.#skipAbove)) {
-        span.setAttribute("reranked", false);
-        return endRouteSpan(span, rank(shortlist, ctx, only).result, 0);
-      }
-      let second: RouteResult;
-      try {
-        second = await this.#second.classify(message, inner, {
-          only: shortlist.map((c) => c.name),
-        });
-      } catch (err) {
-        ctx.event("router.rerank_failed", { error: messageOf(err) });
-        span.setAttribute("reranked", false);
-        return endRouteSpan(span, rank(shortlist, ctx, only).result, 0);
-      }
-      span.setAttribute("reranked", true);
-      const reranked = new Map(second.candidates.map((c) => [c.name, c]));
-      const w = this.#weight;
-      const combined: RouteCandidate[] = shortlist.map((c) => {
-        const r = reranked.get(c.name);
-        const s2 = r?.score ?? 0;
-        return {
-          name: c.name,
-          score: w * s2 + (1 - w) * c.score,
-          reason: `rerank ${s2.toFixed(2)} (${r?.reason ?? "not chosen by the second stage"}); first stage ${c.score.toFixed(2)} (${c.reason})`,
-        };
-      });
-      return endRouteSpan(span, rank(combined, ctx, only).result, 0);
-    } catch (err) {
-      span.end("error", messageOf(err));
-      throw err;
-    } finally {
-      inner.dispose();
+    const first = await stage(ctx, "router.shortlist", (inner) =>
+      this.#first.classify(message, inner, options),
+    );
+    const shortlist = rank(first.candidates, ctx, only).candidates.slice(0, this.#topK);
+    const top = shortlist[0];
+    if (top === undefined || (this.#skipAbove !== null && top.score >= this.#skipAbove)) {
+      return rank(shortlist, ctx, only);
     }
+    let second: RouteResult;
+    try {
+      second = await stage(ctx, "router.rerank", (inner) =>
+        this.#second.classify(message, inner, { only: shortlist.map((c) => c.name) }),
+      );
+    } catch (err) {
+      ctx.event("router.rerank_failed", { error: messageOf(err) });
+      return rank(shortlist, ctx, only);
+    }
+    const reranked = new Map(second.candidates.map((c) => [c.name, c]));
+    const w = this.#weight;
+    const combined: RouteCandidate[] = shortlist.map((c) => {
+      const r = reranked.get(c.name);
+      const s2 = r?.score ?? 0;
+      return {
+        name: c.name,
+        score: w * s2 + (1 - w) * c.score,
+        reason: `rerank ${s2.toFixed(2)} (${r?.reason ?? "not chosen by the second stage"}); first stage ${c.score.toFixed(2)} (${c.reason})`,
+      };
+    });
+    return rank(combined, ctx, only);
   }
+}
+
+/** Runs one stage of the hybrid in its own child span, with the number of candidates found. */
+function stage(
+  ctx: ExecContext,
+  name: string,
+  fn: (inner: ExecContext) => Promise<RouteResult>,
+): Promise<RouteResult> {
+  return ctx.span(name, async (inner, span) => {
+    const route = await fn(inner);
+    span.setAttribute("candidates", route.candidates.length);
+    return route;
+  });
 }

@@ -6,7 +6,6 @@ import { runWithDeadline } from "../tools/deadline.js";
 import {
   HandlerDescriptionsSchema,
   checkClassifyArgs,
-  endRouteSpan,
   onlySet,
   parseRouterOptions,
   preview,
@@ -103,30 +102,23 @@ export class LLMRouter implements Router {
     options?: ClassifyOptions,
   ): Promise<RouteResult> {
     checkClassifyArgs(message, ctx);
-    const span = ctx.startSpan("router.classify", { router: "llm" });
-    try {
-      const only = onlySet(options);
-      const considered = this.#handlers.filter((h) => only === null || only.has(h.name));
-      const offered = considered.filter((h) => ctx.permissions.canUseAgent(h.name));
-      const denied = considered.length - offered.length;
-      if (offered.length === 0) return endRouteSpan(span, rank([], ctx, only).result, denied);
-      const outcome = await runWithDeadline(ctx, span, this.#timeoutSeconds, (scoped) =>
-        this.#classify(message, offered, scoped),
+    const only = onlySet(options);
+    const offered = this.#handlers.filter(
+      (h) => (only === null || only.has(h.name)) && ctx.permissions.canUseAgent(h.name),
+    );
+    if (offered.length === 0) return rank([], ctx, only);
+    const outcome = await runWithDeadline(ctx, null, this.#timeoutSeconds, (scoped) =>
+      this.#classify(message, offered, scoped),
+    );
+    if (outcome.kind === "ended") throw outcome.reason;
+    if (outcome.kind === "failed") {
+      throw new NervaError(
+        ErrorCode.INTERNAL,
+        `LLMRouter: the classify function failed: ${messageOf(outcome.error)}`,
+        { cause: outcome.error },
       );
-      if (outcome.kind === "ended") throw outcome.reason;
-      if (outcome.kind === "failed") {
-        throw new NervaError(
-          ErrorCode.INTERNAL,
-          `LLMRouter: the classify function failed: ${messageOf(outcome.error)}`,
-          { cause: outcome.error },
-        );
-      }
-      const raw = this.#validate(outcome.value, offered, ctx);
-      return endRouteSpan(span, rank(raw, ctx, only).result, denied);
-    } catch (err) {
-      span.end("error", messageOf(err));
-      throw err;
     }
+    return rank(this.#validate(outcome.value, offered, ctx), ctx, only);
   }
 
   #validate(

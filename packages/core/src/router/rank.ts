@@ -1,14 +1,12 @@
 import { isExecContext } from "../context/check.js";
 import type { ExecContext } from "../context/exec-context.js";
-import type { Span } from "../context/span.js";
 import { ErrorCode, NervaError, parseOrThrow, type ValidationIssue } from "../errors.js";
 import { HandlerNameSchema } from "../runtime/options.js";
 import { z } from "zod";
 import type { ClassifyOptions, RouteCandidate, RouteResult } from "./types.js";
 
-const EMPTY: RouteResult = Object.freeze({ candidates: Object.freeze([]), best: null });
 /** What ranking no candidate gives (the common case of a rule router falling to its default). */
-const NOTHING_RANKED = Object.freeze({ result: EMPTY, denied: 0 });
+const EMPTY: RouteResult = Object.freeze({ candidates: Object.freeze([]), best: null });
 
 /** Zod schema of a list of handler descriptions with unique names. */
 export const HandlerDescriptionsSchema = z
@@ -61,17 +59,13 @@ export function rank(
   raw: readonly RouteCandidate[],
   ctx: ExecContext,
   only: ReadonlySet<string> | null,
-): { result: RouteResult; denied: number } {
-  if (raw.length === 0) return NOTHING_RANKED;
-  let denied = 0;
+): RouteResult {
+  if (raw.length === 0) return EMPTY;
   const byName = new Map<string, RouteCandidate>();
   for (const c of raw) {
     if (!Number.isFinite(c.score)) continue;
     if (only !== null && !only.has(c.name)) continue;
-    if (!ctx.permissions.canUseAgent(c.name)) {
-      denied++;
-      continue;
-    }
+    if (!ctx.permissions.canUseAgent(c.name)) continue;
     const score = c.score < 0 ? 0 : c.score > 1 ? 1 : c.score;
     const previous = byName.get(c.name);
     if (previous === undefined || score > previous.score) {
@@ -79,24 +73,9 @@ export function rank(
       byName.set(c.name, Object.freeze({ name: c.name, score, reason: c.reason }));
     }
   }
-  if (byName.size === 0) return { result: EMPTY, denied };
+  if (byName.size === 0) return EMPTY;
   const candidates = [...byName.values()].sort((a, b) => b.score - a.score);
-  return {
-    result: Object.freeze({ candidates: Object.freeze(candidates), best: candidates[0] ?? null }),
-    denied,
-  };
-}
-
-/** Ends a `router.classify` span with the outcome's attributes. */
-export function endRouteSpan(span: Span, result: RouteResult, denied: number): RouteResult {
-  span.setAttribute("candidates", result.candidates.length);
-  if (result.best !== null) {
-    span.setAttribute("best", result.best.name);
-    span.setAttribute("score", result.best.score);
-  }
-  span.setAttribute("denied", denied);
-  span.end("ok");
-  return result;
+  return Object.freeze({ candidates: Object.freeze(candidates), best: candidates[0] ?? null });
 }
 
 /** Short quoted preview of a text for reasons. */

@@ -109,8 +109,8 @@ describe.each(routers)("Router contract: %s", (_name, make) => {
           onlyNames === undefined ? undefined : { only: onlyNames },
         );
         checkInvariants(r, ctx, onlyNames);
-        const span = ctx.spans.find((s) => s.name === "router.classify");
-        expect(span?.ended).toBe(true);
+        // The stage span is the orchestrator's: a router never opens one of its own.
+        expect(ctx.spans.some((s) => s.name === "router.classify")).toBe(false);
       }),
       { numRuns: 150 },
     );

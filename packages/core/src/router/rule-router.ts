@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
 import { HandlerNameSchema } from "../runtime/options.js";
-import { checkClassifyArgs, endRouteSpan, onlySet, parseRouterOptions, rank } from "./rank.js";
+import { checkClassifyArgs, onlySet, parseRouterOptions, rank } from "./rank.js";
 import type { ClassifyOptions, RouteCandidate, RouteResult, Router } from "./types.js";
 
 const score = z.number().min(0).max(1);
@@ -140,7 +140,6 @@ export class RuleRouter implements Router {
     options?: ClassifyOptions,
   ): Promise<RouteResult> {
     checkClassifyArgs(message, ctx);
-    const span = ctx.startSpan("router.classify", { router: "rule" });
     const raw: RouteCandidate[] = [];
     for (const rule of this.#rules) {
       if (rule.pattern !== null) {
@@ -160,14 +159,15 @@ export class RuleRouter implements Router {
       }
     }
     const only = onlySet(options);
-    const ranked = rank(raw, ctx, only);
-    let result = ranked.result;
-    let denied = ranked.denied;
+    let result = rank(raw, ctx, only);
     const fallback = this.#defaultHandler;
-    if (fallback !== null && (only === null || only.has(fallback))) {
-      if (!ctx.permissions.canUseAgent(fallback)) {
-        if (!raw.some((c) => c.name === fallback)) denied++; // else rank() counted it already
-      } else if (result.candidates.length === 0) {
+    // A default handler the context may not use is left out, like any other candidate.
+    if (
+      fallback !== null &&
+      (only === null || only.has(fallback)) &&
+      ctx.permissions.canUseAgent(fallback)
+    ) {
+      if (result.candidates.length === 0) {
         result = this.#defaultOnly as RouteResult;
       } else if (!result.candidates.some((c) => c.name === fallback)) {
         const last: RouteCandidate = Object.freeze({
@@ -179,6 +179,6 @@ export class RuleRouter implements Router {
         result = Object.freeze({ candidates, best: candidates[0] ?? null });
       }
     }
-    return endRouteSpan(span, result, denied);
+    return result;
   }
 }

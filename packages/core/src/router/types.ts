@@ -46,10 +46,13 @@ export interface ClassifyOptions {
 
 /**
  * Picks the handler(s) for a message. Every implementation:
- * - records a `router.classify` span on `ctx` (attributes `router`, `best`, `candidates`);
  * - drops candidates that `ctx.permissions.canUseAgent(name)` rejects (and never tells a model
  *   about them);
  * - returns scores in [0, 1], sorted descending, with unique names.
+ *
+ * The orchestrator opens the `router.classify` span (attributes `candidates`, `best`, `score`)
+ * and calls `classify` with a context whose spans nest under it: a router records no span of its
+ * own for the stage, and may add child spans for steps worth timing (e.g. `HybridRouter`'s).
  *
  * A router rejects (with a `NervaError`) only when a plug-in it depends on fails (an embedder, an
  * LLM call); "nothing fits" is an empty result, not an error.

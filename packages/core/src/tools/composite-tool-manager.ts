@@ -2,7 +2,7 @@ import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
 import { checkContext } from "../runtime/guard.js";
 import { messageOf } from "../runtime/results.js";
-import { deniedResult, endToolSpan, notFoundResult, toolResult } from "./results.js";
+import { deniedResult, notFoundResult, toolResult } from "./results.js";
 import { ToolStatus, type ToolInfo, type ToolManager, type ToolResult } from "./types.js";
 
 const isManager = (v: unknown): v is ToolManager =>
@@ -86,32 +86,25 @@ export class CompositeToolManager implements ToolManager {
   /** Tools of every manager that the context may use; ambiguous names are left out. */
   async discover(ctx: ExecContext): Promise<readonly ToolInfo[]> {
     checkContext(ctx);
-    return ctx.span(
-      "tools.discover",
-      async (inner, span) => {
-        const lists = await Promise.all(this.#managers.map((m) => m.discover(inner)));
-        const counts = new Map<string, number>();
-        for (const list of lists)
-          for (const t of list) counts.set(t.name, (counts.get(t.name) ?? 0) + 1);
-        const tools: ToolInfo[] = [];
-        for (const list of lists) {
-          for (const t of list) {
-            if (counts.get(t.name) === 1) tools.push(t);
-          }
-        }
-        for (const [name, count] of counts) {
-          if (count > 1) ctx.event("tools.collision", { tool: name, managers: count });
-        }
-        span.setAttribute("tools", tools.length);
-        return Object.freeze(tools);
-      },
-      { manager: "composite" },
-    );
+    const lists = await Promise.all(this.#managers.map((m) => m.discover(ctx)));
+    const counts = new Map<string, number>();
+    for (const list of lists)
+      for (const t of list) counts.set(t.name, (counts.get(t.name) ?? 0) + 1);
+    const tools: ToolInfo[] = [];
+    for (const list of lists) {
+      for (const t of list) {
+        if (counts.get(t.name) === 1) tools.push(t);
+      }
+    }
+    for (const [name, count] of counts) {
+      if (count > 1) ctx.event("tools.collision", { tool: name, managers: count });
+    }
+    return Object.freeze(tools);
   }
 
   /**
-   * Routes the call to the one manager that provides `name` (which records its own
-   * `tools.call` span). Permission checks, unknown and ambiguous names are answered here.
+   * Routes the call to the one manager that provides `name`. Permission checks, unknown and
+   * ambiguous names are answered here.
    */
   async call(name: string, args: unknown, ctx: ExecContext): Promise<ToolResult> {
     checkContext(ctx);
@@ -120,20 +113,15 @@ export class CompositeToolManager implements ToolManager {
       return owners[0]!.call(name, args, ctx);
     }
     const startedMs = performance.now();
-    const span = ctx.startSpan("tools.call", { tool: String(name) });
-    if (!ctx.permissions.canUseTool(name))
-      return endToolSpan(span, deniedResult(name, ctx, startedMs));
+    if (!ctx.permissions.canUseTool(name)) return deniedResult(name, ctx, startedMs);
     if (owners.length === 0) {
-      return endToolSpan(span, notFoundResult(name, this.toolNames(), ctx, startedMs));
+      return notFoundResult(name, this.toolNames(), ctx, startedMs);
     }
     const which = owners.map((m) => describeManager(m, this.#managers.indexOf(m))).join(" and ");
     ctx.event("tools.collision", { tool: name, managers: owners.length });
-    return endToolSpan(
-      span,
-      toolResult(ToolStatus.ERROR, startedMs, {
-        error: `Tool "${name}" is ambiguous: it is provided by ${which}. Rename one of them, or give an MCP server a toolPrefix.`,
-      }),
-    );
+    return toolResult(ToolStatus.ERROR, startedMs, {
+      error: `Tool "${name}" is ambiguous: it is provided by ${which}. Rename one of them, or give an MCP server a toolPrefix.`,
+    });
   }
 
   /** Closes every manager, even if some fail; then throws INTERNAL listing the failures. */

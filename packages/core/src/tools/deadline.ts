@@ -10,14 +10,15 @@ export type DeadlineOutcome<T> =
   | { readonly kind: "ended"; readonly reason: NervaError };
 
 /**
- * Runs `fn` in a fork of `ctx` whose spans nest under `span` and whose `signal` aborts at
+ * Runs `fn` in a fork of `ctx` whose spans nest under `span` (under `ctx`'s current span when
+ * `span` is `null`) and whose `signal` aborts at
  * min(`timeoutSeconds`, the request's deadline) or when the request is cancelled. Resolves at
  * that moment even if `fn` ignores the signal, never rejects, and leaves no timer behind (the
  * fork is disposed once `fn` settles or the deadline passes).
  */
 export function runWithDeadline<T>(
   ctx: ExecContext,
-  span: Span,
+  span: Span | null,
   timeoutSeconds: number | undefined,
   fn: (scoped: ExecContext) => Promise<T> | T,
 ): Promise<DeadlineOutcome<T>> {
@@ -29,7 +30,7 @@ export function runWithDeadline<T>(
       resolve(outcome);
     };
     const scoped = ctx.fork({
-      span,
+      span: span ?? undefined,
       timeoutSeconds,
       onEnd: (reason) => finish({ kind: "ended", reason }),
     });

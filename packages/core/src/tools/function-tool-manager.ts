@@ -8,7 +8,6 @@ import {
   deniedResult,
   discoverAllowed,
   describeLimit,
-  endToolSpan,
   endedResult,
   notFoundResult,
   toolResult,
@@ -24,7 +23,8 @@ import {
 /**
  * What a tool function gets besides its arguments: `signal` aborts at the tool's timeout, the
  * request's deadline or on cancel (pass it to fetch, child processes, database drivers); `ctx` is
- * the request's context, with spans nesting under the `tools.call` span.
+ * the request's context, whose spans nest under the caller's span (the orchestrator's
+ * `tools.call`).
  *
  * @example
  * const run = async (args: { url: string }, { signal }: ToolCallContext) => (await fetch(args.url, { signal })).status;
@@ -242,56 +242,42 @@ export class FunctionToolManager implements ToolManager {
 
   async discover(ctx: ExecContext): Promise<readonly ToolInfo[]> {
     checkContext(ctx);
-    return discoverAllowed(ctx, this.#tools, { manager: "function" });
+    return discoverAllowed(ctx, this.#tools);
   }
 
   async call(name: string, args: unknown, ctx: ExecContext): Promise<ToolResult> {
     checkContext(ctx);
     const startedMs = performance.now();
-    const span = ctx.startSpan("tools.call", { tool: String(name) });
-    if (!ctx.permissions.canUseTool(name))
-      return endToolSpan(span, deniedResult(name, ctx, startedMs));
+    if (!ctx.permissions.canUseTool(name)) return deniedResult(name, ctx, startedMs);
     const entry = this.#tools.get(name);
     if (entry === undefined) {
-      return endToolSpan(span, notFoundResult(name, this.toolNames(), ctx, startedMs));
+      return notFoundResult(name, this.toolNames(), ctx, startedMs);
     }
     if (this.#closed) {
-      return endToolSpan(
-        span,
-        toolResult(ToolStatus.ERROR, startedMs, { error: "The tool manager is closed." }),
-      );
+      return toolResult(ToolStatus.ERROR, startedMs, { error: "The tool manager is closed." });
     }
     const parsed = entry.tool.parameters.safeParse(args);
     if (!parsed.success) {
       const problems = parsed.error.issues
         .map((i) => `${["args", ...i.path.map(String)].join(".")}: ${i.message}`)
         .join("; ");
-      return endToolSpan(
-        span,
-        toolResult(ToolStatus.ERROR, startedMs, {
-          error: `Invalid arguments for tool "${name}": ${problems}.`,
-        }),
-      );
+      return toolResult(ToolStatus.ERROR, startedMs, {
+        error: `Invalid arguments for tool "${name}": ${problems}.`,
+      });
     }
     const limit = describeLimit(ctx, entry.timeoutSeconds);
-    const outcome = await runWithDeadline(ctx, span, entry.timeoutSeconds, (scoped) =>
+    const outcome = await runWithDeadline(ctx, null, entry.timeoutSeconds, (scoped) =>
       entry.tool.run(parsed.data, new CallContext(scoped)),
     );
     switch (outcome.kind) {
       case "done":
-        return endToolSpan(
-          span,
-          toolResult(ToolStatus.SUCCESS, startedMs, { output: outcome.value ?? null }),
-        );
+        return toolResult(ToolStatus.SUCCESS, startedMs, { output: outcome.value ?? null });
       case "failed":
-        return endToolSpan(
-          span,
-          toolResult(ToolStatus.ERROR, startedMs, {
-            error: `Tool "${name}" failed: ${messageOf(outcome.error)}`,
-          }),
-        );
+        return toolResult(ToolStatus.ERROR, startedMs, {
+          error: `Tool "${name}" failed: ${messageOf(outcome.error)}`,
+        });
       case "ended":
-        return endToolSpan(span, endedResult(name, outcome.reason, startedMs, limit));
+        return endedResult(name, outcome.reason, startedMs, limit);
     }
   }
 

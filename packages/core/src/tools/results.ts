@@ -1,5 +1,4 @@
 import type { ExecContext } from "../context/exec-context.js";
-import type { Span } from "../context/span.js";
 import { ErrorCode, type NervaError } from "../errors.js";
 import { ToolStatus, type ToolInfo, type ToolResult } from "./types.js";
 
@@ -20,14 +19,6 @@ export function toolResult(
     error: status === ToolStatus.SUCCESS ? null : (fields.error ?? status),
     durationMs: elapsedSince(startedMs),
   });
-}
-
-/** Ends a `tools.call` span with the result's status and returns the result. */
-export function endToolSpan(span: Span, result: ToolResult): ToolResult {
-  span.setAttribute("status", result.status);
-  if (result.status === ToolStatus.SUCCESS) span.end("ok");
-  else span.end("error", result.error ?? result.status);
-  return result;
 }
 
 /** The PERMISSION_DENIED result, recorded as a `tools.permission_denied` event. */
@@ -80,21 +71,14 @@ export function describeLimit(ctx: ExecContext, timeoutSeconds: number): string 
     : "the request's deadline";
 }
 
-/**
- * `discover` for a manager holding its tools by name: the ones the context may use, recorded as a
- * `tools.discover` span with `attributes` (e.g. which manager) and the count.
- */
+/** `discover` for a manager holding its tools by name: the ones the context may use. */
 export function discoverAllowed(
   ctx: ExecContext,
   tools: Iterable<readonly [string, { readonly info: ToolInfo }]>,
-  attributes: Record<string, string>,
 ): readonly ToolInfo[] {
-  const span = ctx.startSpan("tools.discover", attributes);
   const allowed: ToolInfo[] = [];
   for (const [name, tool] of tools) {
     if (ctx.permissions.canUseTool(name)) allowed.push(tool.info);
   }
-  span.setAttribute("tools", allowed.length);
-  span.end("ok");
   return Object.freeze(allowed);
 }

@@ -58,13 +58,16 @@ export interface ToolResult {
 
 /**
  * Lists and runs tools. Every implementation:
- * - `discover` returns only tools `ctx.permissions.canUseTool(name)` allows (span `tools.discover`);
+ * - `discover` returns only tools `ctx.permissions.canUseTool(name)` allows;
  * - `call` never rejects for a tool failure: it resolves a {@link ToolResult} with a status, checks
- *   permissions before anything runs, honours `ctx` deadline and cancellation, and records a
- *   `tools.call` span with attributes `tool` and `status`;
+ *   permissions before anything runs, and honours `ctx` deadline and cancellation;
  * - `toolNames()` lists every tool it provides, regardless of permissions (used to detect name
  *   collisions and by registries);
  * - `close()` releases processes and connections; calls after it resolve `error`.
+ *
+ * The orchestrator's kit opens the stage spans (`tools.discover`; `tools.call` with attributes
+ * `tool` and `status`) and calls the manager with a context whose spans nest under them; a
+ * manager may add child spans of its own (`MCPToolManager`'s `mcp.call`).
  *
  * `call` throws a `NervaError` only for programmer errors (a `ctx` that is not an ExecContext).
  *

@@ -7,12 +7,11 @@ import { jsonLimitViolation } from "../../internal/json-limits.js";
 import { checkContext } from "../../runtime/guard.js";
 import { messageOf } from "../../runtime/results.js";
 import type { Attributes } from "../../types/trace.js";
-import { runWithDeadline } from "../deadline.js";
+import { runWithDeadline, type DeadlineOutcome } from "../deadline.js";
 import {
   deniedResult,
   discoverAllowed,
   describeLimit,
-  endToolSpan,
   endedResult,
   notFoundResult,
   toolResult,
@@ -277,46 +276,38 @@ export class MCPToolManager implements ToolManager {
 
   async discover(ctx: ExecContext): Promise<readonly ToolInfo[]> {
     checkContext(ctx);
-    return discoverAllowed(ctx, this.#tools, { manager: "mcp", server: this.#label });
+    return discoverAllowed(ctx, this.#tools);
   }
 
   async call(name: string, args: unknown, ctx: ExecContext): Promise<ToolResult> {
     checkContext(ctx);
     const startedMs = performance.now();
-    const span = ctx.startSpan("tools.call", { tool: String(name), server: this.#label });
-    if (!ctx.permissions.canUseTool(name))
-      return endToolSpan(span, deniedResult(name, ctx, startedMs));
+    if (!ctx.permissions.canUseTool(name)) return deniedResult(name, ctx, startedMs);
     if (this.#state !== "open") {
-      return endToolSpan(
-        span,
-        toolResult(ToolStatus.ERROR, startedMs, { error: this.#downMessage() }),
-      );
+      return toolResult(ToolStatus.ERROR, startedMs, { error: this.#downMessage() });
     }
     const tool = this.#tools.get(name);
     if (tool === undefined) {
-      return endToolSpan(span, notFoundResult(name, this.toolNames(), ctx, startedMs));
+      return notFoundResult(name, this.toolNames(), ctx, startedMs);
     }
     const argsOk =
       args === undefined || (typeof args === "object" && args !== null && !Array.isArray(args));
     if (!argsOk) {
-      return endToolSpan(
-        span,
-        toolResult(ToolStatus.ERROR, startedMs, {
-          error: `Invalid arguments for tool "${name}": args must be an object of named arguments.`,
-        }),
-      );
+      return toolResult(ToolStatus.ERROR, startedMs, {
+        error: `Invalid arguments for tool "${name}": args must be an object of named arguments.`,
+      });
     }
     const argsViolation = jsonLimitViolation(args);
     if (argsViolation !== null) {
-      return endToolSpan(
-        span,
-        toolResult(ToolStatus.ERROR, startedMs, {
-          error: `Invalid arguments for tool "${name}": ${argsViolation}; pass flatter arguments.`,
-        }),
-      );
+      return toolResult(ToolStatus.ERROR, startedMs, {
+        error: `Invalid arguments for tool "${name}": ${argsViolation}; pass flatter arguments.`,
+      });
     }
     const limit = describeLimit(ctx, this.#timeoutSeconds);
     const timeoutMs = this.#timeoutSeconds * 1000;
+    // The remote round trip, in a child span of its own naming the server (the caller opened
+    // `tools.call`); progress notifications become events under it.
+    const span = ctx.startSpan("mcp.call", { server: this.#label, tool: tool.serverName });
     const outcome = await runWithDeadline(ctx, span, this.#timeoutSeconds, async (scoped) => {
       this.#inFlight.add(scoped);
       // Our own progress tokens (see #onProgress): the SDK's onprogress option drops a progress
@@ -342,42 +333,45 @@ export class MCPToolManager implements ToolManager {
         this.#progress.delete(token);
       }
     });
+    const result = this.#resultOf(name, outcome, startedMs, limit);
+    if (result.status === ToolStatus.SUCCESS) span.end("ok");
+    else span.end("error", result.error ?? result.status);
+    return result;
+  }
+
+  #resultOf(
+    name: string,
+    outcome: DeadlineOutcome<unknown>,
+    startedMs: number,
+    limit: string,
+  ): ToolResult {
     switch (outcome.kind) {
       case "done": {
         const result = outcome.value as Record<string, unknown>;
         if (result["isError"] === true) {
-          return endToolSpan(
-            span,
-            toolResult(ToolStatus.ERROR, startedMs, {
-              error: `Tool "${name}" reported an error: ${errorText(result)}`,
-            }),
-          );
+          return toolResult(ToolStatus.ERROR, startedMs, {
+            error: `Tool "${name}" reported an error: ${errorText(result)}`,
+          });
         }
         // The server's JSON goes on to callers that serialise it: bound it here.
         const output = outputOf(result);
         const violation = jsonLimitViolation(output);
         if (violation !== null) {
-          return endToolSpan(
-            span,
-            toolResult(ToolStatus.ERROR, startedMs, {
-              error: `Tool "${name}" returned a result that is ${violation}; it was dropped.`,
-            }),
-          );
+          return toolResult(ToolStatus.ERROR, startedMs, {
+            error: `Tool "${name}" returned a result that is ${violation}; it was dropped.`,
+          });
         }
-        return endToolSpan(span, toolResult(ToolStatus.SUCCESS, startedMs, { output }));
+        return toolResult(ToolStatus.SUCCESS, startedMs, { output });
       }
       case "failed": {
         // Read the state afresh: the server may have exited while the call was in flight.
         const down = this.#exited() ? ` ${this.#downMessage()}` : "";
-        return endToolSpan(
-          span,
-          toolResult(ToolStatus.ERROR, startedMs, {
-            error: `Tool "${name}" failed: ${messageOf(outcome.error)}.${down}`,
-          }),
-        );
+        return toolResult(ToolStatus.ERROR, startedMs, {
+          error: `Tool "${name}" failed: ${messageOf(outcome.error)}.${down}`,
+        });
       }
       case "ended":
-        return endToolSpan(span, endedResult(name, outcome.reason, startedMs, limit));
+        return endedResult(name, outcome.reason, startedMs, limit);
     }
   }
 
