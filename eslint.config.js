@@ -71,4 +71,16 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // Promise mistakes are bugs the compiler's types can see: a floating promise loses its
+    // rejection, a promise passed where a callback's result is ignored runs unawaited.
+    files: ["**/*.ts", "**/*.mts", "**/*.cts"],
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": "error",
+    },
+  },
 );

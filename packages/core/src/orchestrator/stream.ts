@@ -39,8 +39,10 @@ export function streamRequest(
     rctx = fork;
     response = runRequest(w, message, fork, span, channel).then(
       (res) => {
+        // The last chunks are buffered at once; the drain promise push() may return only paces a
+        // producer that has more to send, and this one has finished (it never rejects).
         if (!pushed) {
-          if (res.text !== "") queue.push(res.text);
+          if (res.text !== "") void queue.push(res.text);
         } else {
           if (res.status !== AgentStatus.SUCCESS) {
             const note = responder.formatChunk(
@@ -48,10 +50,10 @@ export function streamRequest(
               channel,
               fork,
             );
-            if (note !== "") queue.push(note);
+            if (note !== "") void queue.push(note);
           }
           const tail = responder.endStream?.(channel, fork) ?? "";
-          if (tail !== "") queue.push(tail);
+          if (tail !== "") void queue.push(tail);
         }
         queue.end();
         fork.dispose();
