@@ -7,7 +7,6 @@ import type { PolicyEngine } from "../policy/types.js";
 import type { Registry } from "../registry/types.js";
 import { PassthroughResponder } from "../responder/passthrough-responder.js";
 import type { Channel, Responder } from "../responder/types.js";
-import { RuleRouter } from "../router/rule-router.js";
 import type { Router } from "../router/types.js";
 import type { AgentRuntime } from "../runtime/types.js";
 import type { ToolManager } from "../tools/types.js";
@@ -79,14 +78,13 @@ export interface Wiring {
 }
 
 /**
- * Whether an implementation must be called with a fork whose current span is its stage span.
- * Every implementation is, except exactly `RuleRouter` and `PassthroughResponder` (not
- * subclasses): they open no span, record no event and start no work of their own, so a fork
- * would change nothing in the trace, and those two are what most requests run through — the
- * fork was 10% of `handle()`'s overhead. Their tests check they stay that way.
+ * Whether an implementation must be called with a fork whose current span is its stage span:
+ * unless it declares itself `spanless` (it opens no span, records no event and starts no work of
+ * its own), which RuleRouter and PassthroughResponder do and any implementation may. The fork was
+ * 10% of `handle()`'s overhead, and those two are what most requests run through.
  */
-function needsScope(impl: object, spanless: object): boolean {
-  return Object.getPrototypeOf(impl) !== spanless;
+function needsScope(impl: { readonly spanless?: boolean }): boolean {
+  return impl.spanless !== true;
 }
 
 /** Validates the options of `new Orchestrator(options)`; INVALID_OPTIONS names the field. */
@@ -120,8 +118,8 @@ export function wire(options: OrchestratorOptions): Wiring {
     hasBeforeInvoke: pipeline.has(MiddlewareStage.BEFORE_INVOKE),
     hasAfterInvoke: pipeline.has(MiddlewareStage.AFTER_INVOKE),
     hasBeforeRespond: pipeline.has(MiddlewareStage.BEFORE_RESPOND),
-    scopeRouter: needsScope(o.router, RuleRouter.prototype),
-    scopeResponder: needsScope(responder, PassthroughResponder.prototype),
+    scopeRouter: needsScope(o.router),
+    scopeResponder: needsScope(responder),
   });
 }
 

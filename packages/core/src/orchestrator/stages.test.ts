@@ -143,14 +143,16 @@ describe("stage spans", () => {
     expect(ctx.spans.every((s) => s.ended)).toBe(true);
   });
 
-  it("nest the spans of a subclass of a built-in under the stage span too", async () => {
+  it("nest the spans of a subclass of a built-in that opens spans (spanless: false) too", async () => {
     class TracedRouter extends RuleRouter {
+      override readonly spanless = false;
       override async classify(message: string, ctx: ExecContext) {
         ctx.startSpan("my.router.audit").end();
         return super.classify(message, ctx);
       }
     }
     class TracedResponder extends PassthroughResponder {
+      override readonly spanless = false;
       override async format(...args: Parameters<PassthroughResponder["format"]>) {
         args[2].startSpan("my.responder.audit").end();
         return super.format(...args);
@@ -197,5 +199,34 @@ describe("stage spans", () => {
     await expect(
       new Orchestrator({ router: careless, runtime }).handle("x", ExecContext.create()),
     ).rejects.toThrow(/router's classify returned no route/);
+  });
+});
+
+describe("spanless implementations", () => {
+  it("any router may declare itself spanless; the built-in gets no special treatment", async () => {
+    const runtime = new InProcessRuntime().register("agent", async () => "fine");
+    runtimes.push(runtime);
+    const seen: Record<string, string | null> = {};
+    const routerNamed = (name: string, spanless: boolean | undefined): Router => ({
+      ...(spanless === undefined ? {} : { spanless }),
+      classify: async (_message, ctx) => {
+        seen[name] = ctx.currentSpanId;
+        return { candidates: [{ name: "agent", score: 1, reason: "" }], best: null };
+      },
+    });
+    for (const [name, spanless] of [
+      ["declared", true],
+      ["unset", undefined],
+      ["false", false],
+    ] as const) {
+      const ctx = ExecContext.create();
+      await new Orchestrator({ router: routerNamed(name, spanless), runtime }).handle("x", ctx);
+      const byName = (n: string) => ctx.spans.find((s) => s.name === n)!.id;
+      // A spanless router is called with the request's context (current span: handle); any
+      // other runs in a fork under router.classify. Same trace either way.
+      expect(seen[name], name).toBe(byName(spanless === true ? "handle" : "router.classify"));
+    }
+    expect(new RuleRouter({ rules: [], defaultHandler: "agent" }).spanless).toBe(true);
+    expect(new PassthroughResponder().spanless).toBe(true);
   });
 });

@@ -20,6 +20,8 @@ export function withFailure(output: string, failure: string | null): string {
  * const response = await responder.format(result, "markdown", ctx); // response.text === result.output on success
  */
 export class PassthroughResponder implements Responder {
+  /** Formats without a span, event or I/O (see {@link Responder.spanless}). */
+  readonly spanless = true;
   async format(
     result: AgentResult,
     _channel: Channel,

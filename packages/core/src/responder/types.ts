@@ -62,6 +62,14 @@ export interface FormattedResponse {
  * sink.push(responder.endStream?.("plain", ctx) ?? "");
  */
 export interface Responder {
+  /**
+   * Set to `true` when `format` opens no span, records no event and starts no work of its own: the
+   * orchestrator then calls it with the request's context instead of a fork under its
+   * `responder.format` span (the trace is the same either way; the fork costs a few hundred ns per
+   * request). Leave it unset if unsure. Built-in implementations that qualify set it, and any
+   * implementation may.
+   */
+  readonly spanless?: boolean;
   format(result: AgentResult, channel: Channel, ctx: ExecContext): Promise<FormattedResponse>;
   formatChunk(chunk: string, channel: Channel, ctx: ExecContext): string;
   endStream?(channel: Channel, ctx: ExecContext): string;

@@ -96,6 +96,8 @@ function compilePattern(pattern: RegExp | string, index: number): RegExp {
  * const { best } = await router.classify("Book me a flight to Oslo", ctx); // flight_agent
  */
 export class RuleRouter implements Router {
+  /** Classifies by rules alone: no span, event or I/O (see {@link Router.spanless}). */
+  readonly spanless = true;
   readonly #rules: readonly CompiledRule[];
   readonly #defaultHandler: string | null;
   /** The answer when no rule matched: built once, it is the same every time. */

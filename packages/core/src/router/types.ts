@@ -67,6 +67,14 @@ export interface ClassifyOptions {
  * }
  */
 export interface Router {
+  /**
+   * Set to `true` when `classify` opens no span, records no event and starts no work of its own: the
+   * orchestrator then calls it with the request's context instead of a fork under its
+   * `router.classify` span (the trace is the same either way; the fork costs a few hundred ns per
+   * request). Leave it unset if unsure. Built-in implementations that qualify set it, and any
+   * implementation may.
+   */
+  readonly spanless?: boolean;
   classify(message: string, ctx: ExecContext, options?: ClassifyOptions): Promise<RouteResult>;
 }
 
