@@ -2,20 +2,24 @@
 // @nerva/nestjs) share. Framework-agnostic: it sees Node's IncomingMessage/ServerResponse and the
 // request object only through HttpRequestLike (headers + the user the app's auth set).
 
-// Options and identity
+// Options
 export {
   NervaHttpOptionsSchema,
-  defaultResolve,
   parseHttpOptions,
-  resolveIdentity,
   type HttpErrorListener,
-  type HttpRequestLike,
   type NervaHttpOptions,
+  type ResolvedHttpOptions,
+} from "./options.js";
+
+// Identity
+export {
+  defaultResolve,
+  resolveIdentity,
+  type HttpRequestLike,
   type NervaIdentity,
   type ResolveIdentity,
-  type ResolvedHttpOptions,
   type ResolvedIdentity,
-} from "./options.js";
+} from "./identity.js";
 
 // Request lifecycle
 export {
