@@ -8,8 +8,11 @@ export { sendSse } from "./sse.js";
 
 // Shared HTTP helpers, re-exported so apps need one import
 export {
+  HttpErrorCode,
+  HttpRequestError,
   httpStatusOf,
   httpStatusOfResult,
+  jsonBodyOf,
   toHttpError,
   type NervaHttpOptions,
   type NervaIdentity,

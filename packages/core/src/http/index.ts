@@ -42,13 +42,18 @@ export {
   type HttpErrorResponse,
 } from "./status.js";
 
-// Server-Sent Events
+// Request bodies: the JSON check routes use, the errors of bodies refused
+export { jsonBodyOf, type JsonBodyRequest } from "./json-body.js";
+export { HttpErrorCode, HttpRequestError, requestErrorOf } from "./request-errors.js";
+
+// Server-Sent Events: one pull-based event source, the writer on a Node response, the reader
 export {
-  SSE_HEADERS,
+  SseEventSource,
+  createSseEventSource,
   finalResult,
   formatSseEvent,
-  writeSse,
-  type SseOptions,
+  type SseEventSourceOptions,
   type SseOutcome,
-} from "./sse.js";
+} from "./sse-event-source.js";
+export { SSE_HEADERS, writeSse, type SseOptions } from "./sse.js";
 export { readSseEvents, type SseEvent } from "./sse-client.js";

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NervaHttpOptions } from "../http/options.js";
 import { readSseEvents, type SseEvent } from "../http/sse-client.js";
 import type { OrchestratorResponse } from "../middleware/types.js";
+import { describeBadClients } from "./bridge-contract-bad-clients.js";
 import {
   BRIDGE_CONTRACT_JWT_SECRET,
   createContractRoutes,
@@ -14,6 +15,7 @@ import {
 
 export {
   BRIDGE_CONTRACT_JWT_SECRET,
+  BRIDGE_CONTRACT_SECRET,
   createBridgeContractRoutes,
   mintBridgeContractToken,
   type BridgeContractRoutes,
@@ -57,8 +59,11 @@ async function sseEvents(res: Response): Promise<SseEvent[]> {
  * user the app's auth set (wherever that auth sits), 200 concurrent users kept apart, `requireAuth`,
  * identity headers and client request ids ignored unless trusted, the caller's `traceparent`,
  * NervaErrors and refused runs mapped to their HTTP status, Server-Sent Events ending with `done`
- * or `error`, and a client disconnect cancelling the handler. See {@link BridgeContractSetup} for
- * the routes the server must serve.
+ * or `error`, a client disconnect cancelling the handler; and for clients that behave badly: every
+ * error (malformed, oversized or non-JSON bodies, a `TypeError` in a middleware or a route) answered
+ * with the Nerva JSON error body, its status and no stack, path or internal message; a client that
+ * stops reading a stream pausing the producer with the heap bounded; a stream failing midway
+ * reported to `onError` once. See {@link BridgeContractSetup} for the routes the server must serve.
  *
  * @example
  * describeBridgeContract("@nerva/express", async ({ auth, options, jwtSecret, routes }) => {
@@ -110,6 +115,8 @@ export function describeBridgeContract(
       for (const server of open) await server.close();
       await routes.close();
     });
+
+    describeBadClients({ serve: () => serve(firstPlacement), routes, reported, aborted });
 
     describe.each(placements)("with the app's auth at %s", (placement) => {
       let url: string;

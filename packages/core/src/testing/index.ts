@@ -8,6 +8,7 @@ export {
 } from "../registry/registry-contract.js";
 export {
   BRIDGE_CONTRACT_JWT_SECRET,
+  BRIDGE_CONTRACT_SECRET,
   createBridgeContractRoutes,
   describeBridgeContract,
   mintBridgeContractToken,
