@@ -54,6 +54,7 @@ export {
   formatSseEvent,
   type SseEventSourceOptions,
   type SseOutcome,
+  type SseStreamEvent,
 } from "./sse-event-source.js";
 export { SSE_HEADERS, writeSse, type SseOptions } from "./sse.js";
 export { readSseEvents, type SseEvent } from "./sse-client.js";

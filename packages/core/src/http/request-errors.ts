@@ -45,8 +45,7 @@ export class HttpRequestError extends Error {
   }
 }
 
-const NOT_JSON =
-  'Invalid body: malformed JSON. Send a JSON object, e.g. {"message": "hello"}.';
+const NOT_JSON = 'Invalid body: malformed JSON. Send a JSON object, e.g. {"message": "hello"}.';
 const TOO_LARGE = "The request body is larger than this endpoint accepts. Send a smaller body.";
 const WRONG_TYPE =
   "Unsupported request body format: send JSON with the header content-type: application/json.";

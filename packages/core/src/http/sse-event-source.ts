@@ -12,7 +12,8 @@ import { toHttpError } from "./status.js";
  * formatSseEvent('{"ok":true}', "done"); // "event: done\ndata: {\"ok\":true}\n\n"
  */
 export function formatSseEvent(data: string, event?: string): string {
-  let out = event === undefined ? "" : `event: ${event.replace(/[\r\n]/g, "")}\n`;
+  let out =
+    event === undefined || event === "message" ? "" : `event: ${event.replace(/[\r\n]/g, "")}\n`;
   for (const line of data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
   return out + "\n";
 }
@@ -66,22 +67,36 @@ export interface SseEventSourceOptions {
   readonly onError?: (error: unknown) => void;
 }
 
+/**
+ * One event of a Nerva stream, before it is written: a `message` per chunk, then one `done`
+ * (`{ requestId, result }`) or `error` (`{ status, error }`) event. `data` is the event's text
+ * (JSON for `done` and `error`). {@link formatSseEvent} gives its wire form.
+ *
+ * @example
+ * const wire = formatSseEvent(e.data, e.type === "message" ? undefined : e.type);
+ */
+export interface SseStreamEvent {
+  readonly type: "message" | "done" | "error";
+  readonly data: string;
+}
+
 const CANCELLED = Symbol("cancelled");
 const END: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
 
 /**
- * A stream of chunks as encoded Server-Sent Events, pulled one at a time: each `next()` takes one
- * chunk from the source (so the source runs no further ahead than its consumer writes) and gives
- * one event — a `message` per chunk, then a final `done` event, or an `error` event (the JSON
- * error body with its status; a 5xx never shows its message) if the source throws. `return()` or
- * `cancel()` (the client left) cancels the context and the source at once, even while a `next()`
- * waits on the source; that `next()` then ends the iteration. Never throws.
+ * A stream of chunks as Server-Sent Events, pulled one at a time: each `next()` takes one chunk
+ * from the source (so the source runs no further ahead than its consumer writes) and gives one
+ * {@link SseStreamEvent} — a `message` per chunk, then a final `done` event, or an `error` event
+ * (the JSON error body with its status; a 5xx never shows its message, and goes to `onError`
+ * once) if the source throws. `return()` or `cancel()` (the client left) cancels the context and
+ * the source at once, even while a `next()` waits on the source; that `next()` then ends the
+ * iteration. Never throws.
  *
  * @example
  * const events = createSseEventSource(orchestrator.stream(message, ctx), { ctx });
- * for await (const event of events) if (!res.write(event)) await once(res, "drain");
+ * for await (const e of events) if (!res.write(formatSseEvent(e.data, e.type))) await once(res, "drain");
  */
-export class SseEventSource implements AsyncIterableIterator<string> {
+export class SseEventSource implements AsyncIterableIterator<SseStreamEvent> {
   readonly #source: AsyncIterable<unknown>;
   readonly #iterator: AsyncIterator<unknown>;
   readonly #options: SseEventSourceOptions;
@@ -99,7 +114,7 @@ export class SseEventSource implements AsyncIterableIterator<string> {
     return this.#outcome;
   }
 
-  async next(): Promise<IteratorResult<string>> {
+  async next(): Promise<IteratorResult<SseStreamEvent>> {
     if (this.#outcome !== null) return END;
     const requestId = this.#options.ctx?.requestId ?? null;
     try {
@@ -111,7 +126,9 @@ export class SseEventSource implements AsyncIterableIterator<string> {
       );
       this.#wake = null;
       if (step === CANCELLED || this.#outcome !== null) return END;
-      if (step.done !== true) return { done: false, value: formatSseEvent(chunkText(step.value)) };
+      if (step.done !== true) {
+        return { done: false, value: { type: "message", data: chunkText(step.value) } };
+      }
       const returned = await finalResult(this.#source, step.value);
       if (this.#outcome !== null) return END;
       const data =
@@ -119,19 +136,19 @@ export class SseEventSource implements AsyncIterableIterator<string> {
           ? { requestId, result: returned ?? null }
           : this.#options.done(returned);
       this.#outcome = "done";
-      return { done: false, value: formatSseEvent(JSON.stringify(data ?? null), "done") };
+      return { done: false, value: { type: "done", data: JSON.stringify(data ?? null) } };
     } catch (err) {
       this.#wake = null;
       if (this.#outcome !== null) return END;
       this.#outcome = "error";
       const { status, body } = toHttpError(err, requestId);
       this.#options.onError?.(err);
-      return { done: false, value: formatSseEvent(JSON.stringify({ status, ...body }), "error") };
+      return { done: false, value: { type: "error", data: JSON.stringify({ status, ...body }) } };
     }
   }
 
   /** Cancels (see {@link SseEventSource.cancel}) and ends the iteration. */
-  async return(): Promise<IteratorResult<string>> {
+  async return(): Promise<IteratorResult<SseStreamEvent>> {
     this.cancel();
     return END;
   }
@@ -154,7 +171,7 @@ export class SseEventSource implements AsyncIterableIterator<string> {
       .catch(() => undefined);
   }
 
-  [Symbol.asyncIterator](): AsyncIterableIterator<string> {
+  [Symbol.asyncIterator](): AsyncIterableIterator<SseStreamEvent> {
     return this;
   }
 }

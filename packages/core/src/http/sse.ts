@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { ExecContext } from "../context/exec-context.js";
-import { createSseEventSource, type SseOutcome } from "./sse-event-source.js";
+import { createSseEventSource, formatSseEvent, type SseOutcome } from "./sse-event-source.js";
 
 /**
  * Response headers of a Server-Sent Events stream.
@@ -91,12 +91,13 @@ export async function writeSse(
     for (;;) {
       const step = await events.next();
       if (step.done === true) break;
+      const wire = formatSseEvent(step.value.data, step.value.type);
       if (events.outcome !== null) {
         // The final event (done or error) ends the response.
-        res.end(step.value);
+        res.end(wire);
         break;
       }
-      if (!res.write(step.value) && events.outcome === null) {
+      if (!res.write(wire) && events.outcome === null) {
         // Backpressure: pull nothing more until the socket took this event (or the client left).
         await new Promise<void>((resolve) => {
           const resume = (): void => {

@@ -23,6 +23,8 @@ export interface BadClientEnv {
   readonly reported: readonly { error: unknown; requestId: string | null }[];
   /** Request ids whose handler saw its context cancelled. */
   readonly aborted: readonly string[];
+  /** Paths serving the stream of `POST /chat/stream` (see `BridgeContractOptions.streamPaths`). */
+  readonly streamPaths: readonly string[];
 }
 
 interface Answer {
@@ -201,6 +203,7 @@ function memoryBytes(gc: () => void): number {
  */
 async function floodWithoutReading(
   url: string,
+  path: string,
 ): Promise<{ socket: net.Socket; requestId: string }> {
   const { hostname, port } = new URL(url);
   const socket = net.connect(Number(port), hostname);
@@ -209,7 +212,7 @@ async function floodWithoutReading(
   const body = JSON.stringify({ message: "flood" });
   socket.write(
     [
-      "POST /chat/stream HTTP/1.1",
+      `POST ${path} HTTP/1.1`,
       `host: ${hostname}:${port}`,
       `authorization: ${bearer("flood-user")}`,
       `content-type: ${JSON_TYPE}`,
@@ -288,8 +291,8 @@ export function describeBadClients(env: BadClientEnv): void {
       },
     );
 
-    it("a stream that fails midway calls onError once", async () => {
-      const res = await fetch(`${url}/chat/stream`, {
+    it.each(env.streamPaths)("a stream that fails midway calls onError once (%s)", async (path) => {
+      const res = await fetch(`${url}${path}`, {
         method: "POST",
         headers: { authorization: bearer("ursula"), "content-type": JSON_TYPE },
         body: JSON.stringify({ message: "explode" }),
@@ -311,13 +314,13 @@ export function describeBadClients(env: BadClientEnv): void {
       expect(String((reports[0]?.error as Error).message)).toContain(BRIDGE_CONTRACT_SECRET);
     });
 
-    it(
-      "a client that stops reading: heap bounded, producer paused",
+    it.each(env.streamPaths)(
+      "a client that stops reading: heap bounded, producer paused (%s)",
       { timeout: 60_000 },
-      async () => {
+      async (path) => {
         const gc = exposeGc();
         const before = memoryBytes(gc);
-        const { socket, requestId } = await floodWithoutReading(url);
+        const { socket, requestId } = await floodWithoutReading(url, path);
         try {
           // The producer runs until the socket's buffers are full, then must wait.
           const produced = await settled(() => env.routes.produced(requestId), 1000, 30_000);

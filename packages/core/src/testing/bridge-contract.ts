@@ -37,6 +37,12 @@ export interface BridgeContractOptions {
    * server with the first. Default: `["app"]`.
    */
   readonly authPlacements?: readonly string[];
+  /**
+   * Paths that serve `POST /chat/stream`'s stream, each through another streaming helper of the
+   * framework (e.g. NestJS's `@Sse()` next to `@Res()`). The streaming scenarios run on each.
+   * Default: `["/chat/stream"]`.
+   */
+  readonly streamPaths?: readonly string[];
 }
 
 const bearer = (sub: string, claims?: Record<string, unknown>) => ({
@@ -77,6 +83,7 @@ export function describeBridgeContract(
   options: BridgeContractOptions = {},
 ): void {
   const placements = options.authPlacements ?? ["app"];
+  const streamPaths = options.streamPaths ?? ["/chat/stream"];
   const [firstPlacement] = placements;
   if (firstPlacement === undefined) throw new Error("authPlacements must name at least one place");
 
@@ -116,7 +123,13 @@ export function describeBridgeContract(
       await routes.close();
     });
 
-    describeBadClients({ serve: () => serve(firstPlacement), routes, reported, aborted });
+    describeBadClients({
+      serve: () => serve(firstPlacement),
+      routes,
+      reported,
+      aborted,
+      streamPaths,
+    });
 
     describe.each(placements)("with the app's auth at %s", (placement) => {
       let url: string;
@@ -308,13 +321,13 @@ export function describeBridgeContract(
       });
     });
 
-    describe("streaming", () => {
+    describe.each(streamPaths)("streaming at %s", (streamPath) => {
       let url: string;
       beforeAll(async () => {
         ({ url } = await serve(firstPlacement));
       });
       const post = (headers: Record<string, string>, message: string) =>
-        fetch(`${url}/chat/stream`, {
+        fetch(`${url}${streamPath}`, {
           method: "POST",
           headers: { ...headers, "content-type": "application/json" },
           body: JSON.stringify({ message }),
@@ -352,7 +365,7 @@ export function describeBridgeContract(
 
       it("cancels the handler when the client disconnects mid-stream", async () => {
         const requestId = await new Promise<string>((resolve, reject) => {
-          const req = http.request(`${url}/chat/stream`, {
+          const req = http.request(`${url}${streamPath}`, {
             method: "POST",
             headers: { ...bearer("erin"), "content-type": "application/json" },
           });
