@@ -14,6 +14,7 @@ export {
   httpStatusOfResult,
   jsonBodyOf,
   toHttpError,
+  type JsonBodyRequest,
   type NervaHttpOptions,
   type NervaIdentity,
   type SseOptions,

@@ -31,6 +31,7 @@ export {
   httpStatusOfResult,
   jsonBodyOf,
   toHttpError,
+  type JsonBodyRequest,
   type NervaHttpOptions,
   type NervaIdentity,
   type SseOptions,

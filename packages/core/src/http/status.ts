@@ -172,6 +172,8 @@ export function toHttpError(thrown: unknown, requestId: string | null = null): H
       },
     };
   }
+  // A 401 always says how to authenticate (RFC 9110), whoever raised it.
+  if (status === 401) headers["www-authenticate"] = "Bearer";
   const e = err as { message?: unknown; expose?: unknown; code?: unknown } | null;
   const showMessage =
     status < 500 && typeof e?.message === "string" && e.message !== "" && e.expose !== false;
