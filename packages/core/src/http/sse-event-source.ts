@@ -5,7 +5,8 @@ import { toHttpError } from "./status.js";
 
 /**
  * Formats one SSE event. Multi-line data becomes several `data:` lines (clients join them with
- * `\n`); a leading space survives because one space always follows `data:`.
+ * `\n`); a leading space survives because one space always follows `data:`. An `event` of
+ * `message` (what clients assume without one) writes no `event:` line.
  *
  * @example
  * formatSseEvent("hello\nworld"); // "data: hello\ndata: world\n\n"
