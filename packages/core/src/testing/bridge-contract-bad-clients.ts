@@ -322,23 +322,30 @@ export function describeBadClients(env: BadClientEnv): void {
         const before = memoryBytes(gc);
         const { socket, requestId } = await floodWithoutReading(url, path);
         try {
-          // The producer runs until the socket's buffers are full, then must wait.
-          const produced = await settled(() => env.routes.produced(requestId), 1000, 30_000);
+          const read = () => env.routes.produced(requestId);
+          // The producer runs until the socket's buffers are full, then must wait. A machine
+          // under load may stall it for a while before that: settle again if it moved on.
+          let produced = await settled(read, 1000, 30_000);
+          for (let tries = 0; tries < 3; tries++) {
+            await sleep(500);
+            if (read() === produced) break;
+            produced = await settled(read, 1000, 30_000);
+          }
           const grownBytes = memoryBytes(gc) - before;
           expect(produced).toBeGreaterThan(0);
           // 256 chunks of 64 KB = 16 MB: socket and stream buffers, far from the 4,000 on offer.
           expect(produced).toBeLessThanOrEqual(256);
+          expect(FLOOD_CHUNK_BYTES * produced).toBeLessThan(64 * 1024 * 1024);
           expect(grownBytes).toBeLessThan(64 * 1024 * 1024);
           // Paused, not merely slow: nothing more is produced while the client does not read.
           await sleep(500);
-          expect(env.routes.produced(requestId)).toBe(produced);
+          expect(read()).toBe(produced);
           expect(produced).toBeLessThan(FLOOD_CHUNKS);
-          expect(FLOOD_CHUNK_BYTES * produced).toBeLessThan(64 * 1024 * 1024);
         } finally {
           socket.destroy();
         }
         // The client left: the producer is cancelled, not left waiting forever.
-        for (let i = 0; i < 200 && !env.aborted.includes(requestId); i++) await sleep(10);
+        for (let i = 0; i < 500 && !env.aborted.includes(requestId); i++) await sleep(10);
         expect(env.aborted).toContain(requestId);
       },
     );
