@@ -18,7 +18,13 @@ describe("docs/express.md", () => {
   });
 
   it("names functions @nerva/express exports", () => {
-    for (const name of ["nervaMiddleware", "nervaErrorHandler", "sendSse", "httpStatusOfResult"]) {
+    for (const name of [
+      "jsonBodyOf",
+      "nervaMiddleware",
+      "nervaErrorHandler",
+      "sendSse",
+      "httpStatusOfResult",
+    ]) {
       expect(pageText("express.md")).toContain(`${name}(`);
       expect(bridge).toHaveProperty(name);
     }

@@ -19,7 +19,13 @@ describe("docs/fastify.md", () => {
   });
 
   it("names functions @nerva/fastify exports", () => {
-    for (const name of ["nervaPlugin", "sendSse", "replyNervaError", "httpStatusOfResult"]) {
+    for (const name of [
+      "jsonBodyOf",
+      "nervaPlugin",
+      "sendSse",
+      "replyNervaError",
+      "httpStatusOfResult",
+    ]) {
       expect(pageText("fastify.md")).toContain(name);
       expect(bridge).toHaveProperty(name);
     }

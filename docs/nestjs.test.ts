@@ -49,6 +49,8 @@ describe("docs/nestjs.md", () => {
       "InjectRuntime",
       "NervaExceptionFilter",
       "toSseObservable",
+      "sendSse",
+      "jsonBodyOf",
       "NERVA_ORCHESTRATOR",
       "NERVA_RUNTIME",
       "NERVA_OPTIONS",

@@ -8,5 +8,8 @@ export { createOrchestrator } from "./agents.js";
 export { SESSION_ID, USER_NAME, createAuth, type DevAuth, type TokenClaims } from "./auth.js";
 export { identityOf } from "./identity.js";
 
+// The bodies of the apps' routes, checked after jsonBodyOf(req)
+export { chatRequestOf, tokenRequestOf } from "./requests.js";
+
 // Start-up output and shutdown of the apps' entry points
 export { printBanner, stopOnSignals } from "./startup.js";

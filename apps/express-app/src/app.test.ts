@@ -3,11 +3,7 @@ import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describeExampleApp, describeExampleMain } from "@nerva/example-kit/testing";
-import { expect } from "vitest";
 import { createApp } from "./app.js";
-
-const errorCode = async (res: Response) =>
-  ((await res.json()) as { error: { code: string } }).error.code;
 
 describeExampleApp("Express example app", {
   start: async (deps) => {
@@ -20,11 +16,6 @@ describeExampleApp("Express example app", {
         await new Promise((r) => server.close(r));
       },
     };
-  },
-  checkUnauthenticated: async (res) => expect(await errorCode(res)).toBe("UNAUTHENTICATED"),
-  badMessage: {
-    message: 42,
-    check: async (res) => expect(await errorCode(res)).toBe("INVALID_INPUT"),
   },
 });
 

@@ -1,17 +1,14 @@
 import type { ExecContext, Orchestrator } from "@nerva/core";
-import { InjectOrchestrator, NervaCtx, httpStatusOfResult, toSseObservable } from "@nerva/nestjs";
 import {
-  Body,
-  Controller,
-  HttpCode,
-  Post,
-  RequestMethod,
-  Res,
-  Sse,
-  UseGuards,
-  type MessageEvent,
-} from "@nestjs/common";
-import type { Observable } from "rxjs";
+  InjectOrchestrator,
+  NervaCtx,
+  httpStatusOfResult,
+  jsonBodyOf,
+  sendSse,
+  type JsonBodyRequest,
+} from "@nerva/nestjs";
+import { Controller, HttpCode, Post, Req, Res, UseGuards } from "@nestjs/common";
+import { chatRequestOf } from "@nerva/example-kit";
 import { JwtAuthGuard } from "./jwt-auth.guard.js";
 
 /** `POST /chat` (JSON) and `POST /chat/stream` (Server-Sent Events) for authenticated users. */
@@ -23,21 +20,21 @@ export class ChatController {
   @Post("chat")
   @HttpCode(200)
   async chat(
-    @Body() body: { message: string },
+    @Req() request: JsonBodyRequest,
     @NervaCtx() ctx: ExecContext,
     // Express's res and Fastify's reply both have status(): this works on either platform.
     @Res({ passthrough: true }) res: { status(code: number): unknown },
   ) {
-    const response = await this.orchestrator.handle(body?.message, ctx);
+    const { message } = chatRequestOf(jsonBodyOf(request));
+    const response = await this.orchestrator.handle(message, ctx);
     res.status(httpStatusOfResult(response));
     return { ...response, requestId: ctx.requestId };
   }
 
-  @Sse("chat/stream", { method: RequestMethod.POST })
-  stream(
-    @Body() body: { message: string },
-    @NervaCtx() ctx: ExecContext,
-  ): Observable<MessageEvent> {
-    return toSseObservable(this.orchestrator.stream(body?.message, ctx), ctx);
+  /** Written by the bridge on the platform's response: the producer waits for a slow client. */
+  @Post("chat/stream")
+  stream(@Req() request: JsonBodyRequest, @NervaCtx() ctx: ExecContext, @Res() res: unknown) {
+    const { message } = chatRequestOf(jsonBodyOf(request));
+    return sendSse(res, this.orchestrator.stream(message, ctx), ctx);
   }
 }

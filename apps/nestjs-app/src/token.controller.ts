@@ -1,5 +1,6 @@
-import { BadRequestException, Body, Controller, Get, HttpCode, Inject, Post } from "@nestjs/common";
-import { USER_NAME, type DevAuth } from "@nerva/example-kit";
+import { jsonBodyOf, type JsonBodyRequest } from "@nerva/nestjs";
+import { Controller, Get, HttpCode, Inject, Post, Req } from "@nestjs/common";
+import { tokenRequestOf, type DevAuth } from "@nerva/example-kit";
 import { DEV_AUTH } from "./jwt-auth.guard.js";
 
 /** Development convenience: anyone can get a token. A real app gets tokens from its identity provider. */
@@ -17,15 +18,8 @@ export class TokenController {
 
   @Post("token")
   @HttpCode(200)
-  async token(@Body() body: { user?: unknown; roles?: unknown }) {
-    const roles = body?.roles ?? [];
-    if (typeof body?.user !== "string" || !USER_NAME.test(body.user) || !Array.isArray(roles)) {
-      throw new BadRequestException('Send { "user": "alice", "roles"?: ["member"] }.');
-    }
-    const minted = await this.auth.mint(
-      body.user,
-      roles.filter((r): r is string => typeof r === "string"),
-    );
-    return { ...minted, tokenType: "Bearer" };
+  async token(@Req() request: JsonBodyRequest) {
+    const { user, roles = [] } = tokenRequestOf(jsonBodyOf(request));
+    return { ...(await this.auth.mint(user, roles)), tokenType: "Bearer" };
   }
 }

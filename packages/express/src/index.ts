@@ -8,9 +8,13 @@ export { sendSse } from "./sse.js";
 
 // Shared HTTP helpers, re-exported so apps need one import
 export {
+  HttpErrorCode,
+  HttpRequestError,
   httpStatusOf,
   httpStatusOfResult,
+  jsonBodyOf,
   toHttpError,
+  type JsonBodyRequest,
   type NervaHttpOptions,
   type NervaIdentity,
   type SseOptions,

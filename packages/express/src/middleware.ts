@@ -1,4 +1,4 @@
-import { isNervaError, type ExecContext } from "@nerva/core";
+import type { ExecContext } from "@nerva/core";
 import {
   createHttpBridge,
   defineContextGetter,
@@ -53,25 +53,30 @@ export function nervaMiddleware(options: NervaExpressOptions = {}): RequestHandl
 }
 
 /**
- * Express error handler that answers NervaErrors with their HTTP status (400 with the validation
- * issues, 401, 403, 202 approval pending, 429 with `Retry-After`, 503, 504...) and a JSON body
- * `{ error: { code, message, requestId, issues?, details? } }`. Other errors go to the next error
- * handler. 5xx answers never expose the message; they are reported to the `onError` option.
- * Register it after your routes.
+ * Express error handler that answers every error with its HTTP status and the JSON body
+ * `{ error: { code, message, requestId, issues?, details? } }`: NervaErrors by their code (400
+ * with the validation issues, 401, 403, 202 approval pending, 429 with `Retry-After`, 503,
+ * 504...), the body parser's errors with fixed messages (400 malformed JSON, 413 too large, 415
+ * unsupported type), other errors with their own 4xx status, and anything else with 500 and a
+ * generic message holding the request id. No stack, path or 5xx message reaches the client; 5xx
+ * errors go to the `onError` option (to `console.error` for a request `nervaMiddleware` never
+ * saw: install it first, before the body parser). Register it after your routes.
  *
  * @example
  * app.use(nervaErrorHandler());
  */
 export function nervaErrorHandler(): ErrorRequestHandler {
   return function nervaErrors(err: unknown, req, res, next) {
-    if (!isNervaError(err) || res.headersSent) {
+    if (res.headersSent) {
+      // Too late for an answer: Express's own handler closes the connection.
       next(err);
       return;
     }
     const scope = getRequestScope(req);
     const requestId = scope?.requestId ?? null;
-    const { status, headers, body } = toHttpError(err, requestId);
-    scope?.report(err);
-    res.status(status).set(headers).json(body);
+    const answer = toHttpError(err, requestId);
+    if (scope !== undefined) scope.report(err);
+    else if (answer.status >= 500) console.error("[nerva] request failed:", err);
+    res.status(answer.status).set(answer.headers).json(answer.body);
   };
 }

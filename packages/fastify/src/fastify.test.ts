@@ -9,7 +9,7 @@ import {
 } from "@nerva/core/testing";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { afterAll, describe, expect, it } from "vitest";
-import { nervaPlugin, sendSse } from "./index.js";
+import { jsonBodyOf, nervaPlugin, replyNervaError, sendSse } from "./index.js";
 
 /**
  * Where the app's own auth (@fastify/jwt) runs: an onRequest hook added before or after the
@@ -21,7 +21,7 @@ const verify = async (request: FastifyRequest) => {
   if (request.headers.authorization !== undefined) await request.jwtVerify();
 };
 
-/** The contract's routes on Fastify, plus `GET /crash` (an error with its own status). */
+/** The contract's routes on Fastify. */
 async function build({
   auth,
   options,
@@ -33,25 +33,28 @@ async function build({
   if (auth === "onRequest-before") app.addHook("onRequest", verify);
   await app.register(nervaPlugin, options);
   if (auth === "onRequest-after") app.addHook("onRequest", verify);
+  app.addHook("onRequest", async (request) => {
+    if (request.headers["x-contract-crash"] === "middleware") throw routes.crash("middleware");
+  });
   if (auth === "preHandler") app.addHook("preHandler", verify);
   const routeAuth = auth === "route" ? { onRequest: [verify] } : {};
 
   app.get("/whoami", routeAuth, async (request) =>
     routes.whoami(request.nervaCtx, request.nervaCtx),
   );
-  app.post<{ Body: { message: unknown } }>("/chat", routeAuth, async (request, reply) => {
-    const { status, body } = await routes.chat(request.nervaCtx, request.body.message);
+  app.post("/chat", routeAuth, async (request, reply) => {
+    const { status, body } = await routes.chat(request.nervaCtx, jsonBodyOf(request).message);
     return reply.code(status).send(body);
   });
-  app.post<{ Body: { message: unknown } }>("/chat/stream", routeAuth, (request, reply) => {
+  app.post("/chat/stream", routeAuth, (request, reply) => {
     const ctx = request.nervaCtx;
-    return sendSse(reply, routes.stream(ctx, request.body.message), ctx);
+    return sendSse(reply, routes.stream(ctx, jsonBodyOf(request).message), ctx);
   });
   app.get<{ Params: { code: string } }>("/fail/:code", async (request) => {
     throw routes.failure(request.params.code);
   });
   app.get("/crash", async () => {
-    throw Object.assign(new Error("teapot"), { statusCode: 418 });
+    throw routes.crash("route");
   });
   return app;
 }
@@ -101,12 +104,40 @@ describe("@nerva/fastify on its own", () => {
     );
   });
 
-  it("leaves errors that are not NervaErrors to Fastify's own handler", async () => {
-    const app = await build(setup());
+  it("never takes over the app's root error handler: the app's own handler answers, without FSTWRN004", async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error & { code?: string }) => warnings.push(w.code ?? w.name);
+    process.on("warning", onWarning);
+    try {
+      const app = await build(setup());
+      apps.push(app);
+      app.setErrorHandler((error, request, reply) =>
+        request.url === "/fail/RATE_LIMITED"
+          ? replyNervaError(error, request, reply)
+          : reply.code(418).send({ mine: String((error as Error).message).length > 0 }),
+      );
+      const url = await app.listen({ port: 0, host: "127.0.0.1" });
+      const mine = await fetch(`${url}/crash`);
+      expect(mine.status).toBe(418);
+      expect(await mine.json()).toEqual({ mine: true });
+      const nerva = await fetch(`${url}/fail/RATE_LIMITED`);
+      expect(nerva.status).toBe(429);
+      expect(((await nerva.json()) as { error: unknown }).error).toMatchObject({
+        code: "RATE_LIMITED",
+        requestId: nerva.headers.get("x-request-id"),
+      });
+      await new Promise((r) => setImmediate(r));
+      expect(warnings).not.toContain("FSTWRN004");
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+
+  it("leaves every error to Fastify with errorHandler: false", async () => {
+    const app = await build(setup({ errorHandler: false } as BridgeContractSetup["options"]));
     apps.push(app);
-    const url = await app.listen({ port: 0, host: "127.0.0.1" });
-    const res = await fetch(`${url}/crash`);
-    expect(res.status).toBe(418);
-    expect(await res.json()).toMatchObject({ statusCode: 418, message: "teapot" });
+    const res = await app.inject({ method: "GET", url: "/fail/NOT_FOUND" });
+    // Fastify's default handler answers with its own body.
+    expect(res.json()).toMatchObject({ statusCode: 500, error: "Internal Server Error" });
   });
 });

@@ -1,4 +1,4 @@
-import { ErrorCode, NervaError, isNervaError, type ExecContext } from "@nerva/core";
+import { ErrorCode, NervaError, type ExecContext } from "@nerva/core";
 import {
   createHttpBridge,
   toHttpError,
@@ -6,7 +6,13 @@ import {
   type NervaHttpOptions,
   type RequestScope,
 } from "@nerva/core/http";
-import type { FastifyError, FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastify";
+import type {
+  FastifyError,
+  FastifyInstance,
+  FastifyPluginCallback,
+  FastifyReply,
+  FastifyRequest,
+} from "fastify";
 import fp from "fastify-plugin";
 
 declare module "fastify" {
@@ -28,9 +34,11 @@ declare module "fastify" {
  */
 export interface NervaFastifyOptions extends NervaHttpOptions<FastifyRequest> {
   /**
-   * Install an error handler answering NervaErrors with their HTTP status (others go on to
-   * Fastify's default handler). Default `true`; set `false` if you have your own and call
-   * {@link replyNervaError} from it.
+   * Answer errors with the Nerva JSON body (see {@link replyNervaError}) on the routes registered
+   * after the plugin, wherever Fastify's default handler would answer them. The app's root error
+   * handler is never taken over: each route gets a route-level handler, which hands the error on
+   * to the app's own `setErrorHandler` handler when the app has one. Default `true`; `false`
+   * leaves every error to Fastify (call {@link replyNervaError} from your handler).
    */
   errorHandler?: boolean;
 }
@@ -55,14 +63,16 @@ export function scopeOf(request: FastifyRequest): RequestScope<FastifyRequest> {
 }
 
 /**
- * Answers `error` (a NervaError, or an error the `resolve` option threw) on `reply`: HTTP
- * status from the bridge's table, `Retry-After`/`WWW-Authenticate` where they apply, and the JSON
- * body `{ error: { code, message, requestId, issues?, details? } }`. 5xx details are not exposed;
- * they go to the `onError` option.
+ * Answers any `error` on `reply` with its HTTP status and the JSON body
+ * `{ error: { code, message, requestId, issues?, details? } }`: NervaErrors by the bridge's table
+ * (with `Retry-After`/`WWW-Authenticate` where they apply), Fastify's body errors with fixed
+ * messages (400 malformed JSON or schema failure, 413 too large, 415 unsupported type), other
+ * errors with their own 4xx status, anything else 500 with a generic message and the request id.
+ * No stack, path or 5xx message is sent; 5xx errors go to the `onError` option.
  *
  * @example
  * app.setErrorHandler((error, request, reply) =>
- *   isNervaError(error) ? replyNervaError(error, request, reply) : reply.send(error));
+ *   error.statusCode === 418 ? reply.code(418).send("teapot") : replyNervaError(error, request, reply));
  */
 export function replyNervaError(
   error: unknown,
@@ -103,21 +113,43 @@ const plugin: FastifyPluginCallback<NervaFastifyOptions> = (fastify, options, do
     next();
   });
   if (errorHandler) {
-    fastify.setErrorHandler((error: FastifyError, request, reply) => {
-      // Not ours: rethrowing hands it to the parent (by default Fastify's own) error handler.
-      if (!isNervaError(error)) throw error;
-      return replyNervaError(error, request, reply);
+    // Route by route rather than setErrorHandler: the app's root error handler stays the app's.
+    fastify.addHook("onRoute", (route) => {
+      if (route.errorHandler === undefined) route.errorHandler = answerUnlessAppHandles;
     });
   }
   done();
 };
+
+/** True once the app (or a plugin) called `setErrorHandler` in the route's context or above. */
+function appHandlesErrors(server: FastifyInstance): boolean {
+  // Fastify's own handler is the plain `defaultErrorHandler`; setErrorHandler binds its argument.
+  return server.errorHandler.name !== "defaultErrorHandler";
+}
+
+/**
+ * The route-level error handler: the Nerva answer where Fastify's default would answer, the app's
+ * own handler where it set one. That handler is called here rather than reached by rethrowing, as
+ * a route captures its context's handler when it is built, which may be before the app set it.
+ */
+function answerUnlessAppHandles(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): unknown {
+  const server = request.server;
+  if (appHandlesErrors(server)) return server.errorHandler(error, request, reply);
+  return replyNervaError(error, request, reply);
+}
 
 /**
  * Fastify 5 plugin that gives every request a lazily resolved `request.nervaCtx`: identity is read
  * from `request.user` (e.g. `@fastify/jwt`) when the context is first read, so auth in any hook
  * that runs before the handler counts. The response carries the request id, the context joins the
  * caller's W3C trace, is cancelled when the client disconnects early and disposed when the
- * response finishes. Registered with `fastify-plugin`, so it applies to the whole app.
+ * response finishes. Registered with `fastify-plugin`, so it applies to the whole app; errors on
+ * the routes registered after it are answered with the Nerva JSON body unless the app set its own
+ * error handler (see `errorHandler`).
  *
  * @example
  * await app.register(nervaPlugin, { requireAuth: true });

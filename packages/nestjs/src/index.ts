@@ -12,6 +12,7 @@ export type {
   NervaModuleAsyncOptions,
   NervaModuleOptions,
   NervaModuleSwitches,
+  NervaOptionsFactory,
 } from "./nerva.options.js";
 
 // Request context
@@ -20,13 +21,19 @@ export { NervaMiddleware } from "./nerva.middleware.js";
 
 // Errors and streaming
 export { NervaExceptionFilter } from "./nerva-exception.filter.js";
-export { toSseObservable } from "./sse.js";
+export { sendSse, toSseObservable } from "./sse.js";
 
 // Shared HTTP helpers, re-exported so apps need one import
 export {
+  HttpErrorCode,
+  HttpRequestError,
   httpStatusOf,
   httpStatusOfResult,
+  jsonBodyOf,
   toHttpError,
+  type JsonBodyRequest,
   type NervaHttpOptions,
   type NervaIdentity,
+  type SseOptions,
+  type SseOutcome,
 } from "@nerva/core/http";

@@ -1,3 +1,4 @@
+import type { ServerResponse } from "node:http";
 import { ErrorCode, NervaError, type ExecContext } from "@nerva/core";
 import { getRequestScope, type HttpRequestLike, type RequestScope } from "@nerva/core/http";
 import { createParamDecorator, type ExecutionContext } from "@nestjs/common";
@@ -13,15 +14,46 @@ export function requestScopeOf(request: PlatformRequest): RequestScope | undefin
 }
 
 /**
- * The ExecContext of an HTTP execution context: resolved on first use from the platform request
- * (after guards set `request.user`), the same object afterwards. Throws NervaError
- * UNAUTHENTICATED with `requireAuth` and no user, INTERNAL when NervaModule is not imported.
+ * The Node response of each context `@NervaCtx()` gave out, so that `toSseObservable(source, ctx)`
+ * can wait for its socket. Weak: an entry lives as long as its context.
+ */
+const responses = new WeakMap<ExecContext, ServerResponse>();
+
+/** The Node response behind a context `@NervaCtx()` resolved, if any. */
+export function rawResponseOf(ctx: ExecContext): ServerResponse | undefined {
+  return responses.get(ctx);
+}
+
+/**
+ * The platform request of `context` where Nest has one: HTTP, and GraphQL when its context
+ * carries `req` (the usual `context: ({ req }) => ({ req })` of the GraphQL module). Throws
+ * NervaError INTERNAL naming the context type otherwise (WebSocket, microservice).
+ */
+function requestOf(context: ExecutionContext): PlatformRequest {
+  const type = context.getType<string>();
+  if (type === "http") return context.switchToHttp().getRequest<PlatformRequest>();
+  if (type === "graphql") {
+    const gqlContext = context.getArgByIndex<{ req?: PlatformRequest } | undefined>(2);
+    if (typeof gqlContext?.req?.headers === "object") return gqlContext.req;
+  }
+  throw new NervaError(
+    ErrorCode.INTERNAL,
+    `@NervaCtx() needs an HTTP request, and this ${type} execution context has none${type === "graphql" ? " in its context (return { req } from the GraphQL module's context option)" : ""}. Outside HTTP, create a context with ExecContext.create({ userId, ... }) from what the transport authenticated.`,
+  );
+}
+
+/**
+ * The ExecContext of an execution context: resolved on first use from the platform request
+ * (after guards set `request.user`), the same object afterwards. Works for HTTP routes on either
+ * platform and for GraphQL resolvers whose context carries `req`. Throws NervaError
+ * UNAUTHENTICATED with `requireAuth` and no user, INTERNAL when NervaModule is not imported or
+ * when Nest has no HTTP request for this context (WebSocket gateways, microservices).
  *
  * @example
  * const ctx = nervaContextOf(executionContext);
  */
 export function nervaContextOf(context: ExecutionContext): ExecContext {
-  const request = context.switchToHttp().getRequest<PlatformRequest>();
+  const request = requestOf(context);
   const scope = requestScopeOf(request);
   if (scope === undefined) {
     throw new NervaError(
@@ -29,7 +61,15 @@ export function nervaContextOf(context: ExecutionContext): ExecContext {
       "No Nerva context on this request: import NervaModule.forRoot(...) (or forRootAsync) in your application module; its middleware creates the context for every route.",
     );
   }
-  return scope.context(request);
+  const ctx = scope.context(request);
+  if (context.getType<string>() === "http" && !responses.has(ctx)) {
+    const response = context
+      .switchToHttp()
+      .getResponse<ServerResponse & { raw?: ServerResponse }>();
+    const raw = response?.raw ?? response;
+    if (typeof raw?.write === "function") responses.set(ctx, raw);
+  }
+  return ctx;
 }
 
 /**

@@ -1,8 +1,11 @@
 import "reflect-metadata";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { createHttpBridge, getRequestScope } from "@nerva/core/http";
+import { ErrorCode, NervaError } from "@nerva/core";
+import { createHttpBridge, getRequestScope, setRequestScope } from "@nerva/core/http";
 import { RequestMethod, type MiddlewareConsumer } from "@nestjs/common";
 import type { HttpAdapterHost } from "@nestjs/core";
+import { ExecutionContextHost } from "@nestjs/core/helpers/execution-context-host.js";
+import { nervaContextOf } from "./nerva-ctx.decorator.js";
 import { describe, expect, it } from "vitest";
 import { NervaMiddleware } from "./nerva.middleware.js";
 import { NervaModule } from "./nerva.module.js";
@@ -40,5 +43,46 @@ describe("NervaModule.configure on a platform other than Express or Fastify", ()
     expect(nextCalled).toBe(true);
     const scope = getRequestScope(req);
     expect(scope?.requestId).toBe(res.headers["x-request-id"]);
+  });
+});
+
+describe("nervaContextOf outside an HTTP route", () => {
+  const fakeResponse = () => ({
+    headersSent: false,
+    writableFinished: false,
+    destroyed: false,
+    setHeader: () => undefined,
+    on: () => undefined,
+  });
+
+  it.each(["rpc", "ws"])(
+    "throws INTERNAL naming the %s context instead of reading a request",
+    (type) => {
+      const context = new ExecutionContextHost([{ data: 1 }, {}]);
+      context.setType(type);
+      let error: unknown;
+      try {
+        nervaContextOf(context);
+      } catch (err) {
+        error = err;
+      }
+      expect(error).toBeInstanceOf(NervaError);
+      expect((error as NervaError).code).toBe(ErrorCode.INTERNAL);
+      expect((error as NervaError).message).toContain(`this ${type} execution context`);
+    },
+  );
+
+  it("reads the request a GraphQL context carries", () => {
+    const req = { headers: {}, user: { id: "gql-user" } } as unknown as IncomingMessage;
+    setRequestScope(
+      req,
+      createHttpBridge().begin(req, fakeResponse() as unknown as ServerResponse),
+    );
+    const context = new ExecutionContextHost([{}, {}, { req }, {}]);
+    context.setType("graphql");
+    expect(nervaContextOf(context).userId).toBe("gql-user");
+    const bare = new ExecutionContextHost([{}, {}, {}, {}]);
+    bare.setType("graphql");
+    expect(() => nervaContextOf(bare)).toThrow(/return \{ req \}/);
   });
 });

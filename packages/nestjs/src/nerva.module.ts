@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { createHttpBridge } from "@nerva/core/http";
+import { ErrorCode, NervaError } from "@nerva/core";
+import { createHttpBridge, getRequestScope, requestErrorOf } from "@nerva/core/http";
 import {
   Inject,
   Module,
@@ -23,7 +24,11 @@ import {
   type NervaModuleAsyncOptions,
   type NervaModuleOptions,
   type NervaModuleSwitches,
+  type NervaOptionsFactory,
 } from "./nerva.options.js";
+
+/** Whether the module answers errors itself (its switches, fixed when the module is declared). */
+const ANSWERS_ERRORS = Symbol("@nerva/nestjs:answersErrors");
 
 const derived: Provider[] = [
   {
@@ -46,11 +51,16 @@ const derived: Provider[] = [
 const EXPORTS = [NERVA_OPTIONS, NERVA_BRIDGE, NERVA_ORCHESTRATOR, NERVA_RUNTIME];
 
 function build(
-  options: Provider,
+  options: Provider[],
   switches: NervaModuleSwitches,
   imports: DynamicModule["imports"] = [],
 ): DynamicModule {
-  const providers: Provider[] = [options, ...derived, NervaMiddleware];
+  const providers: Provider[] = [
+    ...options,
+    ...derived,
+    NervaMiddleware,
+    { provide: ANSWERS_ERRORS, useValue: switches.exceptionFilter !== false },
+  ];
   if (switches.exceptionFilter !== false) {
     providers.push({ provide: APP_FILTER, useClass: NervaExceptionFilter });
   }
@@ -84,11 +94,15 @@ export class NervaModule implements NestModule {
   static forRoot(options: NervaModuleOptions & NervaModuleSwitches = {}): DynamicModule {
     const { global, exceptionFilter, ...rest } = options;
     splitOptions(rest);
-    return build({ provide: NERVA_OPTIONS, useValue: rest }, { global, exceptionFilter });
+    return build([{ provide: NERVA_OPTIONS, useValue: rest }], { global, exceptionFilter });
   }
 
   /**
-   * Configures the module from a factory with injected dependencies (config, your agents).
+   * Configures the module from options made by a provider, as Nest's own modules do: a factory
+   * with injected dependencies (`useFactory` + `inject`), a class the module instantiates
+   * (`useClass`) or a provider that already exists (`useExisting`), each implementing
+   * `createNervaOptions()` for the last two. Throws NervaError INVALID_OPTIONS unless exactly one
+   * is given.
    *
    * @example
    * NervaModule.forRootAsync({
@@ -98,20 +112,49 @@ export class NervaModule implements NestModule {
    * });
    */
   static forRootAsync(options: NervaModuleAsyncOptions): DynamicModule {
-    return build(
-      {
-        provide: NERVA_OPTIONS,
-        useFactory: options.useFactory as (...args: unknown[]) => unknown,
-        inject: options.inject ?? [],
-      },
-      options,
-      options.imports ?? [],
+    const given = (["useFactory", "useClass", "useExisting"] as const).filter(
+      (key) => options?.[key] !== undefined,
     );
+    if (given.length !== 1) {
+      throw new NervaError(
+        ErrorCode.INVALID_OPTIONS,
+        `Invalid options: NervaModule.forRootAsync needs exactly one of useFactory, useClass or useExisting (got ${given.length === 0 ? "none" : given.join(", ")}).`,
+        {
+          issues: [
+            { path: "options", message: "exactly one of useFactory, useClass, useExisting" },
+          ],
+        },
+      );
+    }
+    const fromFactory = (factory: NervaOptionsFactory) => factory.createNervaOptions();
+    const providers: Provider[] =
+      options.useFactory !== undefined
+        ? [
+            {
+              provide: NERVA_OPTIONS,
+              useFactory: options.useFactory as (...args: unknown[]) => unknown,
+              inject: options.inject ?? [],
+            },
+          ]
+        : options.useClass !== undefined
+          ? [
+              { provide: options.useClass, useClass: options.useClass },
+              { provide: NERVA_OPTIONS, useFactory: fromFactory, inject: [options.useClass] },
+            ]
+          : [
+              {
+                provide: NERVA_OPTIONS,
+                useFactory: fromFactory,
+                inject: [options.useExisting as NonNullable<typeof options.useExisting>],
+              },
+            ];
+    return build(providers, options, options.imports ?? []);
   }
 
   constructor(
     @Inject(HttpAdapterHost) private readonly adapterHost: HttpAdapterHost,
     @Inject(NervaMiddleware) private readonly middleware: NervaMiddleware,
+    @Inject(ANSWERS_ERRORS) private readonly answersErrors: boolean = true,
   ) {}
 
   /**
@@ -123,16 +166,41 @@ export class NervaModule implements NestModule {
     const adapter = this.adapterHost.httpAdapter as HttpAdapterHost["httpAdapter"] | undefined;
     const middleware = this.middleware;
     switch (adapter?.getType()) {
-      case "express":
-        adapter
-          .getInstance<{
-            use(fn: (req: IncomingMessage, res: ServerResponse, next: () => void) => void): void;
-          }>()
-          .use((req, res, next) => {
-            middleware.start(req, res, true);
-            next();
-          });
+      case "express": {
+        const express = adapter.getInstance<{
+          use(fn: (req: IncomingMessage, res: ServerResponse, next: () => void) => void): void;
+          use(
+            fn: (
+              err: unknown,
+              req: IncomingMessage,
+              res: ServerResponse,
+              next: (err: unknown) => void,
+            ) => void,
+          ): void;
+        }>();
+        express.use((req: IncomingMessage, res: ServerResponse, next: () => void) => {
+          middleware.start(req, res, true);
+          next();
+        });
+        if (this.answersErrors) {
+          // Nest's body parser runs before any module's middleware: a body it refuses skips the
+          // one above. Start the request's scope here (its id goes into the answer), and give
+          // the parser's error its fixed client message before Nest wraps it in an exception
+          // carrying the parser's own message.
+          express.use(
+            (
+              err: unknown,
+              req: IncomingMessage,
+              res: ServerResponse,
+              next: (e: unknown) => void,
+            ) => {
+              if (getRequestScope(req) === undefined) middleware.start(req, res, true);
+              next(requestErrorOf(err));
+            },
+          );
+        }
         return;
+      }
       case "fastify":
         adapter
           .getInstance<{

@@ -1,6 +1,6 @@
 import { ErrorCode, NervaError, type AgentRuntime, type Orchestrator } from "@nerva/core";
 import type { HttpRequestLike, NervaHttpOptions } from "@nerva/core/http";
-import type { FactoryProvider, ModuleMetadata } from "@nestjs/common";
+import type { FactoryProvider, InjectionToken, ModuleMetadata, Type } from "@nestjs/common";
 
 /**
  * What `NervaModule` makes injectable, plus the shared bridge options (`resolve` receives the
@@ -32,7 +32,25 @@ export interface NervaModuleSwitches {
 }
 
 /**
- * Options of `NervaModule.forRootAsync()`: a factory producing {@link NervaModuleOptions}.
+ * A provider that makes the module's options, for `forRootAsync({ useClass })` or
+ * `forRootAsync({ useExisting })`.
+ *
+ * @example
+ * @Injectable()
+ * class NervaConfig implements NervaOptionsFactory {
+ *   constructor(private readonly agents: AgentsService) {}
+ *   createNervaOptions() { return { orchestrator: this.agents.orchestrator, requireAuth: true }; }
+ * }
+ */
+export interface NervaOptionsFactory {
+  createNervaOptions(): NervaModuleOptions | Promise<NervaModuleOptions>;
+}
+
+/**
+ * Options of `NervaModule.forRootAsync()`: where {@link NervaModuleOptions} come from, as Nest's
+ * own modules take them — exactly one of `useFactory` (with `inject`), `useClass` (a
+ * {@link NervaOptionsFactory} the module instantiates) or `useExisting` (one already provided,
+ * e.g. by an imported module).
  *
  * @example
  * NervaModule.forRootAsync({
@@ -40,11 +58,15 @@ export interface NervaModuleSwitches {
  *   inject: [AgentsService],
  *   useFactory: (agents: AgentsService) => ({ orchestrator: agents.orchestrator, requireAuth: true }),
  * });
+ * NervaModule.forRootAsync({ imports: [AgentsModule], useClass: NervaConfig });
  */
 export interface NervaModuleAsyncOptions extends NervaModuleSwitches {
   imports?: ModuleMetadata["imports"];
+  /** Providers `useFactory` receives, in order. */
   inject?: FactoryProvider["inject"];
-  useFactory: (...args: never[]) => NervaModuleOptions | Promise<NervaModuleOptions>;
+  useFactory?: (...args: never[]) => NervaModuleOptions | Promise<NervaModuleOptions>;
+  useClass?: Type<NervaOptionsFactory>;
+  useExisting?: InjectionToken<NervaOptionsFactory>;
 }
 
 /** Splits the module's own keys from the bridge options, checking them. */

@@ -1,7 +1,7 @@
 import "reflect-metadata";
 import type { AddressInfo } from "node:net";
 import type { AgentRuntime, ExecContext, Orchestrator } from "@nerva/core";
-import { readSseEvents, type SseEvent } from "@nerva/core/http";
+import { jsonBodyOf, readSseEvents, type JsonBodyRequest, type SseEvent } from "@nerva/core/http";
 import {
   BRIDGE_CONTRACT_JWT_SECRET,
   createBridgeContractRoutes,
@@ -12,7 +12,6 @@ import {
   type BridgeContractSetup,
 } from "@nerva/core/testing";
 import {
-  Body,
   Controller,
   Get,
   Inject,
@@ -21,10 +20,13 @@ import {
   Param,
   Post,
   RequestMethod,
+  Req,
   Res,
   Sse,
   UseGuards,
   type DynamicModule,
+  type MiddlewareConsumer,
+  type NestModule,
   type ExecutionContext,
   type INestApplication,
 } from "@nestjs/common";
@@ -40,6 +42,8 @@ import {
   NERVA_BRIDGE,
   NervaCtx,
   NervaModule,
+  sendSse,
+  type NervaOptionsFactory,
   toSseObservable,
 } from "./index.js";
 
@@ -101,21 +105,28 @@ function controllerFor(guarded: boolean) {
     @Post("chat")
     @UseGuards(...guards)
     async chat(
-      @Body() body: { message: unknown },
+      @Req() request: JsonBodyRequest,
       @NervaCtx() ctx: ExecContext,
       @Res({ passthrough: true })
       res: { status?: (n: number) => unknown; code?: (n: number) => unknown },
     ) {
-      const answer = await this.routes.chat(ctx, body.message);
+      const answer = await this.routes.chat(ctx, jsonBodyOf(request).message);
       if (typeof res.code === "function") res.code(answer.status);
       else res.status?.(answer.status);
       return answer.body;
     }
 
-    @Sse("chat/stream", { method: RequestMethod.POST })
+    @Post("chat/stream")
     @UseGuards(...guards)
-    stream(@Body() body: { message: unknown }, @NervaCtx() ctx: ExecContext) {
-      return toSseObservable(this.routes.stream(ctx, body.message), ctx);
+    stream(@Req() request: JsonBodyRequest, @NervaCtx() ctx: ExecContext, @Res() res: unknown) {
+      return sendSse(res, this.routes.stream(ctx, jsonBodyOf(request).message), ctx);
+    }
+
+    /** The same stream through Nest's own @Sse(). */
+    @Sse("chat/observable", { method: RequestMethod.POST })
+    @UseGuards(...guards)
+    observable(@Req() request: JsonBodyRequest, @NervaCtx() ctx: ExecContext) {
+      return toSseObservable(this.routes.stream(ctx, jsonBodyOf(request).message), ctx);
     }
 
     @Sse("boom/stream")
@@ -133,6 +144,11 @@ function controllerFor(guarded: boolean) {
     @Get("fail/:code")
     fail(@Param("code") code: string) {
       throw this.routes.failure(code);
+    }
+
+    @Get("crash")
+    crash() {
+      throw this.routes.crash("route");
     }
   }
   return ChatController;
@@ -154,7 +170,20 @@ async function startNest(
       { provide: JWT_SECRET, useValue: jwtSecret },
     ],
   })
-  class AppModule {}
+  class AppModule implements NestModule {
+    constructor(@Inject(ROUTES) private readonly contractRoutes: BridgeContractRoutes) {}
+
+    /** The app's own middleware, after the bridge's: throws for `x-contract-crash: middleware`. */
+    configure(consumer: MiddlewareConsumer) {
+      const crash = () => this.contractRoutes.crash("middleware");
+      consumer
+        .apply((req: { headers: Record<string, unknown> }, _res: unknown, next: () => void) => {
+          if (req.headers["x-contract-crash"] === "middleware") throw crash();
+          next();
+        })
+        .forRoutes({ path: "{*path}", method: RequestMethod.ALL });
+    }
+  }
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
   const app = moduleRef.createNestApplication(
     platform === "express" ? new ExpressAdapter() : new FastifyAdapter(),
@@ -198,6 +227,7 @@ const bearer = (sub: string) => ({ authorization: `Bearer ${mintBridgeContractTo
 for (const platform of ["express", "fastify"] as const) {
   describeBridgeContract(`@nerva/nestjs on the ${platform} platform`, startFor(platform), {
     authPlacements: ["guard"],
+    streamPaths: ["/chat/stream", "/chat/observable"],
   });
 
   describe(`@nerva/nestjs on the ${platform} platform, Nest only`, () => {
@@ -286,6 +316,61 @@ describe("NervaModule.forRootAsync", () => {
       injected: true,
     });
     expect(app.get(NERVA_BRIDGE).options.trustRequestId).toBe(true);
+  });
+
+  it.each(["useClass", "useExisting"] as const)(
+    "builds the options with %s, as Nest modules do",
+    async (style) => {
+      @Injectable()
+      class Settings {
+        readonly trustRequestId = true;
+      }
+      @Injectable()
+      class NervaConfig implements NervaOptionsFactory {
+        constructor(@Inject(Settings) private readonly settings: Settings) {}
+        createNervaOptions() {
+          return {
+            runtime: routes.runtime,
+            orchestrator: routes.orchestrator,
+            trustRequestId: this.settings.trustRequestId,
+          };
+        }
+      }
+      @Module({ providers: [Settings, NervaConfig], exports: [NervaConfig] })
+      class ConfigModule {}
+      @Module({ providers: [Settings], exports: [Settings] })
+      class SettingsModule {}
+
+      const { url, app } = await startNest(
+        "fastify",
+        () =>
+          style === "useClass"
+            ? NervaModule.forRootAsync({ imports: [SettingsModule], useClass: NervaConfig })
+            : NervaModule.forRootAsync({ imports: [ConfigModule], useExisting: NervaConfig }),
+        { routes },
+      );
+      apps.push(app);
+      const res = await fetch(`${url}/whoami`, {
+        headers: { ...bearer("fred"), "x-request-id": "from-gateway" },
+      });
+      expect(await json(res)).toMatchObject({
+        userId: "fred",
+        requestId: "from-gateway",
+        injected: true,
+      });
+    },
+  );
+
+  it("refuses anything but exactly one of useFactory, useClass, useExisting", () => {
+    class Config implements NervaOptionsFactory {
+      createNervaOptions() {
+        return {};
+      }
+    }
+    expect(() => NervaModule.forRootAsync({} as never)).toThrow(/exactly one .*got none/);
+    expect(() => NervaModule.forRootAsync({ useClass: Config, useExisting: Config })).toThrow(
+      /got useClass, useExisting/,
+    );
   });
 
   it("fails the bootstrap on bad options, naming the field", async () => {

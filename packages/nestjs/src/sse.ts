@@ -1,17 +1,96 @@
+import type { ServerResponse } from "node:http";
 import type { ExecContext } from "@nerva/core";
-import { finalResult, toHttpError } from "@nerva/core/http";
+import {
+  createSseEventSource,
+  getRequestScope,
+  writeSse,
+  type SseOptions,
+  type SseOutcome,
+} from "@nerva/core/http";
 import { Logger, type MessageEvent } from "@nestjs/common";
 import { Observable } from "rxjs";
+import { rawResponseOf } from "./nerva-ctx.decorator.js";
 
 const logger = new Logger("Nerva");
 
+/** Express's `res` is the Node response; Fastify's `reply` wraps it in `raw`. */
+interface PlatformResponse {
+  raw?: ServerResponse;
+  hijack?: () => unknown;
+  getHeaders?: () => Record<string, unknown>;
+}
+
+/** The Node response behind a platform response, taken over from Fastify when it is a reply. */
+function nodeResponse(res: ServerResponse | PlatformResponse): ServerResponse {
+  const reply = res as PlatformResponse;
+  if (reply.raw === undefined || typeof reply.hijack !== "function") return res as ServerResponse;
+  reply.hijack();
+  const raw = reply.raw;
+  if (!raw.headersSent) {
+    // Headers set on the reply so far (the request id, CORS...) would be lost with the reply.
+    for (const [name, value] of Object.entries(reply.getHeaders?.() ?? {})) {
+      if (value !== undefined) raw.setHeader(name, value as string);
+    }
+  }
+  return raw;
+}
+
+/** The bridge's `onError` for 5xx errors of this response's request, then the caller's own. */
+function reporter(raw: ServerResponse, options: SseOptions): (error: unknown) => void {
+  return (error) => {
+    const scope = getRequestScope(raw.req);
+    if (scope !== undefined) scope.report(error);
+    else logger.error("a stream failed", error);
+    options.onError?.(error);
+  };
+}
+
+/**
+ * Streams `source` (e.g. `orchestrator.stream(message, ctx)`) as Server-Sent Events on the
+ * response of a route that takes it with `@Res()`, on either platform (Express's `res`, Fastify's
+ * `reply`). The same writer as `@nerva/express` and `@nerva/fastify`: pull-based, so a client that
+ * stops reading pauses the producer; one event per chunk, a final `done` event, an `error` event
+ * if the source throws (a 5xx goes to the module's `onError` once); on client disconnect
+ * `ctx.cancel()` and `return()` on the source. Resolves with how the stream ended; never rejects.
+ *
+ * @example
+ * @Post("chat/stream")
+ * stream(@Body() body: { message: string }, @NervaCtx() ctx: ExecContext, @Res() res: unknown) {
+ *   return sendSse(res, this.orchestrator.stream(body.message, ctx), ctx);
+ * }
+ */
+export function sendSse(
+  res: unknown,
+  source: AsyncIterable<unknown>,
+  ctx: ExecContext | null = null,
+  options: SseOptions = {},
+): Promise<SseOutcome> {
+  const raw = nodeResponse(res as ServerResponse | PlatformResponse);
+  return writeSse(raw, source, ctx, { ...options, onError: reporter(raw, options) });
+}
+
+/** Resolves once `raw` can take more data (or the client left): never more than one event ahead. */
+function writable(raw: ServerResponse): Promise<void> | null {
+  if (!raw.writableNeedDrain || raw.destroyed) return null;
+  return new Promise((resolve) => {
+    const go = (): void => {
+      raw.off("drain", go);
+      raw.off("close", go);
+      resolve();
+    };
+    raw.on("drain", go);
+    raw.on("close", go);
+  });
+}
+
 /**
  * Turns an async iterable of chunks (e.g. `orchestrator.stream(message, ctx)`) into the Observable
- * a NestJS `@Sse()` handler returns: one `message` event per chunk as it is produced, a final
- * `done` event `{ requestId, result }` (what the iterable returned), an `error` event
- * `{ status, error }` if it throws (a 5xx also goes to `options.onError`, by default Nest's
- * `Logger`). When the client disconnects, Nest unsubscribes: the context is cancelled (the
- * handler's `ctx.signal` aborts) and the iterator's `return()` is called.
+ * a NestJS `@Sse()` handler returns: one `message` event per chunk, a final `done` event
+ * `{ requestId, result }`, an `error` event `{ status, error }` if it throws (a 5xx goes to the
+ * module's `onError` once, then to `options.onError`). Pull-based like {@link sendSse}: with the
+ * `ctx` of `@NervaCtx()`, the next chunk is taken only once the response's socket took the
+ * previous one, so a client that stops reading pauses the producer. When the client disconnects,
+ * Nest unsubscribes: the context is cancelled and the iterator's `return()` is called.
  *
  * @example
  * @Sse("chat/stream")
@@ -25,41 +104,34 @@ export function toSseObservable(
   options: { onError?: (error: unknown) => void } = {},
 ): Observable<MessageEvent> {
   return new Observable<MessageEvent>((subscriber) => {
-    const iterator = source[Symbol.asyncIterator]();
-    const requestId = ctx?.requestId ?? null;
-    let finished = false;
+    const raw = ctx === null ? undefined : rawResponseOf(ctx);
+    const events = createSseEventSource(source, {
+      ctx,
+      onError:
+        raw === undefined
+          ? (error) => {
+              if (options.onError !== undefined) options.onError(error);
+              else logger.error("a stream failed", error);
+            }
+          : reporter(raw, options),
+    });
     void (async () => {
-      try {
-        for (;;) {
-          const step = await iterator.next();
-          if (subscriber.closed) return;
-          if (step.done === true) {
-            const result = await finalResult(source, step.value);
-            finished = true;
-            if (subscriber.closed) return;
-            subscriber.next({ type: "done", data: { requestId, result: result ?? null } });
-            subscriber.complete();
-            return;
-          }
-          const chunk = typeof step.value === "string" ? step.value : JSON.stringify(step.value);
-          subscriber.next({ data: chunk ?? "" });
+      for (;;) {
+        const step = await events.next();
+        if (step.done === true || subscriber.closed) return;
+        const { type, data } = step.value;
+        subscriber.next(type === "message" ? { data } : { type, data });
+        if (events.outcome !== null) {
+          subscriber.complete();
+          return;
         }
-      } catch (err) {
-        finished = true;
-        if (subscriber.closed) return;
-        const { status, body } = toHttpError(err, requestId);
-        if (status >= 500) {
-          if (options.onError !== undefined) options.onError(err);
-          else logger.error(`request ${requestId ?? "(no id)"} failed mid-stream`, err);
-        }
-        subscriber.next({ type: "error", data: { status, ...body } });
-        subscriber.complete();
+        // Nest writes the event into the response on a later tick; once it did, a socket that
+        // is backed up says so, and nothing more is pulled until it drained.
+        await new Promise((resolve) => setImmediate(resolve));
+        const wait = raw === undefined ? null : writable(raw);
+        if (wait !== null) await wait;
       }
     })();
-    return () => {
-      if (finished) return;
-      ctx?.cancel("client disconnected");
-      void Promise.resolve(iterator.return?.()).catch(() => undefined);
-    };
+    return () => events.cancel();
   });
 }

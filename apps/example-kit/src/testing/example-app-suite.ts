@@ -5,6 +5,7 @@ import { readSseEvents, type SseEvent } from "@nerva/core/http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createOrchestrator } from "../agents.js";
 import { createAuth, type DevAuth } from "../auth.js";
+import { crashingOrchestrator, describeExampleBadClients } from "./example-bad-clients.js";
 
 /** A started example app: where it listens and how to stop it. */
 export interface StartedExampleApp {
@@ -16,23 +17,16 @@ export interface StartedExampleApp {
 export interface ExampleAppSuiteOptions {
   /** Starts the app on 127.0.0.1, port 0, with the demo orchestrator and a fresh dev auth. */
   start(deps: { orchestrator: Orchestrator; auth: DevAuth }): Promise<StartedExampleApp>;
-  /** Checks of this app's own 401 answer to a request without a token (beyond its status). */
-  checkUnauthenticated(res: Response): Promise<void>;
-  /** A `message` that is not a string, and checks of this app's 400 answer to it (beyond its status). */
-  badMessage: { message: unknown; check(res: Response): Promise<void> };
 }
 
 /**
  * The routes every example app serves, checked over real HTTP: `POST /token`, `POST /chat` as the
  * token's user (tools, per-user and per-session memory), `POST /chat/stream` as Server-Sent Events,
- * 401 without a valid token and 400 for a message that is not a string.
+ * 401 without a valid token, and every bad request (malformed, oversized, non-JSON bodies, a
+ * message that is not a string) or unexpected error answered with the Nerva JSON error body.
  *
  * @example
- * describeExampleApp("Express example app", {
- *   start: async (deps) => listenOnPort0(createApp(deps)),
- *   checkUnauthenticated: async (res) => expect((await res.json()).error.code).toBe("UNAUTHENTICATED"),
- *   badMessage: { message: 42, check: async (res) => expect((await res.json()).error.code).toBe("INVALID_INPUT") },
- * });
+ * describeExampleApp("Express example app", { start: async (deps) => listenOnPort0(createApp(deps)) });
  */
 export function describeExampleApp(label: string, options: ExampleAppSuiteOptions): void {
   describe(label, () => {
@@ -40,7 +34,10 @@ export function describeExampleApp(label: string, options: ExampleAppSuiteOption
     let app: StartedExampleApp;
 
     beforeAll(async () => {
-      app = await options.start({ orchestrator: demo.orchestrator, auth: createAuth() });
+      app = await options.start({
+        orchestrator: crashingOrchestrator(demo.orchestrator),
+        auth: createAuth(),
+      });
     });
     afterAll(async () => {
       await app?.close();
@@ -73,11 +70,18 @@ export function describeExampleApp(label: string, options: ExampleAppSuiteOption
       });
     const text = async (res: Response) => ((await res.json()) as { text: string }).text;
 
-    it("refuses requests without a valid token", async () => {
-      const res = await chat(null, "hello");
-      expect(res.status).toBe(401);
-      await options.checkUnauthenticated(res);
-      expect((await chat("not.a.jwt", "hello")).status).toBe(401);
+    it("refuses requests without a valid token, with the Nerva error body", async () => {
+      for (const token of [null, "not.a.jwt"]) {
+        const res = await chat(token, "hello");
+        expect(res.status).toBe(401);
+        expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
+        const requestId = res.headers.get("x-request-id");
+        expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+        expect(((await res.json()) as { error: unknown }).error).toMatchObject({
+          code: "UNAUTHENTICATED",
+          requestId,
+        });
+      }
     });
 
     it("answers /chat through the orchestrator as the token's user", async () => {
@@ -129,11 +133,7 @@ export function describeExampleApp(label: string, options: ExampleAppSuiteOption
       });
     });
 
-    it("answers 400 for a message that is not a string", async () => {
-      const res = await chat(await tokenFor("dave"), options.badMessage.message);
-      expect(res.status).toBe(400);
-      await options.badMessage.check(res);
-    });
+    describeExampleBadClients(() => app, tokenFor);
   });
 }
 

@@ -2,13 +2,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { ExecContext } from "../context/exec-context.js";
 import { newRequestId } from "../context/ids.js";
 import { ErrorCode, NervaError } from "../errors.js";
-import {
-  parseHttpOptions,
-  resolveIdentity,
-  type HttpRequestLike,
-  type NervaHttpOptions,
-  type ResolvedHttpOptions,
-} from "./options.js";
+import { resolveIdentity, type HttpRequestLike } from "./identity.js";
+import { parseHttpOptions, type NervaHttpOptions, type ResolvedHttpOptions } from "./options.js";
 import { httpStatusOf } from "./status.js";
 
 /** Client request ids we accept with `trustRequestId` (anything else gets a fresh id). */

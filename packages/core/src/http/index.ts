@@ -2,20 +2,24 @@
 // @nerva/nestjs) share. Framework-agnostic: it sees Node's IncomingMessage/ServerResponse and the
 // request object only through HttpRequestLike (headers + the user the app's auth set).
 
-// Options and identity
+// Options
 export {
   NervaHttpOptionsSchema,
-  defaultResolve,
   parseHttpOptions,
-  resolveIdentity,
   type HttpErrorListener,
-  type HttpRequestLike,
   type NervaHttpOptions,
+  type ResolvedHttpOptions,
+} from "./options.js";
+
+// Identity
+export {
+  defaultResolve,
+  resolveIdentity,
+  type HttpRequestLike,
   type NervaIdentity,
   type ResolveIdentity,
-  type ResolvedHttpOptions,
   type ResolvedIdentity,
-} from "./options.js";
+} from "./identity.js";
 
 // Request lifecycle
 export {
@@ -38,13 +42,19 @@ export {
   type HttpErrorResponse,
 } from "./status.js";
 
-// Server-Sent Events
+// Request bodies: the JSON check routes use, the errors of bodies refused
+export { jsonBodyOf, type JsonBodyRequest } from "./json-body.js";
+export { HttpErrorCode, HttpRequestError, requestErrorOf } from "./request-errors.js";
+
+// Server-Sent Events: one pull-based event source, the writer on a Node response, the reader
 export {
-  SSE_HEADERS,
+  SseEventSource,
+  createSseEventSource,
   finalResult,
   formatSseEvent,
-  writeSse,
-  type SseOptions,
+  type SseEventSourceOptions,
   type SseOutcome,
-} from "./sse.js";
+  type SseStreamEvent,
+} from "./sse-event-source.js";
+export { SSE_HEADERS, writeSse, type SseOptions } from "./sse.js";
 export { readSseEvents, type SseEvent } from "./sse-client.js";

@@ -4,7 +4,8 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
-import { formatSseEvent, writeSse, type SseOutcome } from "./sse.js";
+import { formatSseEvent, type SseOutcome } from "./sse-event-source.js";
+import { writeSse } from "./sse.js";
 import { readSseEvents, type SseEvent } from "./sse-client.js";
 
 const servers: http.Server[] = [];

@@ -2,6 +2,7 @@ import { STATUS_CODES } from "node:http";
 import { ErrorCode, NervaError, type ValidationIssue } from "../errors.js";
 import type { AgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
+import { HttpErrorCode, requestErrorOf } from "./request-errors.js";
 
 /**
  * HTTP status of each {@link ErrorCode}: every code has one (a new code without a status does not
@@ -143,7 +144,9 @@ function retryAfterSeconds(details: Readonly<Record<string, unknown>>): number |
  * const { status, headers, body } = toHttpError(err, ctx.requestId);
  * res.writeHead(status, { ...headers, "content-type": "application/json" }).end(JSON.stringify(body));
  */
-export function toHttpError(err: unknown, requestId: string | null = null): HttpErrorResponse {
+export function toHttpError(thrown: unknown, requestId: string | null = null): HttpErrorResponse {
+  // A framework's body errors (malformed JSON, too large, wrong type) get fixed messages first.
+  const err = requestErrorOf(thrown);
   const status = httpStatusOf(err);
   const headers: Record<string, string> = {};
   const exposed = status < 500 || status === 503 || status === 504;
@@ -170,6 +173,8 @@ export function toHttpError(err: unknown, requestId: string | null = null): Http
       },
     };
   }
+  // A 401 always says how to authenticate (RFC 9110), whoever raised it.
+  if (status === 401) headers["www-authenticate"] = "Bearer";
   const e = err as { message?: unknown; expose?: unknown; code?: unknown } | null;
   const showMessage =
     status < 500 && typeof e?.message === "string" && e.message !== "" && e.expose !== false;
@@ -178,12 +183,7 @@ export function toHttpError(err: unknown, requestId: string | null = null): Http
     headers,
     body: {
       error: {
-        code:
-          status >= 500
-            ? ErrorCode.INTERNAL
-            : typeof e?.code === "string"
-              ? e.code
-              : `HTTP_${status}`,
+        code: status >= 500 ? ErrorCode.INTERNAL : clientErrorCode(status, e?.code),
         message: showMessage
           ? (e?.message as string)
           : status >= 500
@@ -193,6 +193,23 @@ export function toHttpError(err: unknown, requestId: string | null = null): Http
       },
     },
   };
+}
+
+/** Codes of 4xx answers to errors that are not NervaErrors and carry no code of their own. */
+const CODE_BY_STATUS: Readonly<Record<number, string>> = {
+  400: ErrorCode.INVALID_INPUT,
+  401: ErrorCode.UNAUTHENTICATED,
+  403: ErrorCode.PERMISSION_DENIED,
+  404: ErrorCode.NOT_FOUND,
+  413: HttpErrorCode.PAYLOAD_TOO_LARGE,
+  415: HttpErrorCode.UNSUPPORTED_MEDIA_TYPE,
+  429: ErrorCode.RATE_LIMITED,
+};
+
+/** The error's own code when it is one (`UPPER_SNAKE`), else the status's, else `HTTP_<status>`. */
+function clientErrorCode(status: number, own: unknown): string {
+  if (typeof own === "string" && /^[A-Z][A-Z0-9_]{0,63}$/.test(own)) return own;
+  return CODE_BY_STATUS[status] ?? `HTTP_${status}`;
 }
 
 function internalMessage(requestId: string | null): string {

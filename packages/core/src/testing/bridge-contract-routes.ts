@@ -21,7 +21,10 @@ import type { AgentRuntime } from "../runtime/types.js";
  * });
  */
 export interface BridgeContractRoutes {
-  /** Routes `ticker`, `words` and `secret` (denied by policy) by keyword, everything else to `echo`; 5 requests per user per minute. */
+  /**
+   * Routes `ticker`, `words`, `flood` and `secret` (denied by policy) by keyword, everything else
+   * to `echo`; 5 requests per user per minute.
+   */
   readonly orchestrator: Orchestrator;
   readonly runtime: AgentRuntime;
   /** Body of `GET /whoami`, from the request's context read twice (`ctx`, then `again`). */
@@ -31,10 +34,21 @@ export interface BridgeContractRoutes {
     ctx: ExecContext,
     message: unknown,
   ): Promise<{ status: number; body: Record<string, unknown> }>;
-  /** The chunks `POST /chat/stream` sends as Server-Sent Events (with `ctx`). */
+  /**
+   * The chunks `POST /chat/stream` sends as Server-Sent Events (with `ctx`): the orchestrator's
+   * stream, or for the message `explode` a stream that fails after its first chunk.
+   */
   stream(ctx: ExecContext, message: unknown): AsyncIterable<unknown>;
   /** What `GET /fail/:code` throws: a NervaError with that code and `retryAfterSeconds: 7`. */
   failure(code: string): NervaError;
+  /**
+   * An unexpected error (a `TypeError` whose message holds {@link BRIDGE_CONTRACT_SECRET} and a
+   * file path), thrown by `GET /crash` (`where: "route"`) and by the app's middleware for requests
+   * carrying `x-contract-crash: middleware`. No client may ever see its message.
+   */
+  crash(where: "route" | "middleware"): Error;
+  /** How many chunks the `flood` agent produced so far for the request `requestId`. */
+  produced(requestId: string): number;
   /** Stops the runtime. */
   close(): Promise<void>;
 }
@@ -46,7 +60,15 @@ export interface BridgeContractRoutes {
  * - `GET /whoami`: JSON `routes.whoami(ctx, again)`;
  * - `POST /chat` (JSON `{ message }`): `routes.chat(ctx, message)`'s status and JSON body;
  * - `POST /chat/stream` (JSON `{ message }`): `routes.stream(ctx, message)` as Server-Sent Events;
- * - `GET /fail/:code`: throws `routes.failure(code)` for the bridge's error handling to answer.
+ * - `GET /fail/:code`: throws `routes.failure(code)` for the bridge's error handling to answer;
+ * - `GET /crash`: throws `routes.crash("route")`.
+ *
+ * The two `POST` routes read their body with `jsonBodyOf(req)` (from `@nerva/core/http`) and hand
+ * its `message` on unchanged; the app parses JSON bodies with its framework's parser and default
+ * size limit (at most 1 MB). A middleware of the app, running after the bridge started the request
+ * (Express middleware, Fastify hook, Nest guard...), throws `routes.crash("middleware")` when the
+ * request carries the header `x-contract-crash: middleware`. Every error reaches the bridge's own
+ * error handling (Express: `nervaErrorHandler()`; Fastify: the plugin; NestJS: `NervaModule`).
  *
  * When `auth` is not `null`, the app's own authentication sits at that place (one of the
  * `authPlacements` given to {@link describeBridgeContract}) in front of the first three routes. Like
@@ -86,6 +108,19 @@ export type BridgeContractStart = (setup: BridgeContractSetup) => Promise<Bridge
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Text in the message of every unexpected error the contract has its server throw: an answer
+ * holding it leaked an internal message.
+ *
+ * @example
+ * expect(await res.text()).not.toContain(BRIDGE_CONTRACT_SECRET);
+ */
+export const BRIDGE_CONTRACT_SECRET = "contract-internal-s3cret";
+
+/** Chunks the `flood` agent produces at most, of {@link FLOOD_CHUNK_BYTES} each (256 MB in all). */
+export const FLOOD_CHUNKS = 4000;
+export const FLOOD_CHUNK_BYTES = 64 * 1024;
+
 export function createContractRoutes(onAborted: (requestId: string) => void): BridgeContractRoutes {
   const runtime = new InProcessRuntime({ timeoutSeconds: 5, circuitBreaker: false });
   const orchestrator = new Orchestrator({
@@ -93,6 +128,7 @@ export function createContractRoutes(onAborted: (requestId: string) => void): Br
       rules: [
         { handler: "ticker", keywords: ["ticker"] },
         { handler: "words", keywords: ["words"] },
+        { handler: "flood", keywords: ["flood"] },
         { handler: "secret_agent", keywords: ["secret"] },
       ],
       defaultHandler: "echo",
@@ -126,6 +162,18 @@ export function createContractRoutes(onAborted: (requestId: string) => void): Br
       if (ctx.signal.aborted) onAborted(ctx.requestId);
     }
   });
+  const produced = new Map<string, number>();
+  runtime.register("flood", async function* (_input, ctx) {
+    try {
+      for (let i = 0; i < FLOOD_CHUNKS && !ctx.signal.aborted; i++) {
+        produced.set(ctx.requestId, i + 1);
+        // A fresh string per chunk, as a model's output is: nothing is shared between chunks.
+        yield `${i}:`.padEnd(FLOOD_CHUNK_BYTES, "x");
+      }
+    } finally {
+      if (ctx.signal.aborted) onAborted(ctx.requestId);
+    }
+  });
   runtime.register("words", async function* (input) {
     for (const word of input.message.split(" ")) yield `${word} `;
   });
@@ -149,13 +197,30 @@ export function createContractRoutes(onAborted: (requestId: string) => void): Br
         body: { response, userId: ctx.userId, requestId: ctx.requestId },
       };
     },
-    stream: (ctx, message) => orchestrator.stream(message as string, ctx),
+    stream: (ctx, message) =>
+      message === "explode"
+        ? exploding(crash("stream"))
+        : orchestrator.stream(message as string, ctx),
+    crash,
+    produced: (requestId) => produced.get(requestId) ?? 0,
     failure: (code) =>
       new NervaError(code as ErrorCode, `failed with ${code}`, {
         details: { retryAfterSeconds: 7 },
       }),
     close: () => runtime.close(),
   };
+}
+
+function crash(where: string): Error {
+  return new TypeError(
+    `${BRIDGE_CONTRACT_SECRET}: ${where} failed at /srv/contract/internal.js:12:34 (postgres://admin:pw@db)`,
+  );
+}
+
+/** One chunk, then `error`: a stream that fails midway. */
+async function* exploding(error: Error): AsyncGenerator<string> {
+  yield "partial";
+  throw error;
 }
 
 /**

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NervaHttpOptions } from "../http/options.js";
 import { readSseEvents, type SseEvent } from "../http/sse-client.js";
 import type { OrchestratorResponse } from "../middleware/types.js";
+import { describeBadClients } from "./bridge-contract-bad-clients.js";
 import {
   BRIDGE_CONTRACT_JWT_SECRET,
   createContractRoutes,
@@ -14,6 +15,7 @@ import {
 
 export {
   BRIDGE_CONTRACT_JWT_SECRET,
+  BRIDGE_CONTRACT_SECRET,
   createBridgeContractRoutes,
   mintBridgeContractToken,
   type BridgeContractRoutes,
@@ -35,6 +37,12 @@ export interface BridgeContractOptions {
    * server with the first. Default: `["app"]`.
    */
   readonly authPlacements?: readonly string[];
+  /**
+   * Paths that serve `POST /chat/stream`'s stream, each through another streaming helper of the
+   * framework (e.g. NestJS's `@Sse()` next to `@Res()`). The streaming scenarios run on each.
+   * Default: `["/chat/stream"]`.
+   */
+  readonly streamPaths?: readonly string[];
 }
 
 const bearer = (sub: string, claims?: Record<string, unknown>) => ({
@@ -57,8 +65,11 @@ async function sseEvents(res: Response): Promise<SseEvent[]> {
  * user the app's auth set (wherever that auth sits), 200 concurrent users kept apart, `requireAuth`,
  * identity headers and client request ids ignored unless trusted, the caller's `traceparent`,
  * NervaErrors and refused runs mapped to their HTTP status, Server-Sent Events ending with `done`
- * or `error`, and a client disconnect cancelling the handler. See {@link BridgeContractSetup} for
- * the routes the server must serve.
+ * or `error`, a client disconnect cancelling the handler; and for clients that behave badly: every
+ * error (malformed, oversized or non-JSON bodies, a `TypeError` in a middleware or a route) answered
+ * with the Nerva JSON error body, its status and no stack, path or internal message; a client that
+ * stops reading a stream pausing the producer with the heap bounded; a stream failing midway
+ * reported to `onError` once. See {@link BridgeContractSetup} for the routes the server must serve.
  *
  * @example
  * describeBridgeContract("@nerva/express", async ({ auth, options, jwtSecret, routes }) => {
@@ -72,6 +83,7 @@ export function describeBridgeContract(
   options: BridgeContractOptions = {},
 ): void {
   const placements = options.authPlacements ?? ["app"];
+  const streamPaths = options.streamPaths ?? ["/chat/stream"];
   const [firstPlacement] = placements;
   if (firstPlacement === undefined) throw new Error("authPlacements must name at least one place");
 
@@ -109,6 +121,14 @@ export function describeBridgeContract(
     afterAll(async () => {
       for (const server of open) await server.close();
       await routes.close();
+    });
+
+    describeBadClients({
+      serve: () => serve(firstPlacement),
+      routes,
+      reported,
+      aborted,
+      streamPaths,
     });
 
     describe.each(placements)("with the app's auth at %s", (placement) => {
@@ -301,13 +321,13 @@ export function describeBridgeContract(
       });
     });
 
-    describe("streaming", () => {
+    describe.each(streamPaths)("streaming at %s", (streamPath) => {
       let url: string;
       beforeAll(async () => {
         ({ url } = await serve(firstPlacement));
       });
       const post = (headers: Record<string, string>, message: string) =>
-        fetch(`${url}/chat/stream`, {
+        fetch(`${url}${streamPath}`, {
           method: "POST",
           headers: { ...headers, "content-type": "application/json" },
           body: JSON.stringify({ message }),
@@ -345,7 +365,7 @@ export function describeBridgeContract(
 
       it("cancels the handler when the client disconnects mid-stream", async () => {
         const requestId = await new Promise<string>((resolve, reject) => {
-          const req = http.request(`${url}/chat/stream`, {
+          const req = http.request(`${url}${streamPath}`, {
             method: "POST",
             headers: { ...bearer("erin"), "content-type": "application/json" },
           });

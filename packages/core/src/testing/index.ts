@@ -5,6 +5,7 @@ export { describeMemoryContract, type MemoryContractSetup } from "../memory/memo
 export { describeRegistryContract, type RegistryContractSetup } from "./registry-contract.js";
 export {
   BRIDGE_CONTRACT_JWT_SECRET,
+  BRIDGE_CONTRACT_SECRET,
   createBridgeContractRoutes,
   describeBridgeContract,
   mintBridgeContractToken,
