@@ -77,7 +77,9 @@ describe("createSseEventSource", () => {
   it("keeps the status and message of a client error", async () => {
     const source = (async function* () {
       yield* [];
-      throw new NervaError(ErrorCode.RATE_LIMITED, "slow down");
+      throw new NervaError(ErrorCode.RATE_LIMITED, "slow down", {
+        details: { retryAfterSeconds: 1 },
+      });
     })();
     const [event] = await drain(createSseEventSource(source));
     expect(JSON.parse(event?.data ?? "")).toMatchObject({

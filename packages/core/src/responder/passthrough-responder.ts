@@ -21,7 +21,7 @@ export function withFailure(output: string, failure: string | null): string {
  */
 export class PassthroughResponder implements Responder {
   /** Formats without a span, event or I/O (see {@link Responder.spanless}). */
-  readonly spanless = true;
+  readonly spanless: boolean = true;
   async format(
     result: AgentResult,
     _channel: Channel,

@@ -97,7 +97,7 @@ function compilePattern(pattern: RegExp | string, index: number): RegExp {
  */
 export class RuleRouter implements Router {
   /** Classifies by rules alone: no span, event or I/O (see {@link Router.spanless}). */
-  readonly spanless = true;
+  readonly spanless: boolean = true;
   readonly #rules: readonly CompiledRule[];
   readonly #defaultHandler: string | null;
   /** The answer when no rule matched: built once, it is the same every time. */
