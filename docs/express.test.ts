@@ -22,7 +22,7 @@ describe("docs/express.md", () => {
       "jsonBodyOf",
       "nervaMiddleware",
       "nervaErrorHandler",
-      "sendSse",
+      "sendSSE",
       "httpStatusOfResult",
     ]) {
       expect(pageText("express.md")).toContain(`${name}(`);

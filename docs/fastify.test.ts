@@ -22,7 +22,7 @@ describe("docs/fastify.md", () => {
     for (const name of [
       "jsonBodyOf",
       "nervaPlugin",
-      "sendSse",
+      "sendSSE",
       "replyNervaError",
       "httpStatusOfResult",
     ]) {

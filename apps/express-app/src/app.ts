@@ -4,7 +4,7 @@ import {
   jsonBodyOf,
   nervaErrorHandler,
   nervaMiddleware,
-  sendSse,
+  sendSSE,
 } from "@nerva/express";
 import express, { type Express, type RequestHandler } from "express";
 import {
@@ -90,7 +90,7 @@ export function createApp(options: { orchestrator: Orchestrator; auth: DevAuth }
   app.post("/chat/stream", (req, res) => {
     const ctx = req.nervaCtx;
     const { message } = chatRequestOf(jsonBodyOf(req));
-    return sendSse(res, orchestrator.stream(message, ctx), ctx);
+    return sendSSE(res, orchestrator.stream(message, ctx), ctx);
   });
 
   app.use(nervaErrorHandler());

@@ -1,5 +1,5 @@
 import { ErrorCode, NervaError, type Orchestrator } from "@nerva/core";
-import { httpStatusOfResult, jsonBodyOf, nervaPlugin, sendSse } from "@nerva/fastify";
+import { httpStatusOfResult, jsonBodyOf, nervaPlugin, sendSSE } from "@nerva/fastify";
 import Fastify, { type FastifyInstance } from "fastify";
 import {
   chatRequestOf,
@@ -74,7 +74,7 @@ export async function createApp(options: {
   app.post("/chat/stream", (request, reply) => {
     const ctx = request.nervaCtx;
     const { message } = chatRequestOf(jsonBodyOf(request));
-    return sendSse(reply, orchestrator.stream(message, ctx), ctx);
+    return sendSSE(reply, orchestrator.stream(message, ctx), ctx);
   });
 
   return app;

@@ -4,7 +4,7 @@ import {
   NervaCtx,
   httpStatusOfResult,
   jsonBodyOf,
-  sendSse,
+  sendSSE,
   type JsonBodyRequest,
 } from "@nerva/nestjs";
 import { Controller, HttpCode, Post, Req, Res, UseGuards } from "@nestjs/common";
@@ -35,6 +35,6 @@ export class ChatController {
   @Post("chat/stream")
   stream(@Req() request: JsonBodyRequest, @NervaCtx() ctx: ExecContext, @Res() res: unknown) {
     const { message } = chatRequestOf(jsonBodyOf(request));
-    return sendSse(res, this.orchestrator.stream(message, ctx), ctx);
+    return sendSSE(res, this.orchestrator.stream(message, ctx), ctx);
   }
 }

@@ -8,7 +8,7 @@ import {
 } from "@nerva/core/testing";
 import express, { type RequestHandler } from "express";
 import { jwtVerify } from "jose";
-import { jsonBodyOf, nervaErrorHandler, nervaMiddleware, sendSse } from "./index.js";
+import { jsonBodyOf, nervaErrorHandler, nervaMiddleware, sendSSE } from "./index.js";
 
 /** Where the app's own auth middleware sits relative to nervaMiddleware. */
 const AUTH_PLACEMENTS = ["before-middleware", "after-middleware"] as const;
@@ -51,7 +51,7 @@ function buildApp({ auth, options, jwtSecret, routes }: BridgeContractSetup) {
   });
   app.post("/chat/stream", (req, res) => {
     const ctx = req.nervaCtx;
-    return sendSse(res, routes.stream(ctx, jsonBodyOf(req).message), ctx);
+    return sendSSE(res, routes.stream(ctx, jsonBodyOf(req).message), ctx);
   });
   app.get("/fail/:code", (req) => {
     throw routes.failure(req.params.code);

@@ -4,7 +4,7 @@
 export { nervaErrorHandler, nervaMiddleware, type NervaExpressOptions } from "./middleware.js";
 
 // Streaming
-export { sendSse } from "./sse.js";
+export { sendSSE } from "./sse.js";
 
 // Shared HTTP helpers, re-exported so apps need one import
 export {
@@ -17,6 +17,6 @@ export {
   type JsonBodyRequest,
   type NervaHttpOptions,
   type NervaIdentity,
-  type SseOptions,
-  type SseOutcome,
+  type SSEOptions,
+  type SSEOutcome,
 } from "@nerva/core/http";

@@ -1,5 +1,5 @@
 import type { ExecContext } from "@nerva/core";
-import { getRequestScope, writeSse, type SseOptions, type SseOutcome } from "@nerva/core/http";
+import { getRequestScope, writeSSE, type SSEOptions, type SSEOutcome } from "@nerva/core/http";
 import type { Response } from "express";
 
 /**
@@ -9,16 +9,16 @@ import type { Response } from "express";
  * aborts) and `return()` on the source. Resolves with how the stream ended; never rejects.
  *
  * @example
- * app.post("/chat/stream", (req, res) => sendSse(res, orchestrator.stream(req.body.message, req.nervaCtx), req.nervaCtx));
+ * app.post("/chat/stream", (req, res) => sendSSE(res, orchestrator.stream(req.body.message, req.nervaCtx), req.nervaCtx));
  */
-export function sendSse(
+export function sendSSE(
   res: Response,
   source: AsyncIterable<unknown>,
   ctx: ExecContext | null = null,
-  options: SseOptions = {},
-): Promise<SseOutcome> {
+  options: SSEOptions = {},
+): Promise<SSEOutcome> {
   const scope = getRequestScope(res.req);
-  return writeSse(res, source, ctx, {
+  return writeSSE(res, source, ctx, {
     ...options,
     onError: (err) => {
       scope?.report(err);

@@ -9,7 +9,7 @@ import {
 } from "@nerva/core/testing";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { afterAll, describe, expect, it } from "vitest";
-import { jsonBodyOf, nervaPlugin, replyNervaError, sendSse } from "./index.js";
+import { jsonBodyOf, nervaPlugin, replyNervaError, sendSSE } from "./index.js";
 
 /**
  * Where the app's own auth (@fastify/jwt) runs: an onRequest hook added before or after the
@@ -48,7 +48,7 @@ async function build({
   });
   app.post("/chat/stream", routeAuth, (request, reply) => {
     const ctx = request.nervaCtx;
-    return sendSse(reply, routes.stream(ctx, jsonBodyOf(request).message), ctx);
+    return sendSSE(reply, routes.stream(ctx, jsonBodyOf(request).message), ctx);
   });
   app.get<{ Params: { code: string } }>("/fail/:code", async (request) => {
     throw routes.failure(request.params.code);

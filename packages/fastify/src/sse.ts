@@ -1,5 +1,5 @@
 import type { ExecContext } from "@nerva/core";
-import { writeSse, type SseOptions, type SseOutcome } from "@nerva/core/http";
+import { writeSSE, type SSEOptions, type SSEOutcome } from "@nerva/core/http";
 import type { FastifyReply } from "fastify";
 import { kNervaScope } from "./plugin.js";
 
@@ -12,14 +12,14 @@ import { kNervaScope } from "./plugin.js";
  *
  * @example
  * app.post("/chat/stream", (request, reply) =>
- *   sendSse(reply, orchestrator.stream(request.body.message, request.nervaCtx), request.nervaCtx));
+ *   sendSSE(reply, orchestrator.stream(request.body.message, request.nervaCtx), request.nervaCtx));
  */
-export function sendSse(
+export function sendSSE(
   reply: FastifyReply,
   source: AsyncIterable<unknown>,
   ctx: ExecContext | null = null,
-  options: SseOptions = {},
-): Promise<SseOutcome> {
+  options: SSEOptions = {},
+): Promise<SSEOutcome> {
   const scope = (reply.request as { [kNervaScope]?: { report(e: unknown): void } | null })[
     kNervaScope
   ];
@@ -30,7 +30,7 @@ export function sendSse(
       if (value !== undefined) raw.setHeader(name, value);
     }
   }
-  return writeSse(raw, source, ctx, {
+  return writeSSE(raw, source, ctx, {
     ...options,
     onError: (err) => {
       scope?.report(err);

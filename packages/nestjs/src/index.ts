@@ -21,7 +21,7 @@ export { NervaMiddleware } from "./nerva.middleware.js";
 
 // Errors and streaming
 export { NervaExceptionFilter } from "./nerva-exception.filter.js";
-export { sendSse, toSseObservable } from "./sse.js";
+export { sendSSE, toSSEObservable } from "./sse.js";
 
 // Shared HTTP helpers, re-exported so apps need one import
 export {
@@ -34,6 +34,6 @@ export {
   type JsonBodyRequest,
   type NervaHttpOptions,
   type NervaIdentity,
-  type SseOptions,
-  type SseOutcome,
+  type SSEOptions,
+  type SSEOutcome,
 } from "@nerva/core/http";

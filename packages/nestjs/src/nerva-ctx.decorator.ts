@@ -14,7 +14,7 @@ export function requestScopeOf(request: PlatformRequest): RequestScope | undefin
 }
 
 /**
- * The Node response of each context `@NervaCtx()` gave out, so that `toSseObservable(source, ctx)`
+ * The Node response of each context `@NervaCtx()` gave out, so that `toSSEObservable(source, ctx)`
  * can wait for its socket. Weak: an entry lives as long as its context.
  */
 const responses = new WeakMap<ExecContext, ServerResponse>();

@@ -1,7 +1,7 @@
 import "reflect-metadata";
 import type { AddressInfo } from "node:net";
 import type { AgentRuntime, ExecContext, Orchestrator } from "@nerva/core";
-import { jsonBodyOf, readSseEvents, type JsonBodyRequest, type SseEvent } from "@nerva/core/http";
+import { jsonBodyOf, readSSEEvents, type JsonBodyRequest, type SSEEvent } from "@nerva/core/http";
 import {
   BRIDGE_CONTRACT_JWT_SECRET,
   createBridgeContractRoutes,
@@ -42,9 +42,9 @@ import {
   NERVA_BRIDGE,
   NervaCtx,
   NervaModule,
-  sendSse,
+  sendSSE,
   type NervaOptionsFactory,
-  toSseObservable,
+  toSSEObservable,
 } from "./index.js";
 
 const ROUTES = Symbol("ROUTES");
@@ -77,7 +77,7 @@ class JwtIfPresentGuard extends AuthGuard("jwt") {
   }
 }
 
-/** Errors `toSseObservable` reported through its `onError` option. */
+/** Errors `toSSEObservable` reported through its `onError` option. */
 const reported: { error: unknown; requestId: string | null }[] = [];
 
 /** The contract's routes as a Nest controller; `guarded`: the app's auth guards them. */
@@ -119,19 +119,19 @@ function controllerFor(guarded: boolean) {
     @Post("chat/stream")
     @UseGuards(...guards)
     stream(@Req() request: JsonBodyRequest, @NervaCtx() ctx: ExecContext, @Res() res: unknown) {
-      return sendSse(res, this.routes.stream(ctx, jsonBodyOf(request).message), ctx);
+      return sendSSE(res, this.routes.stream(ctx, jsonBodyOf(request).message), ctx);
     }
 
     /** The same stream through Nest's own @Sse(). */
     @Sse("chat/observable", { method: RequestMethod.POST })
     @UseGuards(...guards)
     observable(@Req() request: JsonBodyRequest, @NervaCtx() ctx: ExecContext) {
-      return toSseObservable(this.routes.stream(ctx, jsonBodyOf(request).message), ctx);
+      return toSSEObservable(this.routes.stream(ctx, jsonBodyOf(request).message), ctx);
     }
 
     @Sse("boom/stream")
     boom(@NervaCtx() ctx: ExecContext) {
-      return toSseObservable(
+      return toSSEObservable(
         (async function* () {
           yield "partial";
           throw new Error("database exploded");
@@ -266,8 +266,8 @@ for (const platform of ["express", "fastify"] as const) {
     it("ends a failing @Sse() stream with an error event and reports it to onError", async () => {
       const boom = await fetch(`${url}/boom/stream`);
       const requestId = boom.headers.get("x-request-id");
-      const events: SseEvent[] = [];
-      for await (const e of readSseEvents(boom.body as AsyncIterable<Uint8Array>)) events.push(e);
+      const events: SSEEvent[] = [];
+      for await (const e of readSSEEvents(boom.body as AsyncIterable<Uint8Array>)) events.push(e);
       expect(events.map((e) => e.event)).toEqual(["message", "error"]);
       expect(events[1]?.data).not.toContain("database");
       const report = reported.find((r) => r.requestId === requestId);

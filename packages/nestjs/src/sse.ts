@@ -1,11 +1,11 @@
 import type { ServerResponse } from "node:http";
 import type { ExecContext } from "@nerva/core";
 import {
-  createSseEventSource,
+  createSSEEventSource,
   getRequestScope,
-  writeSse,
-  type SseOptions,
-  type SseOutcome,
+  writeSSE,
+  type SSEOptions,
+  type SSEOutcome,
 } from "@nerva/core/http";
 import { Logger, type MessageEvent } from "@nestjs/common";
 import { Observable } from "rxjs";
@@ -36,7 +36,7 @@ function nodeResponse(res: ServerResponse | PlatformResponse): ServerResponse {
 }
 
 /** The bridge's `onError` for 5xx errors of this response's request, then the caller's own. */
-function reporter(raw: ServerResponse, options: SseOptions): (error: unknown) => void {
+function reporter(raw: ServerResponse, options: SSEOptions): (error: unknown) => void {
   return (error) => {
     const scope = getRequestScope(raw.req);
     if (scope !== undefined) scope.report(error);
@@ -56,17 +56,17 @@ function reporter(raw: ServerResponse, options: SseOptions): (error: unknown) =>
  * @example
  * @Post("chat/stream")
  * stream(@Body() body: { message: string }, @NervaCtx() ctx: ExecContext, @Res() res: unknown) {
- *   return sendSse(res, this.orchestrator.stream(body.message, ctx), ctx);
+ *   return sendSSE(res, this.orchestrator.stream(body.message, ctx), ctx);
  * }
  */
-export function sendSse(
+export function sendSSE(
   res: unknown,
   source: AsyncIterable<unknown>,
   ctx: ExecContext | null = null,
-  options: SseOptions = {},
-): Promise<SseOutcome> {
+  options: SSEOptions = {},
+): Promise<SSEOutcome> {
   const raw = nodeResponse(res as ServerResponse | PlatformResponse);
-  return writeSse(raw, source, ctx, { ...options, onError: reporter(raw, options) });
+  return writeSSE(raw, source, ctx, { ...options, onError: reporter(raw, options) });
 }
 
 /** Resolves once `raw` can take more data (or the client left): never more than one event ahead. */
@@ -87,7 +87,7 @@ function writable(raw: ServerResponse): Promise<void> | null {
  * Turns an async iterable of chunks (e.g. `orchestrator.stream(message, ctx)`) into the Observable
  * a NestJS `@Sse()` handler returns: one `message` event per chunk, a final `done` event
  * `{ requestId, result }`, an `error` event `{ status, error }` if it throws (a 5xx goes to the
- * module's `onError` once, then to `options.onError`). Pull-based like {@link sendSse}: with the
+ * module's `onError` once, then to `options.onError`). Pull-based like {@link sendSSE}: with the
  * `ctx` of `@NervaCtx()`, the next chunk is taken only once the response's socket took the
  * previous one, so a client that stops reading pauses the producer. When the client disconnects,
  * Nest unsubscribes: the context is cancelled and the iterator's `return()` is called.
@@ -95,17 +95,17 @@ function writable(raw: ServerResponse): Promise<void> | null {
  * @example
  * @Sse("chat/stream")
  * stream(@Query("message") message: string, @NervaCtx() ctx: ExecContext) {
- *   return toSseObservable(this.orchestrator.stream(message, ctx), ctx);
+ *   return toSSEObservable(this.orchestrator.stream(message, ctx), ctx);
  * }
  */
-export function toSseObservable(
+export function toSSEObservable(
   source: AsyncIterable<unknown>,
   ctx: ExecContext | null = null,
   options: { onError?: (error: unknown) => void } = {},
 ): Observable<MessageEvent> {
   return new Observable<MessageEvent>((subscriber) => {
     const raw = ctx === null ? undefined : rawResponseOf(ctx);
-    const events = createSseEventSource(source, {
+    const events = createSSEEventSource(source, {
       ctx,
       onError:
         raw === undefined

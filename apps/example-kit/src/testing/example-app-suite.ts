@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import type { Orchestrator } from "@nerva/core";
-import { readSseEvents, type SseEvent } from "@nerva/core/http";
+import { readSSEEvents, type SSEEvent } from "@nerva/core/http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createOrchestrator } from "../agents.js";
 import { createAuth, type DevAuth } from "../auth.js";
@@ -120,8 +120,8 @@ export function describeExampleApp(label: string, options: ExampleAppSuiteOption
         body: JSON.stringify({ message: "Tell me a story" }),
       });
       expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
-      const events: SseEvent[] = [];
-      for await (const e of readSseEvents(res.body as AsyncIterable<Uint8Array>)) events.push(e);
+      const events: SSEEvent[] = [];
+      for await (const e of readSSEEvents(res.body as AsyncIterable<Uint8Array>)) events.push(e);
       const chunks = events.filter((e) => e.event === "message").map((e) => e.data);
       expect(chunks.length).toBeGreaterThan(5);
       expect(chunks.join("")).toMatch(/^Once upon a time/);

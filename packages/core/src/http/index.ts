@@ -48,13 +48,13 @@ export { HttpErrorCode, HttpRequestError, requestErrorOf } from "./request-error
 
 // Server-Sent Events: one pull-based event source, the writer on a Node response, the reader
 export {
-  SseEventSource,
-  createSseEventSource,
+  SSEEventSource,
+  createSSEEventSource,
   finalResult,
-  formatSseEvent,
-  type SseEventSourceOptions,
-  type SseOutcome,
-  type SseStreamEvent,
+  formatSSEEvent,
+  type SSEEventSourceOptions,
+  type SSEOutcome,
+  type SSEStreamEvent,
 } from "./sse-event-source.js";
-export { SSE_HEADERS, writeSse, type SseOptions } from "./sse.js";
-export { readSseEvents, type SseEvent } from "./sse-client.js";
+export { SSE_HEADERS, writeSSE, type SSEOptions } from "./sse.js";
+export { readSSEEvents, type SSEEvent } from "./sse-client.js";

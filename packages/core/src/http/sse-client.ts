@@ -2,9 +2,9 @@
  * One Server-Sent Event as a client sees it.
  *
  * @example
- * for await (const { event, data } of readSseEvents(body)) if (event === "done") break;
+ * for await (const { event, data } of readSSEEvents(body)) if (event === "done") break;
  */
-export interface SseEvent {
+export interface SSEEvent {
   /** `message` unless the server named it (`done`, `error`...). */
   readonly event: string;
   readonly data: string;
@@ -18,11 +18,11 @@ export interface SseEvent {
  *
  * @example
  * const res = await fetch(`${url}/chat/stream`, { method: "POST", body });
- * for await (const e of readSseEvents(res.body!)) if (e.event === "message") process.stdout.write(e.data);
+ * for await (const e of readSSEEvents(res.body!)) if (e.event === "message") process.stdout.write(e.data);
  */
-export async function* readSseEvents(
+export async function* readSSEEvents(
   body: AsyncIterable<Uint8Array | string>,
-): AsyncGenerator<SseEvent, void, undefined> {
+): AsyncGenerator<SSEEvent, void, undefined> {
   const decoder = new TextDecoder();
   let buffer = "";
   let event = "message";

@@ -2,15 +2,15 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
-import { createSseEventSource, type SseStreamEvent } from "./sse-event-source.js";
+import { createSSEEventSource, type SSEStreamEvent } from "./sse-event-source.js";
 
-async function drain(events: AsyncIterable<SseStreamEvent>): Promise<SseStreamEvent[]> {
-  const out: SseStreamEvent[] = [];
+async function drain(events: AsyncIterable<SSEStreamEvent>): Promise<SSEStreamEvent[]> {
+  const out: SSEStreamEvent[] = [];
   for await (const e of events) out.push(e);
   return out;
 }
 
-describe("createSseEventSource", () => {
+describe("createSSEEventSource", () => {
   it("takes one chunk from the source per event pulled, never more", async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -24,7 +24,7 @@ describe("createSseEventSource", () => {
               yield `chunk ${i}`;
             }
           })();
-          const events = createSseEventSource(source);
+          const events = createSSEEventSource(source);
           for (let i = 0; i < pulls; i++) {
             await events.next();
             // An event in hand for each chunk produced: the source never ran ahead.
@@ -44,7 +44,7 @@ describe("createSseEventSource", () => {
       yield { n: 1 };
       return { status: "success" };
     })();
-    expect(await drain(createSseEventSource(source, { ctx }))).toEqual([
+    expect(await drain(createSSEEventSource(source, { ctx }))).toEqual([
       { type: "message", data: "a\nb" },
       { type: "message", data: '{"n":1}' },
       {
@@ -61,7 +61,7 @@ describe("createSseEventSource", () => {
       yield "partial";
       throw boom;
     })();
-    const events = createSseEventSource(source, { onError: (e) => reported.push(e) });
+    const events = createSSEEventSource(source, { onError: (e) => reported.push(e) });
     const all = await drain(events);
     expect(all.map((e) => e.type)).toEqual(["message", "error"]);
     expect(JSON.parse(all[1]?.data ?? "")).toMatchObject({
@@ -81,7 +81,7 @@ describe("createSseEventSource", () => {
         details: { retryAfterSeconds: 1 },
       });
     })();
-    const [event] = await drain(createSseEventSource(source));
+    const [event] = await drain(createSSEEventSource(source));
     expect(JSON.parse(event?.data ?? "")).toMatchObject({
       status: 429,
       error: { code: "RATE_LIMITED", message: "slow down" },
@@ -100,7 +100,7 @@ describe("createSseEventSource", () => {
         },
       }),
     };
-    const events = createSseEventSource(source, { ctx });
+    const events = createSSEEventSource(source, { ctx });
     const pending = events.next();
     events.cancel();
     expect(await pending).toEqual({ done: true, value: undefined });
@@ -116,7 +116,7 @@ describe("createSseEventSource", () => {
     const source = (async function* () {
       yield deep;
     })();
-    const [event] = await drain(createSseEventSource(source));
+    const [event] = await drain(createSSEEventSource(source));
     expect(event?.type).toBe("error");
     expect(JSON.parse(event?.data ?? "")).toMatchObject({ status: 500 });
   });

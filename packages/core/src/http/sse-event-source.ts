@@ -9,10 +9,10 @@ import { toHttpError } from "./status.js";
  * `message` (what clients assume without one) writes no `event:` line.
  *
  * @example
- * formatSseEvent("hello\nworld"); // "data: hello\ndata: world\n\n"
- * formatSseEvent('{"ok":true}', "done"); // "event: done\ndata: {\"ok\":true}\n\n"
+ * formatSSEEvent("hello\nworld"); // "data: hello\ndata: world\n\n"
+ * formatSSEEvent('{"ok":true}', "done"); // "event: done\ndata: {\"ok\":true}\n\n"
  */
-export function formatSseEvent(data: string, event?: string): string {
+export function formatSSEEvent(data: string, event?: string): string {
   let out =
     event === undefined || event === "message" ? "" : `event: ${event.replace(/[\r\n]/g, "")}\n`;
   for (const line of data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
@@ -46,17 +46,17 @@ export async function finalResult(
  * How an SSE response ended.
  *
  * @example
- * if ((await writeSse(res, stream, ctx)) === "disconnected") metrics.count("sse.abandoned");
+ * if ((await writeSSE(res, stream, ctx)) === "disconnected") metrics.count("sse.abandoned");
  */
-export type SseOutcome = "done" | "error" | "disconnected";
+export type SSEOutcome = "done" | "error" | "disconnected";
 
 /**
- * Options of {@link createSseEventSource}.
+ * Options of {@link createSSEEventSource}.
  *
  * @example
- * const options: SseEventSourceOptions = { ctx, onError: (err) => scope.report(err) };
+ * const options: SSEEventSourceOptions = { ctx, onError: (err) => scope.report(err) };
  */
-export interface SseEventSourceOptions {
+export interface SSEEventSourceOptions {
   /** Cancelled when the consumer cancels (the client left); its request id goes into `done`/`error`. */
   readonly ctx?: ExecContext | null;
   /**
@@ -71,12 +71,12 @@ export interface SseEventSourceOptions {
 /**
  * One event of a Nerva stream, before it is written: a `message` per chunk, then one `done`
  * (`{ requestId, result }`) or `error` (`{ status, error }`) event. `data` is the event's text
- * (JSON for `done` and `error`). {@link formatSseEvent} gives its wire form.
+ * (JSON for `done` and `error`). {@link formatSSEEvent} gives its wire form.
  *
  * @example
- * const wire = formatSseEvent(e.data, e.type === "message" ? undefined : e.type);
+ * const wire = formatSSEEvent(e.data, e.type === "message" ? undefined : e.type);
  */
-export interface SseStreamEvent {
+export interface SSEStreamEvent {
   readonly type: "message" | "done" | "error";
   readonly data: string;
 }
@@ -87,35 +87,35 @@ const END: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: 
 /**
  * A stream of chunks as Server-Sent Events, pulled one at a time: each `next()` takes one chunk
  * from the source (so the source runs no further ahead than its consumer writes) and gives one
- * {@link SseStreamEvent} — a `message` per chunk, then a final `done` event, or an `error` event
+ * {@link SSEStreamEvent} — a `message` per chunk, then a final `done` event, or an `error` event
  * (the JSON error body with its status; a 5xx never shows its message, and goes to `onError`
  * once) if the source throws. `return()` or `cancel()` (the client left) cancels the context and
  * the source at once, even while a `next()` waits on the source; that `next()` then ends the
  * iteration. Never throws.
  *
  * @example
- * const events = createSseEventSource(orchestrator.stream(message, ctx), { ctx });
- * for await (const e of events) if (!res.write(formatSseEvent(e.data, e.type))) await once(res, "drain");
+ * const events = createSSEEventSource(orchestrator.stream(message, ctx), { ctx });
+ * for await (const e of events) if (!res.write(formatSSEEvent(e.data, e.type))) await once(res, "drain");
  */
-export class SseEventSource implements AsyncIterableIterator<SseStreamEvent> {
+export class SSEEventSource implements AsyncIterableIterator<SSEStreamEvent> {
   readonly #source: AsyncIterable<unknown>;
   readonly #iterator: AsyncIterator<unknown>;
-  readonly #options: SseEventSourceOptions;
-  #outcome: SseOutcome | null = null;
+  readonly #options: SSEEventSourceOptions;
+  #outcome: SSEOutcome | null = null;
   #wake: ((value: typeof CANCELLED) => void) | null = null;
 
-  constructor(source: AsyncIterable<unknown>, options: SseEventSourceOptions = {}) {
+  constructor(source: AsyncIterable<unknown>, options: SSEEventSourceOptions = {}) {
     this.#source = source;
     this.#iterator = source[Symbol.asyncIterator]();
     this.#options = options;
   }
 
   /** How the stream ended, once it did: `null` while events may still come. */
-  get outcome(): SseOutcome | null {
+  get outcome(): SSEOutcome | null {
     return this.#outcome;
   }
 
-  async next(): Promise<IteratorResult<SseStreamEvent>> {
+  async next(): Promise<IteratorResult<SSEStreamEvent>> {
     if (this.#outcome !== null) return END;
     const requestId = this.#options.ctx?.requestId ?? null;
     try {
@@ -148,8 +148,8 @@ export class SseEventSource implements AsyncIterableIterator<SseStreamEvent> {
     }
   }
 
-  /** Cancels (see {@link SseEventSource.cancel}) and ends the iteration. */
-  async return(): Promise<IteratorResult<SseStreamEvent>> {
+  /** Cancels (see {@link SSEEventSource.cancel}) and ends the iteration. */
+  async return(): Promise<IteratorResult<SSEStreamEvent>> {
     this.cancel();
     return END;
   }
@@ -172,7 +172,7 @@ export class SseEventSource implements AsyncIterableIterator<SseStreamEvent> {
       .catch(() => undefined);
   }
 
-  [Symbol.asyncIterator](): AsyncIterableIterator<SseStreamEvent> {
+  [Symbol.asyncIterator](): AsyncIterableIterator<SSEStreamEvent> {
     return this;
   }
 }
@@ -188,16 +188,16 @@ function chunkText(value: unknown): string {
 }
 
 /**
- * Creates an {@link SseEventSource} over `source` (e.g. `orchestrator.stream(message, ctx)`): the
- * one event source behind `writeSse` and every bridge's streaming helper.
+ * Creates an {@link SSEEventSource} over `source` (e.g. `orchestrator.stream(message, ctx)`): the
+ * one event source behind `writeSSE` and every bridge's streaming helper.
  *
  * @example
- * const events = createSseEventSource(source, { ctx, onError: (err) => scope.report(err) });
+ * const events = createSSEEventSource(source, { ctx, onError: (err) => scope.report(err) });
  * res.on("close", () => events.cancel());
  */
-export function createSseEventSource(
+export function createSSEEventSource(
   source: AsyncIterable<unknown>,
-  options: SseEventSourceOptions = {},
-): SseEventSource {
-  return new SseEventSource(source, options);
+  options: SSEEventSourceOptions = {},
+): SSEEventSource {
+  return new SSEEventSource(source, options);
 }

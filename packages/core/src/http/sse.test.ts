@@ -4,9 +4,9 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
-import { formatSseEvent, type SseOutcome } from "./sse-event-source.js";
-import { writeSse } from "./sse.js";
-import { readSseEvents, type SseEvent } from "./sse-client.js";
+import { formatSSEEvent, type SSEOutcome } from "./sse-event-source.js";
+import { writeSSE } from "./sse.js";
+import { readSSEEvents, type SSEEvent } from "./sse-client.js";
 
 const servers: http.Server[] = [];
 afterEach(async () => {
@@ -24,23 +24,23 @@ async function serve(handler: (res: ServerResponse) => Promise<unknown>): Promis
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-async function collect(url: string): Promise<{ res: Response; events: SseEvent[] }> {
+async function collect(url: string): Promise<{ res: Response; events: SSEEvent[] }> {
   const res = await fetch(url);
-  const events: SseEvent[] = [];
-  for await (const e of readSseEvents(res.body as AsyncIterable<Uint8Array>)) events.push(e);
+  const events: SSEEvent[] = [];
+  for await (const e of readSSEEvents(res.body as AsyncIterable<Uint8Array>)) events.push(e);
   return { res, events };
 }
 
-describe("formatSseEvent / readSseEvents", () => {
+describe("formatSSEEvent / readSSEEvents", () => {
   it("round-trips multi-line data, leading spaces and event names", async () => {
-    const wire = formatSseEvent(" hello\nworld") + ": comment\n\n" + formatSseEvent("{}", "done");
-    const events: SseEvent[] = [];
+    const wire = formatSSEEvent(" hello\nworld") + ": comment\n\n" + formatSSEEvent("{}", "done");
+    const events: SSEEvent[] = [];
     // Split the wire into 3-byte pieces, including between "\r" and "\n".
     const pieces = (async function* () {
       const bytes = new TextEncoder().encode(wire.replaceAll("\n", "\r\n"));
       for (let i = 0; i < bytes.length; i += 3) yield bytes.slice(i, i + 3);
     })();
-    for await (const e of readSseEvents(pieces)) events.push(e);
+    for await (const e of readSSEEvents(pieces)) events.push(e);
     expect(events).toEqual([
       { event: "message", data: " hello\nworld", id: null },
       { event: "done", data: "{}", id: null },
@@ -48,12 +48,12 @@ describe("formatSseEvent / readSseEvents", () => {
   });
 });
 
-describe("writeSse over a real HTTP server", () => {
+describe("writeSSE over a real HTTP server", () => {
   it("sends SSE headers, one event per chunk as produced, and a final done event", async () => {
     const ctx = ExecContext.create();
     const url = await serve(async (res) => {
       res.setHeader("x-request-id", ctx.requestId);
-      await writeSse(
+      await writeSSE(
         res,
         (async function* () {
           yield "Hello";
@@ -79,7 +79,7 @@ describe("writeSse over a real HTTP server", () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const url = await serve((res) =>
-      writeSse(
+      writeSSE(
         res,
         (async function* () {
           yield "first";
@@ -89,7 +89,7 @@ describe("writeSse over a real HTTP server", () => {
       ),
     );
     const res = await fetch(url);
-    const iterator = readSseEvents(res.body as AsyncIterable<Uint8Array>);
+    const iterator = readSSEEvents(res.body as AsyncIterable<Uint8Array>);
     // The first event arrives while the producer still waits on the gate.
     expect((await iterator.next()).value).toMatchObject({ data: "first" });
     release();
@@ -98,9 +98,9 @@ describe("writeSse over a real HTTP server", () => {
   });
 
   it("ends with an error event when the iterable throws, hiding 500 details", async () => {
-    const outcomes: SseOutcome[] = [];
+    const outcomes: SSEOutcome[] = [];
     const url = await serve(async (res) => {
-      const outcome = await writeSse(
+      const outcome = await writeSSE(
         res,
         (async function* () {
           yield "partial";
@@ -120,7 +120,7 @@ describe("writeSse over a real HTTP server", () => {
     expect(outcomes).toEqual(["error"]);
 
     const url500 = await serve((res) =>
-      writeSse(
+      writeSSE(
         res,
         (async function* () {
           yield* [];
@@ -136,11 +136,11 @@ describe("writeSse over a real HTTP server", () => {
   it("cancels the context and stops the producer when the client disconnects", async () => {
     const ctx = ExecContext.create();
     let finallyRan = false;
-    let resolveOutcome!: (o: SseOutcome) => void;
-    const outcome = new Promise<SseOutcome>((r) => (resolveOutcome = r));
+    let resolveOutcome!: (o: SSEOutcome) => void;
+    const outcome = new Promise<SSEOutcome>((r) => (resolveOutcome = r));
     const url = await serve(async (res) => {
       resolveOutcome(
-        await writeSse(
+        await writeSSE(
           res,
           (async function* () {
             try {
@@ -159,7 +159,7 @@ describe("writeSse over a real HTTP server", () => {
     });
     const controller = new AbortController();
     const res = await fetch(url, { signal: controller.signal });
-    const iterator = readSseEvents(res.body as AsyncIterable<Uint8Array>);
+    const iterator = readSSEEvents(res.body as AsyncIterable<Uint8Array>);
     expect((await iterator.next()).value).toMatchObject({ data: "tick" });
     controller.abort();
     expect(await outcome).toBe("disconnected");
@@ -172,7 +172,7 @@ describe("writeSse over a real HTTP server", () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const url = await serve((res) =>
-      writeSse(
+      writeSSE(
         res,
         (async function* () {
           await gate;

@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { ExecContext } from "../context/exec-context.js";
-import { createSseEventSource, formatSseEvent, type SseOutcome } from "./sse-event-source.js";
+import { createSSEEventSource, formatSSEEvent, type SSEOutcome } from "./sse-event-source.js";
 
 /**
  * Response headers of a Server-Sent Events stream.
@@ -17,12 +17,12 @@ export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
 });
 
 /**
- * Options of {@link writeSse}.
+ * Options of {@link writeSSE}.
  *
  * @example
- * await writeSse(res, stream, ctx, { heartbeatSeconds: false });
+ * await writeSSE(res, stream, ctx, { heartbeatSeconds: false });
  */
-export interface SseOptions {
+export interface SSEOptions {
   /** Seconds between `: ping` comments that keep idle proxies from closing. Default 15; `false`: none. */
   heartbeatSeconds?: number | false;
   /**
@@ -35,7 +35,7 @@ export interface SseOptions {
 }
 
 /**
- * Streams `source` to `res` as Server-Sent Events, through {@link createSseEventSource}: SSE
+ * Streams `source` to `res` as Server-Sent Events, through {@link createSSEEventSource}: SSE
  * headers (headers already set on `res`, such as the request id, are kept), one event per chunk
  * flushed as produced, a final `done` event, or an `error` event (same body as the JSON error
  * answers) if the iterable throws. Pull-based: the next chunk is taken from `source` only once the
@@ -44,15 +44,15 @@ export interface SseOptions {
  * the iterator. Resolves (never rejects) with how it ended.
  *
  * @example
- * const outcome = await writeSse(res, orchestrator.stream(message, ctx), ctx);
+ * const outcome = await writeSSE(res, orchestrator.stream(message, ctx), ctx);
  */
-export async function writeSse(
+export async function writeSSE(
   res: ServerResponse,
   source: AsyncIterable<unknown>,
   ctx: ExecContext | null = null,
-  options: SseOptions = {},
-): Promise<SseOutcome> {
-  const events = createSseEventSource(source, {
+  options: SSEOptions = {},
+): Promise<SSEOutcome> {
+  const events = createSSEEventSource(source, {
     ctx,
     done: options.done,
     onError: options.onError,
@@ -91,7 +91,7 @@ export async function writeSse(
     for (;;) {
       const step = await events.next();
       if (step.done === true) break;
-      const wire = formatSseEvent(step.value.data, step.value.type);
+      const wire = formatSSEEvent(step.value.data, step.value.type);
       if (events.outcome !== null) {
         // The final event (done or error) ends the response.
         res.end(wire);

@@ -4,7 +4,7 @@ import net from "node:net";
 import v8 from "node:v8";
 import { runInNewContext } from "node:vm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { readSseEvents, type SseEvent } from "../http/sse-client.js";
+import { readSSEEvents, type SSEEvent } from "../http/sse-client.js";
 import {
   BRIDGE_CONTRACT_SECRET,
   FLOOD_CHUNKS,
@@ -298,8 +298,8 @@ export function describeBadClients(env: BadClientEnv): void {
         body: JSON.stringify({ message: "explode" }),
       });
       const requestId = res.headers.get("x-request-id");
-      const events: SseEvent[] = [];
-      for await (const e of readSseEvents(res.body as AsyncIterable<Uint8Array>)) events.push(e);
+      const events: SSEEvent[] = [];
+      for await (const e of readSSEEvents(res.body as AsyncIterable<Uint8Array>)) events.push(e);
       expect(events.map((e) => e.event)).toEqual(["message", "error"]);
       const last = events[1]?.data ?? "";
       expect(JSON.parse(last)).toMatchObject({

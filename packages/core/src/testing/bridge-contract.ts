@@ -1,7 +1,7 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NervaHttpOptions } from "../http/options.js";
-import { readSseEvents, type SseEvent } from "../http/sse-client.js";
+import { readSSEEvents, type SSEEvent } from "../http/sse-client.js";
 import type { OrchestratorResponse } from "../middleware/types.js";
 import { describeBadClients } from "./bridge-contract-bad-clients.js";
 import {
@@ -53,9 +53,9 @@ const errorOf = async (res: Response) =>
   (await json(res)).error as { code: string; requestId: string };
 const UUID = /^[0-9a-f-]{36}$/;
 
-async function sseEvents(res: Response): Promise<SseEvent[]> {
-  const events: SseEvent[] = [];
-  for await (const e of readSseEvents(res.body as AsyncIterable<Uint8Array>)) events.push(e);
+async function sseEvents(res: Response): Promise<SSEEvent[]> {
+  const events: SSEEvent[] = [];
+  for await (const e of readSSEEvents(res.body as AsyncIterable<Uint8Array>)) events.push(e);
   return events;
 }
 
