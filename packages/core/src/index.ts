@@ -220,6 +220,7 @@ export type {
 // Subprocess runtime and the worker protocol (issue #5): handlers in child processes, a warm Node
 // worker pool, executables in any language; the framed protocol is shared with ContainerRuntime.
 export {
+  Confinement,
   DEFAULT_ENV_ALLOW,
   HandlerKind,
   SubprocessRuntime,
@@ -227,6 +228,7 @@ export {
   parseStdout,
   scanHandlerDir,
   serveWorker,
+  type ConfinementMode,
   type HandlerFile,
   type HandlerScan,
   type PoolStats,

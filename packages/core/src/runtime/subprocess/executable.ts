@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { accessSync, closeSync, constants, openSync, readSync } from "node:fs";
 import type { Readable, Writable } from "node:stream";
 import type { ExecContext } from "../../context/exec-context.js";
 import type { NervaError } from "../../errors.js";
@@ -12,6 +13,7 @@ import { AgentStatus } from "../../types/status.js";
 import { FrameDecoder, encodeFrame } from "../protocol/codec.js";
 import { WorkerFrameSchema, type WorkerFrame } from "../protocol/frames.js";
 import { errorResult } from "../results.js";
+import { STATUS_FD, parseInitReport, type Launcher } from "./launcher.js";
 import { contextEnv } from "./env.js";
 import { TailBuffer, describeSignal, killGroup, looksOutOfMemory, withStderr } from "./output.js";
 import { InvocationSession } from "./session.js";
@@ -28,6 +30,8 @@ export interface ExecutableCall {
   readonly stderrTailBytes: number;
   readonly memoryLimitMb: number | undefined;
   readonly cancelGraceMs: number;
+  /** How the process is started (confinement, memory limit). */
+  readonly launcher: Launcher;
   readonly delegate: (handler: string, input: AgentInput) => Promise<AgentResult>;
   /** Told the pid once spawned and the stderr tail as it grows, for results the guard builds. */
   readonly observe: (obs: { pid?: number; stderr: TailBuffer }) => void;
@@ -46,6 +50,41 @@ function spawnFailure(handler: string, file: string, err: NodeJS.ErrnoException)
       return `Handler "${handler}" could not be started: ${file} is not a program the system can run (ENOEXEC); start it with a #! line.`;
     default:
       return `Handler "${handler}" could not be started: ${err.code ?? "error"} ${err.message}`;
+  }
+}
+
+/**
+ * Why `file` cannot be executed, when a launcher (the confinement or the memory-limit shell) exec'd
+ * it and exited 126/127: the error spawn would have given. Null when it looks runnable, so the
+ * handler's own exit code 126 or 127 is reported as such.
+ */
+function execFailure(file: string): NodeJS.ErrnoException | null {
+  const failure = (code: string): NodeJS.ErrnoException =>
+    Object.assign(new Error(code), { code, syscall: "spawn" });
+  try {
+    accessSync(file, constants.X_OK);
+  } catch (err) {
+    return failure((err as NodeJS.ErrnoException).code ?? "EACCES");
+  }
+  let head: string;
+  try {
+    const fd = openSync(file, "r");
+    try {
+      const buf = Buffer.alloc(256);
+      head = buf.toString("latin1", 0, readSync(fd, buf, 0, buf.length, 0));
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return failure("EACCES");
+  }
+  if (!head.startsWith("#!")) return null;
+  const interpreter = head.slice(2).split("\n")[0]?.trim().split(/\s+/)[0] ?? "";
+  try {
+    accessSync(interpreter, constants.X_OK);
+    return null;
+  } catch {
+    return failure("ENOENT");
   }
 }
 
@@ -89,20 +128,15 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
   return new Promise<AgentResult>((resolve) => {
     const env = { ...call.baseEnv, ...contextEnv(handler, scoped) };
     const limitKb = call.memoryLimitMb === undefined ? 0 : call.memoryLimitMb * 1024;
-    const child =
-      limitKb === 0
-        ? spawn(call.file, [], {
-            cwd: call.cwd,
-            env,
-            detached: true,
-            stdio: ["pipe", "pipe", "pipe", "pipe"],
-          })
-        : spawn("/bin/sh", ["-c", `ulimit -v ${limitKb} && exec "$0"`, call.file], {
-            cwd: call.cwd,
-            env,
-            detached: true,
-            stdio: ["pipe", "pipe", "pipe", "pipe"],
-          });
+    const [command, args] = call.launcher.command(call.file, [], limitKb);
+    const launched = command !== call.file;
+    const hasInit = call.launcher.hasInit;
+    const child = spawn(command, args, {
+      cwd: call.cwd,
+      env,
+      detached: true,
+      stdio: hasInit ? ["pipe", "pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe"],
+    });
     const pid = child.pid;
     call.observe({ ...(pid === undefined ? {} : { pid }), stderr });
 
@@ -122,6 +156,14 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
     const stdout = child.stdio[1] as Readable;
     const stderrStream = child.stdio[2] as Readable;
     const channel = child.stdio[3] as (Readable & Writable) | null | undefined;
+    let initReport = "";
+    if (hasInit) {
+      const status = child.stdio[STATUS_FD] as Readable;
+      status.setEncoding("latin1");
+      status.on("data", (text: string) => {
+        if (initReport.length < 64) initReport += text;
+      });
+    }
 
     const fail = (message: string): void => {
       if (failure === null && stopped === null) failure = message;
@@ -209,7 +251,7 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
       killGroup(pid);
     });
     child.on("close", (code: number | null, sig: NodeJS.Signals | null) => {
-      const status = exit ?? { code, signal: sig };
+      let status = exit ?? { code, signal: sig };
       if (settled) return;
       if (stopped !== null) {
         finish(errorResult(handler, `Handler "${handler}" was stopped: ${stopped.message}`));
@@ -219,6 +261,15 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
         finish(errorResult(handler, failure));
         return;
       }
+      // Under a namespace's init, the handler's own end is what the init reported.
+      const report = parseInitReport(initReport);
+      if (report.execError !== undefined) {
+        stderr.clear();
+        const err = Object.assign(new Error(report.execError), { code: report.execError });
+        finish(errorResult(handler, spawnFailure(handler, call.file, err)));
+        return;
+      }
+      if (report.signal !== undefined) status = { code: null, signal: report.signal };
       finish(interpret(status.code, status.signal));
     });
 
@@ -255,11 +306,12 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
           `Memory limit exceeded: handler "${handler}" ran out of its ${call.memoryLimitMb} MiB address space (memoryLimitMb, ulimit -v) and exited with code ${code}.`,
         );
       }
-      if (limitKb !== 0 && (code === 126 || code === 127)) {
-        return errorResult(
-          handler,
-          `Handler "${handler}" could not be started: ${call.file} is not executable or was not found (exit ${code} from the shell applying memoryLimitMb).`,
-        );
+      const failed =
+        launched && !hasInit && (code === 126 || code === 127) ? execFailure(call.file) : null;
+      if (failed !== null) {
+        // The launcher's own complaint ("exec: ...: not found") says less than this does.
+        stderr.clear();
+        return errorResult(handler, spawnFailure(handler, call.file, failed));
       }
       return errorResult(handler, `Handler "${handler}" exited with code ${code}${reported}.`);
     };

@@ -12,6 +12,8 @@ import { checkInvokeArgs, invokeGuarded, type GuardedHandler } from "../guard.js
 import { makeBreaker } from "../in-process-runtime.js";
 import { errorResult } from "../results.js";
 import type { AgentRuntime } from "../types.js";
+import { resolveConfinement } from "./confinement.js";
+import type { ConfinementMode, Launcher } from "./launcher.js";
 import { baseEnv } from "./env.js";
 import { runExecutable } from "./executable.js";
 import { HandlerKind, scanHandlerDir, type HandlerFile, type HandlerScan } from "./handler-dir.js";
@@ -41,7 +43,7 @@ export interface SubprocessStats {
 }
 
 const FIX =
-  "handlerDir is an existing directory; pool { min <= max }; maxOutputBytes >= 1024; env { allow: names or prefixes*, set: { NAME: value } }; memoryLimitMb >= 16; cancelGraceMs 0-100.";
+  "handlerDir is an existing directory; pool { min <= max }; maxOutputBytes >= 1024; env { allow: names or prefixes*, set: { NAME: value } }; memoryLimitMb >= 16; cancelGraceMs 0-100; confinement auto, user-namespace, pid-namespace, capabilities or none.";
 
 /**
  * Runs handlers in child processes, for crash isolation and untrusted or foreign-language code.
@@ -68,6 +70,7 @@ export class SubprocessRuntime implements AgentRuntime {
   readonly #options: ResolvedSubprocessOptions;
   readonly #delegation: DelegationOptions;
   readonly #env: Readonly<Record<string, string>>;
+  readonly #launcher: Launcher;
   readonly #entries = new Map<string, Entry>();
   #conflicts: HandlerScan["conflicts"] = new Map();
   readonly #pool: WorkerPool;
@@ -104,6 +107,7 @@ export class SubprocessRuntime implements AgentRuntime {
       delegationPolicy: o.delegationPolicy,
     };
     this.#env = Object.freeze(baseEnv(o.env.allow, o.env.set));
+    this.#launcher = resolveConfinement(o.confinement);
     const scan = this.#rescan();
     if (scan.conflicts.size > 0) {
       const [name, files] = [...scan.conflicts][0] as [string, readonly string[]];
@@ -137,6 +141,7 @@ export class SubprocessRuntime implements AgentRuntime {
         stderrTailBytes: o.stderrTailBytes,
         memoryLimitMb: o.memoryLimitMb,
         cancelGraceMs: o.cancelGraceMs,
+        launcher: this.#launcher,
         startupTimeoutMs: 15_000,
       },
     );
@@ -164,6 +169,14 @@ export class SubprocessRuntime implements AgentRuntime {
     }
     this.#conflicts = scan.conflicts;
     return scan;
+  }
+
+  /**
+   * The confinement in use: what `options.confinement` asked for, or what `"auto"` found on this
+   * machine (`"user-namespace"`, `"pid-namespace"`, `"capabilities"` or `"none"`).
+   */
+  get confinement(): ConfinementMode {
+    return this.#launcher.mode;
   }
 
   /** Names of the handlers found in `handlerDir`. */
@@ -269,6 +282,7 @@ export class SubprocessRuntime implements AgentRuntime {
       stderrTailBytes: o.stderrTailBytes,
       memoryLimitMb: o.memoryLimitMb,
       cancelGraceMs: o.cancelGraceMs,
+      launcher: this.#launcher,
       delegate,
       observe,
     });
