@@ -94,6 +94,8 @@ export const INIT = [
   '  syswrite($st, "E" . ($! + 0) . "\\n");',
   "  exit 127;",
   "}",
+  // The program's stdio is the program's: held here too, its end would wait for this process.
+  'close(STDIN); close(STDOUT); close(STDERR); open(my $ch, "<&=", 3) && close($ch);',
   "my $status = 0;",
   "while ((my $w = wait()) != -1) { if ($w == $pid) { $status = $?; last } }",
   'if ($status & 127) { syswrite($st, "S" . ($status & 127) . "\\n"); exit 128 + ($status & 127) }',
