@@ -236,6 +236,8 @@ describe("confinement: exit codes, signals and start failures pass through the n
           confinement: mode,
           circuitBreaker: false,
           pool: { min: 0, max: 1 },
+          // The handlers get these; the init (perl) must not be affected by them.
+          env: { set: { PERL5OPT: "-MNo::Such::Module", LC_ALL: "xx_YY.UTF-8" } },
         });
         expect(runtime.confinement).toBe(mode);
         const run = (name: string) => runtime.invoke(name, { message: "x" }, ExecContext.create());
@@ -249,7 +251,12 @@ describe("confinement: exit codes, signals and start failures pass through the n
           expect(notExec.error).toMatch(/is not executable \(EACCES\)/);
           expect(notExec.data["stderr"]).toBeUndefined();
           expect((await run("bad_interp")).error).toMatch(/#! line does not exist \(ENOENT\)/);
-          expect((await run("plain")).output).toBe("hello from sh");
+          const plain = await run("plain");
+          expect(plain).toMatchObject({ status: AgentStatus.SUCCESS, output: "hello from sh" });
+          expect(plain.data["stderr"]).toBeUndefined();
+          const env = (await run("env_dump")).output.split("\n");
+          expect(env).toContain("PERL5OPT=-MNo::Such::Module");
+          expect(env).toContain("LC_ALL=xx_YY.UTF-8");
         } finally {
           await runtime.close();
         }

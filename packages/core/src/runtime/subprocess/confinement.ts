@@ -1,5 +1,14 @@
 import { spawnSync } from "node:child_process";
-import { accessSync, constants } from "node:fs";
+import {
+  accessSync,
+  closeSync,
+  constants,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
 import { delimiter, isAbsolute, join } from "node:path";
 import { ErrorCode, NervaError } from "../../errors.js";
 import {
@@ -41,21 +50,31 @@ function which(name: string): string | null {
 }
 
 /**
- * Runs a launcher's command for `sh -c 'exit 3'` the way the runtime would (the status fd
- * open); null when it exited 3, else why not (the first line of its stderr, or the error).
+ * Runs a launcher's command for `sh -c 'exit 3'` the way the runtime would; null when it exited
+ * 3, else why not (the first line of its stderr, or the error). The init's fd 4 is a scratch file
+ * holding the handshake (spawnSync can feed only stdin).
  */
 function probe(launcher: Launcher): string | null {
-  const [command, args] = launcher.command(SH, ["-c", "exit 3"], 0);
-  const run = spawnSync(command, args, {
-    stdio: ["ignore", "ignore", "pipe", "ignore", "pipe"],
-    env: { PATH: "/usr/bin:/bin" },
-    timeout: 5000,
-    encoding: "utf8",
-  });
-  if (run.error !== undefined) return run.error.message;
-  if (run.status === 3) return null;
-  const said = (run.stderr ?? "").trim().split("\n")[0] ?? "";
-  return said === "" ? `exit ${run.status ?? run.signal}` : said;
+  const run = launcher.launch(SH, ["-c", "exit 3"], { PATH: "/usr/bin:/bin" }, 0);
+  const dir = mkdtempSync(join(tmpdir(), "nerva-probe-"));
+  const fd = openSync(join(dir, "fd4"), "w+");
+  try {
+    // A positional write leaves the offset at 0, where the init starts reading.
+    if (run.handshake !== null) writeSync(fd, run.handshake, 0, run.handshake.length, 0);
+    const result = spawnSync(run.command, run.args, {
+      stdio: ["ignore", "ignore", "pipe", "ignore", fd],
+      env: run.env,
+      timeout: 5000,
+      encoding: "utf8",
+    });
+    if (result.error !== undefined) return result.error.message;
+    if (result.status === 3) return null;
+    const said = (result.stderr ?? "").trim().split("\n")[0] ?? "";
+    return said === "" ? `exit ${result.status ?? result.signal}` : said;
+  } finally {
+    closeSync(fd);
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 const probed = new Map<ConfinementMode, Probed>();

@@ -128,12 +128,12 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
   return new Promise<AgentResult>((resolve) => {
     const env = { ...call.baseEnv, ...contextEnv(handler, scoped) };
     const limitKb = call.memoryLimitMb === undefined ? 0 : call.memoryLimitMb * 1024;
-    const [command, args] = call.launcher.command(call.file, [], limitKb);
-    const launched = command !== call.file;
-    const hasInit = call.launcher.hasInit;
-    const child = spawn(command, args, {
+    const run = call.launcher.launch(call.file, [], env, limitKb);
+    const launched = run.command !== call.file;
+    const hasInit = run.handshake !== null;
+    const child = spawn(run.command, run.args, {
       cwd: call.cwd,
-      env,
+      env: run.env,
       detached: true,
       stdio: hasInit ? ["pipe", "pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", "pipe"],
     });
@@ -157,8 +157,10 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
     const stderrStream = child.stdio[2] as Readable;
     const channel = child.stdio[3] as (Readable & Writable) | null | undefined;
     let initReport = "";
-    if (hasInit) {
-      const status = child.stdio[STATUS_FD] as Readable;
+    if (run.handshake !== null) {
+      const status = child.stdio[STATUS_FD] as Readable & Writable;
+      status.on("error", () => undefined);
+      status.write(run.handshake);
       status.setEncoding("latin1");
       status.on("data", (text: string) => {
         if (initReport.length < 64) initReport += text;

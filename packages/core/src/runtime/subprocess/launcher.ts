@@ -30,6 +30,19 @@ export type Confinement = (typeof Confinement)[keyof typeof Confinement];
 /** A mechanism actually in use (what `auto` resolved to). */
 export type ConfinementMode = Exclude<Confinement, "auto">;
 
+/** How to start one program: what to spawn, with which environment, and what to send the init. */
+export interface Launch {
+  readonly command: string;
+  readonly args: string[];
+  readonly env: Record<string, string>;
+  /**
+   * Under a namespace's init: the program's environment, to write on fd {@link STATUS_FD} right
+   * after the spawn (the init itself starts with an empty environment, so nothing in the
+   * program's, such as `PERL5OPT` or a locale perl lacks, can change how the init runs).
+   */
+  readonly handshake: Buffer | null;
+}
+
 /** Starts programs under one confinement mode. */
 export interface Launcher {
   readonly mode: ConfinementMode;
@@ -41,10 +54,15 @@ export interface Launcher {
    */
   readonly hasInit: boolean;
   /**
-   * The command that runs `file args` confined, with an address-space limit (`ulimit -v`, in
-   * KiB; 0 for none). Unconfined and unlimited, it is `file` itself.
+   * How to run `file args` with `env`, confined, under an address-space limit (`ulimit -v`, in
+   * KiB; 0 for none). Unconfined and unlimited, that is `file` itself.
    */
-  command(file: string, args: readonly string[], limitKb: number): [string, string[]];
+  launch(
+    file: string,
+    args: readonly string[],
+    env: Readonly<Record<string, string>>,
+    limitKb: number,
+  ): Launch;
 }
 
 /** Paths of the programs the launchers use (absolute). */
@@ -77,15 +95,21 @@ export const PID_NS: readonly string[] = [
 
 /**
  * PID 1 of the namespace, in perl (every Debian-like system has it: perl-base is essential). It
- * runs the program as PID 2, so the program keeps normal signal semantics (PID 1 ignores every
- * signal it has no handler for, even a SIGKILL or SIGSEGV it sends itself), reaps orphans, and
- * reports on fd 4 what only it can see: `S<n>` when the program was killed by signal n (PID 1
- * cannot die of it to pass it on), `E<errno>` when it could not be executed. When the program
- * ends, the init exits and the kernel kills everything left in the namespace.
+ * reads the program's environment from fd 4 (`NAME=value` items, each ended by a NUL, then one
+ * more NUL), runs the program as PID 2, so the program keeps normal signal semantics (PID 1
+ * ignores every signal it has no handler for, even a SIGKILL or SIGSEGV it sends itself), reaps
+ * orphans, and reports on fd 4 what only it can see: `S<n>` when the program was killed by signal
+ * n (PID 1 cannot die of it to pass it on), `E<errno>` when it could not be executed. When the
+ * program ends, the init exits and the kernel kills everything left in the namespace.
  */
 export const INIT = [
   '$0 = "nerva-init";',
-  'open(my $st, ">&=", 4) or die "nerva-init: no status fd: $!\\n";',
+  'open(my $st, "+<&=", 4) or die "nerva-init: no status fd: $!\\n";',
+  'my $spec = "";',
+  "until ($spec =~ /(?:\\A|\\0)\\0\\z/) {",
+  '  sysread($st, $spec, 65536, length $spec) or die "nerva-init: no environment\\n";',
+  "}",
+  "%ENV = map { /\\A([^=]*)=(.*)\\z/s ? ($1, $2) : () } split /\\0/, substr($spec, 0, -1);",
   'my $pid = fork() // die "nerva-init: fork: $!\\n";',
   "if ($pid == 0) {",
   // F_SETFD, FD_CLOEXEC: the program does not inherit the status fd.
@@ -133,23 +157,39 @@ function limited(argv: readonly string[], limitKb: number): string[] {
   return limitKb > 0 ? [SH, "-c", `ulimit -v ${limitKb} && exec "$0" "$@"`, ...argv] : [...argv];
 }
 
+/** The environment as the init reads it (see {@link INIT}). */
+function encodeEnv(env: Readonly<Record<string, string>>): Buffer {
+  let text = "";
+  for (const [name, value] of Object.entries(env)) text += `${name}=${value}\0`;
+  return Buffer.from(`${text}\0`);
+}
+
 /** The launcher of `mode`; `tools` must hold what that mode needs (checked by detection). */
 export function makeLauncher(mode: ConfinementMode, tools: Partial<LauncherTools>): Launcher {
   const { unshare = "unshare", setpriv = "setpriv", perl = "perl" } = tools;
-  const split = (argv: string[]): [string, string[]] => [argv[0] as string, argv.slice(1)];
+  const plain = (argv: string[], env: Readonly<Record<string, string>>): Launch => ({
+    command: argv[0] as string,
+    args: argv.slice(1),
+    env: { ...env },
+    handshake: null,
+  });
   switch (mode) {
     case Confinement.USER_NAMESPACE:
     case Confinement.PID_NAMESPACE: {
       const prefix =
         mode === Confinement.USER_NAMESPACE
-          ? [unshare, "--user", tools.userFlag ?? "--map-current-user", ...PID_NS, "--"]
-          : [unshare, ...PID_NS, "--", setpriv, ...DROP_CAPS, "--"];
+          ? ["--user", tools.userFlag ?? "--map-current-user", ...PID_NS, "--"]
+          : [...PID_NS, "--", setpriv, ...DROP_CAPS, "--"];
       return {
         mode,
         killsDescendants: true,
         hasInit: true,
-        command: (file, args, limitKb) =>
-          split([...prefix, ...limited([perl, "-e", INIT, file, ...args], limitKb)]),
+        launch: (file, args, env, limitKb) => ({
+          command: unshare,
+          args: [...prefix, ...limited([perl, "-e", INIT, file, ...args], limitKb)],
+          env: {},
+          handshake: encodeEnv(env),
+        }),
       };
     }
     case Confinement.CAPABILITIES:
@@ -157,15 +197,15 @@ export function makeLauncher(mode: ConfinementMode, tools: Partial<LauncherTools
         mode,
         killsDescendants: false,
         hasInit: false,
-        command: (file, args, limitKb) =>
-          split([setpriv, ...DROP_CAPS, "--", ...limited([file, ...args], limitKb)]),
+        launch: (file, args, env, limitKb) =>
+          plain([setpriv, ...DROP_CAPS, "--", ...limited([file, ...args], limitKb)], env),
       };
     case Confinement.NONE:
       return {
         mode,
         killsDescendants: false,
         hasInit: false,
-        command: (file, args, limitKb) => split(limited([file, ...args], limitKb)),
+        launch: (file, args, env, limitKb) => plain(limited([file, ...args], limitKb), env),
       };
   }
 }

@@ -124,15 +124,17 @@ export class WorkerProcess {
       this.#readyReject = reject;
     });
     this.ready.catch(() => undefined);
-    const [command, launchArgs] = settings.launcher.command(settings.nodePath, args, 0);
-    this.#child = spawn(command, launchArgs, {
+    const run = settings.launcher.launch(settings.nodePath, args, settings.env, 0);
+    this.#child = spawn(run.command, run.args, {
       cwd: settings.cwd,
-      env: settings.env,
+      env: run.env,
       detached: true,
-      stdio: settings.launcher.hasInit
-        ? ["ignore", "pipe", "pipe", "pipe", "pipe"]
-        : ["ignore", "pipe", "pipe", "pipe"],
+      stdio:
+        run.handshake === null
+          ? ["ignore", "pipe", "pipe", "pipe"]
+          : ["ignore", "pipe", "pipe", "pipe", "pipe"],
     });
+    (this.#child.stdio[STATUS_FD] as Writable | undefined)?.write(run.handshake);
     this.pid = this.#child.pid;
     this.#channel = this.#child.stdio[3] as Readable & Writable;
     this.exited = new Promise<void>((resolve) => this.#child.once("exit", () => resolve()));
@@ -163,6 +165,7 @@ export class WorkerProcess {
     this.#channel.on("data", (bytes: Buffer) => decoder.push(bytes));
     this.#channel.on("error", () => undefined);
     const status = s.launcher.hasInit ? (child.stdio[STATUS_FD] as Readable) : null;
+    status?.on("error", () => undefined);
     status?.setEncoding("latin1");
     status?.on("data", (text: string) => {
       if (this.#initReport.length < 64) this.#initReport += text;
