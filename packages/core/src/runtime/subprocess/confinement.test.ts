@@ -120,9 +120,12 @@ describe("confinement: the host's launch environment stays out of reach", () => 
   }
 
   for (const mode of KILLING) {
-    it.skipIf(!available.get(mode))(`${mode}: the handler does not even see the host`, () => {
-      expect(results[mode]?.hostVisible).toBe(false);
-    });
+    it.skipIf(!available.get(mode))(
+      `${mode}: the handler does not even see the host in its /proc`,
+      () => {
+        expect(results[mode]?.hostVisible).toBe(false);
+      },
+    );
   }
 });
 

@@ -6,7 +6,7 @@ import { constants as osConstants } from "node:os";
  * "Confinement"). From strongest to weakest:
  * - `user-namespace`: each process in its own user namespace (it cannot read the environment or
  *   memory of any process outside it, the host's included) and its own PID namespace with a
- *   private /proc (it sees no process but its own; a timeout or cancel kills every process in
+ *   private /proc (which lists only its own processes; a timeout or cancel kills every process in
  *   it, `setsid` or not). Any user.
  * - `pid-namespace`: the same PID namespace, and the process runs without capabilities (root
  *   only, for machines that allow no user namespace).
