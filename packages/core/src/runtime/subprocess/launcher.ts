@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from "node:fs";
-import { constants as osConstants } from "node:os";
+import { INIT, encodeHandshake } from "./init.js";
 
 /**
  * How `SubprocessRuntime` confines the processes it starts (docs/subprocess-runtime.md,
@@ -36,9 +36,9 @@ export interface Launch {
   readonly args: string[];
   readonly env: Record<string, string>;
   /**
-   * Under a namespace's init: the program's environment, to write on fd {@link STATUS_FD} right
-   * after the spawn (the init itself starts with an empty environment, so nothing in the
-   * program's, such as `PERL5OPT` or a locale perl lacks, can change how the init runs).
+   * Under a namespace's init: the program, its arguments and environment, to write on the init's
+   * socket (fd 4). `command`, `args` and `env` are then the same whatever the
+   * program, so such a launcher can be started ahead of need.
    */
   readonly handshake: Buffer | null;
 }
@@ -49,8 +49,8 @@ export interface Launcher {
   /** Whether every process a handler starts is killed with it (a PID namespace). */
   readonly killsDescendants: boolean;
   /**
-   * Whether the program runs under the namespace's init, which reports on fd {@link STATUS_FD}
-   * how it ended (see {@link parseInitReport}): the spawned process is not the program then.
+   * Whether the program runs under the namespace's init, which reports on fd 4
+   * how it ended (see init.ts): the spawned process is not the program then.
    */
   readonly hasInit: boolean;
   /**
@@ -74,9 +74,6 @@ export interface LauncherTools {
   readonly userFlag: string;
 }
 
-/** The fd on which the init of a namespace reports how the program ended. */
-export const STATUS_FD = 4;
-
 export const SH = "/bin/sh";
 /** Drops every capability for good: none effective, none inheritable, none gained by exec. */
 export const DROP_CAPS: readonly string[] = ["--bounding-set=-all", "--inh-caps=-all"];
@@ -93,75 +90,9 @@ export const PID_NS: readonly string[] = [
   "slave",
 ];
 
-/**
- * PID 1 of the namespace, in perl (every Debian-like system has it: perl-base is essential). It
- * reads the program's environment from fd 4 (`NAME=value` items, each ended by a NUL, then one
- * more NUL), runs the program as PID 2, so the program keeps normal signal semantics (PID 1
- * ignores every signal it has no handler for, even a SIGKILL or SIGSEGV it sends itself), reaps
- * orphans, and reports on fd 4 what only it can see: `S<n>` when the program was killed by signal
- * n (PID 1 cannot die of it to pass it on), `E<errno>` when it could not be executed. When the
- * program ends, the init exits and the kernel kills everything left in the namespace.
- */
-export const INIT = [
-  '$0 = "nerva-init";',
-  'open(my $st, "+<&=", 4) or die "nerva-init: no status fd: $!\\n";',
-  'my $spec = "";',
-  "until ($spec =~ /(?:\\A|\\0)\\0\\z/) {",
-  '  sysread($st, $spec, 65536, length $spec) or die "nerva-init: no environment\\n";',
-  "}",
-  "%ENV = map { /\\A([^=]*)=(.*)\\z/s ? ($1, $2) : () } split /\\0/, substr($spec, 0, -1);",
-  'my $pid = fork() // die "nerva-init: fork: $!\\n";',
-  "if ($pid == 0) {",
-  // F_SETFD, FD_CLOEXEC: the program does not inherit the status fd.
-  "  fcntl($st, 2, 1);",
-  "  { exec { $ARGV[0] } @ARGV }",
-  '  syswrite($st, "E" . ($! + 0) . "\\n");',
-  "  exit 127;",
-  "}",
-  // The program's stdio is the program's: held here too, its end would wait for this process.
-  'close(STDIN); close(STDOUT); close(STDERR); open(my $ch, "<&=", 3) && close($ch);',
-  "my $status = 0;",
-  "while ((my $w = wait()) != -1) { if ($w == $pid) { $status = $?; last } }",
-  'if ($status & 127) { syswrite($st, "S" . ($status & 127) . "\\n"); exit 128 + ($status & 127) }',
-  "exit($status >> 8);",
-].join("\n");
-
-/** What the init reported: the signal that killed the program, or why it could not start. */
-export interface InitReport {
-  readonly signal?: NodeJS.Signals;
-  /** An errno code such as `ENOENT`, `EACCES`, `ENOEXEC`. */
-  readonly execError?: string;
-}
-
-const SIGNAL_NAMES = new Map<number, NodeJS.Signals>(
-  Object.entries(osConstants.signals).map(([name, n]) => [n, name as NodeJS.Signals]),
-);
-const ERRNO_NAMES = new Map<number, string>(
-  Object.entries(osConstants.errno).map(([name, n]) => [n, name]),
-);
-
-/** Reads what the init wrote on its status fd (nothing when the program exited normally). */
-export function parseInitReport(text: string): InitReport {
-  const m = /^([SE])(\d+)$/m.exec(text);
-  if (m === null) return {};
-  const n = Number(m[2]);
-  if (m[1] === "S") {
-    const signal = SIGNAL_NAMES.get(n);
-    return signal === undefined ? {} : { signal };
-  }
-  return { execError: ERRNO_NAMES.get(n) ?? `errno ${n}` };
-}
-
 /** `argv` under an address-space limit (a shell applying `ulimit -v`), or as is. */
 function limited(argv: readonly string[], limitKb: number): string[] {
   return limitKb > 0 ? [SH, "-c", `ulimit -v ${limitKb} && exec "$0" "$@"`, ...argv] : [...argv];
-}
-
-/** The environment as the init reads it (see {@link INIT}). */
-function encodeEnv(env: Readonly<Record<string, string>>): Buffer {
-  let text = "";
-  for (const [name, value] of Object.entries(env)) text += `${name}=${value}\0`;
-  return Buffer.from(`${text}\0`);
 }
 
 /** The launcher of `mode`; `tools` must hold what that mode needs (checked by detection). */
@@ -186,9 +117,9 @@ export function makeLauncher(mode: ConfinementMode, tools: Partial<LauncherTools
         hasInit: true,
         launch: (file, args, env, limitKb) => ({
           command: unshare,
-          args: [...prefix, ...limited([perl, "-e", INIT, file, ...args], limitKb)],
+          args: [...prefix, ...limited([perl, "-e", INIT], limitKb)],
           env: {},
-          handshake: encodeEnv(env),
+          handshake: encodeHandshake(file, args, env),
         }),
       };
     }

@@ -24,6 +24,7 @@ import {
 } from "./options.js";
 import { quoteTail, type TailBuffer } from "./output.js";
 import { WorkerPool, type PoolStats } from "./pool.js";
+import { SpareLauncher } from "./spare.js";
 
 interface Entry extends GuardedHandler {
   readonly file: HandlerFile;
@@ -33,6 +34,8 @@ interface Entry extends GuardedHandler {
 interface Observation {
   pid?: number;
   stderr?: TailBuffer;
+  /** Resolves once the process has exited (an executable's result may come first). */
+  exited?: Promise<void>;
 }
 
 /** What {@link SubprocessRuntime.stats} reports. */
@@ -71,6 +74,8 @@ export class SubprocessRuntime implements AgentRuntime {
   readonly #delegation: DelegationOptions;
   readonly #env: Readonly<Record<string, string>>;
   readonly #launcher: Launcher;
+  /** Confined launchers started ahead of need, once an executable has run (namespace modes). */
+  #spares: SpareLauncher | null = null;
   readonly #entries = new Map<string, Entry>();
   #conflicts: HandlerScan["conflicts"] = new Map();
   readonly #pool: WorkerPool;
@@ -271,6 +276,10 @@ export class SubprocessRuntime implements AgentRuntime {
         observe,
       });
     }
+    if (this.#launcher.hasInit) {
+      const limitKb = o.memoryLimitMb === undefined ? 0 : o.memoryLimitMb * 1024;
+      this.#spares ??= new SpareLauncher(this.#launcher, this.handlerDir, limitKb);
+    }
     const running = runExecutable({
       handler: name,
       file: entry.file.file,
@@ -283,11 +292,13 @@ export class SubprocessRuntime implements AgentRuntime {
       memoryLimitMb: o.memoryLimitMb,
       cancelGraceMs: o.cancelGraceMs,
       launcher: this.#launcher,
+      spares: this.#spares,
       delegate,
       observe,
     });
     this.#executables.set(running, obs);
-    void running.then(() => this.#executables.delete(running));
+    // Listed until its process has exited, which may be after the result (see runExecutable).
+    void running.then(() => obs.exited).then(() => this.#executables.delete(running));
     return running;
   }
 
@@ -310,7 +321,9 @@ export class SubprocessRuntime implements AgentRuntime {
   async close(): Promise<void> {
     this.#closed = true;
     const running = [...this.#executables.keys()];
+    const exits: Promise<void>[] = [];
     for (const obs of this.#executables.values()) {
+      if (obs.exited !== undefined) exits.push(obs.exited);
       if (obs.pid !== undefined) {
         try {
           process.kill(-obs.pid, "SIGKILL");
@@ -319,7 +332,7 @@ export class SubprocessRuntime implements AgentRuntime {
         }
       }
     }
-    await Promise.all([this.#pool.close(), ...running]);
+    await Promise.all([this.#pool.close(), this.#spares?.close(), ...running, ...exits]);
   }
 }
 

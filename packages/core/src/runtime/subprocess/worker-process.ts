@@ -11,7 +11,8 @@ import {
   type WorkerFrame,
 } from "../protocol/frames.js";
 import { errorResult } from "../results.js";
-import { STATUS_FD, childPids, parseInitReport, type Launcher } from "./launcher.js";
+import { STATUS_FD, parseInitReport } from "./init.js";
+import { childPids, type Launcher } from "./launcher.js";
 import {
   TailBuffer,
   describeSignal,
@@ -454,13 +455,15 @@ export class WorkerProcess {
   /** The process and its stdio are closed: settle a job still running with the reason. */
   #closed(): void {
     let exit = this.#exit;
+    // Under a namespace's init, how the worker itself ended is what the init reported.
     const report = parseInitReport(this.#initReport);
-    if (report.signal !== undefined) exit = { code: null, signal: report.signal };
+    if (report?.kind === "signal") exit = { code: null, signal: report.signal };
+    else if (report?.kind === "exit") exit = { code: report.code, signal: null };
     if (this.#state === "starting") {
       this.#die(
-        report.execError === undefined
-          ? "exited during start-up"
-          : `could not be started: ${this.#settings.nodePath} (${report.execError})`,
+        report?.kind === "exec-error"
+          ? `could not be started: ${this.#settings.nodePath} (${report.code})`
+          : "exited during start-up",
       );
     }
     this.#die("exited");
