@@ -22,6 +22,7 @@ import {
   withStderr,
 } from "./output.js";
 import { InvocationSession } from "./session.js";
+import { setChildRef } from "./spare.js";
 import { workerEntry } from "./worker-entry-file.js";
 
 export { workerEntry };
@@ -104,9 +105,8 @@ export class WorkerProcess {
   /** What the namespace's init reported on its status fd (nothing without an init). */
   #initReport = "";
   /**
-   * Host pids of the process running the worker code and of its namespace's init (null
-   * without one), found when the worker became ready: what may run under the worker between
-   * jobs. Null until then.
+   * Host pids of the process running the worker code and of its namespace's init (null without
+   * one), found when the worker became ready (null until then, or if /proc cannot tell).
    */
   #tree: { readonly worker: number; readonly init: number | null } | null = null;
   /** Called when the worker dies (whatever the reason). */
@@ -414,18 +414,7 @@ export class WorkerProcess {
 
   /** While idle, the worker does not keep the host's event loop alive. */
   setRef(ref: boolean): void {
-    // stdio[STATUS_FD] exists only under a namespace's init.
-    const streams = this.#child.stdio.slice(1) as unknown as ({
-      ref?: () => void;
-      unref?: () => void;
-    } | null)[];
-    if (ref) {
-      this.#child.ref();
-      for (const s of streams) s?.ref?.();
-    } else {
-      this.#child.unref();
-      for (const s of streams) s?.unref?.();
-    }
+    setChildRef(this.#child, ref);
   }
 
   #die(why: string): void {
