@@ -1,5 +1,14 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  mkdtempSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -9,7 +18,7 @@ import { ExecContext } from "../../context/exec-context.js";
 import { ErrorCode, NervaError } from "../../errors.js";
 import { AgentStatus } from "../../types/status.js";
 import { Confinement, type ConfinementMode } from "./launcher.js";
-import { markerGoneWithin, withMarker } from "./process-probe.test-support.js";
+import { alive, markerGoneWithin, withMarker } from "./process-probe.test-support.js";
 import { SubprocessRuntime } from "./subprocess-runtime.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -263,6 +272,102 @@ describe("confinement: exit codes, signals and start failures pass through the n
         } finally {
           await runtime.close();
         }
+      },
+      30_000,
+    );
+  }
+});
+
+describe("confinement: the launcher started ahead of need", () => {
+  const made: string[] = [];
+  afterAll(() => {
+    for (const d of made) rmSync(d, { recursive: true, force: true });
+  });
+  /** A handler directory of its own: processes working in it are this test's. */
+  const handlerDir = (): string => {
+    const d = mkdtempSync(join(tmpdir(), "nerva-spare-"));
+    made.push(d);
+    copyFileSync(join(dir, "plain.sh"), join(d, "plain.sh"));
+    writeFileSync(
+      join(d, "streams.sh"),
+      `#!/bin/sh\necho '{"type":"chunk","text":"x"}' >&3\necho done\n`,
+    );
+    chmodSync(join(d, "streams.sh"), 0o755);
+    return d;
+  };
+  /** Pids of the live processes whose working directory is `d`. */
+  const workingIn = (d: string): number[] =>
+    readdirSync("/proc")
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          return readlinkSync(`/proc/${p}/cwd`) === d && alive(Number(p));
+        } catch {
+          return false;
+        }
+      })
+      .map(Number);
+
+  /** Milliseconds until `pids()` is empty (polled every 5 ms, up to 2 s), or Infinity. */
+  const goneWithin = async (pids: () => number[]): Promise<number> => {
+    const started = performance.now();
+    while (performance.now() - started < 2000) {
+      if (pids().length === 0) return performance.now() - started;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    return Infinity;
+  };
+
+  for (const mode of KILLING) {
+    it.skipIf(!available.get(mode))(
+      `${mode}: serves the next call, and is gone after close()`,
+      async () => {
+        const d = handlerDir();
+        const runtime = new SubprocessRuntime({ handlerDir: d, confinement: mode });
+        try {
+          for (let i = 0; i < 3; i++) {
+            const r = await runtime.invoke("plain", { message: "" }, ExecContext.create());
+            expect(r.output).toBe("plain");
+          }
+          // The spare (the launcher and its init) waits; the calls before it are gone.
+          const waiting = async (): Promise<number[]> => {
+            await goneWithin(() => workingIn(d).filter((p) => !spare.includes(p)));
+            return workingIn(d);
+          };
+          let spare: number[] = [];
+          spare = await waiting();
+          expect(spare.length).toBeGreaterThanOrEqual(1);
+          // The next call runs in it.
+          let ran = 0;
+          const ctx = ExecContext.create({
+            stream: { push: () => void (ran = runtime.stats().executables[0] ?? 0) },
+          });
+          expect((await runtime.invoke("streams", { message: "" }, ctx)).output).toBe("done");
+          expect(spare).toContain(ran);
+        } finally {
+          await runtime.close();
+        }
+        // Killed by close(); the kernel finishes tearing the namespace down a moment later.
+        expect(await goneWithin(() => workingIn(d))).toBeLessThan(100);
+      },
+      30_000,
+    );
+
+    it.skipIf(!available.get(mode))(
+      `${mode}: does not keep a host alive that forgot close(), and exits with it`,
+      async () => {
+        const d = handlerDir();
+        const ran = await host(
+          `
+          const runtime = new SubprocessRuntime({ handlerDir: ${JSON.stringify(d)}, confinement: ${JSON.stringify(mode)} });
+          const r = await runtime.invoke("plain", { message: "" }, ExecContext.create());
+          console.log(r.output);
+          `,
+          process.env,
+        );
+        expect({ code: ran.code, out: ran.out.trim() }).toEqual({ code: 0, out: "plain" });
+        // The spare's init reads the end of its socket and exits.
+        expect(await goneWithin(() => workingIn(d))).toBeLessThan(1000);
       },
       30_000,
     );
