@@ -7,7 +7,8 @@
 // executable comparison also reports a raw spawn with `detached: true` (what the runtime does to
 // give each call its own process group, so a kill takes grandchildren too): on Linux kernels with
 // sched_autogroup the setsid() it implies has a cost of its own, which this separates from the
-// runtime's.
+// runtime's. It also runs the executable with `confinement: "none"`, to show what confinement
+// (a user and PID namespace per call, docs/subprocess-runtime.md#confinement) adds.
 // Run: pnpm --filter @nerva/core build && node bench/subprocess.bench.mjs   (or: pnpm bench subprocess)
 import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -40,6 +41,12 @@ const subprocess = new SubprocessRuntime({
   handlerDir: dir,
   pool: { min: 1, max: 1 },
   maxInvocationsPerWorker: 1_000_000,
+});
+// The same runtime without confinement (no user/PID namespace, no init): what confinement costs.
+const unconfined = new SubprocessRuntime({
+  handlerDir: dir,
+  pool: { min: 0, max: 1 },
+  confinement: "none",
 });
 
 async function check(result, expected) {
@@ -101,10 +108,12 @@ try {
   const raw = [];
   const rawDetached = [];
   const perCall = [];
+  const perCallUnconfined = [];
   for (let i = 0; i < EXEC_CALLS; i++) {
     raw.push(await rawSpawn());
     rawDetached.push(await rawSpawn(true));
     perCall.push(await timeInvoke(subprocess, "trivial_exe", "ok"));
+    perCallUnconfined.push(await timeInvoke(unconfined, "trivial_exe", "ok"));
   }
 
   const w = stats(warm);
@@ -112,6 +121,7 @@ try {
   const r = stats(raw);
   const rd = stats(rawDetached);
   const e = stats(perCall);
+  const u = stats(perCallUnconfined);
   const warmAdded = +(w.median_ms - ip.median_ms).toFixed(4);
   const execAdded = +(e.median_ms - r.median_ms).toFixed(4);
   const workers = subprocess.stats().pool;
@@ -132,9 +142,13 @@ try {
       },
       executable_vs_raw_spawn: {
         calls: EXEC_CALLS,
+        confinement: subprocess.confinement,
         raw_spawn: r,
         raw_spawn_detached: rd,
         runtime_per_call: e,
+        runtime_per_call_unconfined: u,
+        confinement_added_median_ms: +(e.median_ms - u.median_ms).toFixed(4),
+        unconfined_added_median_ms: +(u.median_ms - r.median_ms).toFixed(4),
         added_median_ms: execAdded,
         added_over_detached_spawn_median_ms: +(e.median_ms - rd.median_ms).toFixed(4),
         added_p99_ms: +(e.p99_ms - r.p99_ms).toFixed(4),
@@ -146,5 +160,6 @@ try {
   );
 } finally {
   await subprocess.close();
+  await unconfined.close();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -8,7 +8,7 @@ import { ErrorCode } from "../../errors.js";
 import { AgentStatus } from "../../types/status.js";
 import { parseStdout } from "./executable.js";
 import { SubprocessRuntime } from "./subprocess-runtime.js";
-import { goneWithin } from "./process-probe.test-support.js";
+import { goneWithin, markerGoneWithin } from "./process-probe.test-support.js";
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "isolation");
 
@@ -122,11 +122,12 @@ describe("executable handlers: the protocol", () => {
   });
 
   it("kills what the handler left running when it exits", async () => {
-    const result = await runtime.invoke("orphan", { message: "x" }, ctx());
+    const c = ctx();
+    const result = await runtime.invoke("orphan", { message: "x" }, c);
     expect(result.status).toBe("success");
-    const orphan = Number(result.data["orphan"]);
-    expect(orphan).toBeGreaterThan(0);
-    expect(await goneWithin(orphan)).toBeLessThan(100);
+    // The orphan carries the request id in its command line.
+    expect(result.data["orphan"]).toBe(c.requestId);
+    expect(await markerGoneWithin(c.requestId)).toBeLessThan(100);
   });
 });
 
@@ -205,7 +206,8 @@ describe("executable handlers: limits and isolation", () => {
   it("kills the process group at the deadline within 100 ms, grandchildren included", async () => {
     let resolvePid!: (pid: number) => void;
     const pidP = new Promise<number>((r) => (resolvePid = r));
-    const c = ctx({ stream: { push: (chunk) => resolvePid(Number(chunk)) } });
+    // Once it streams, the process the runtime started (its pid as the host sees it).
+    const c = ctx({ stream: { push: () => resolvePid(runtime.stats().executables[0] as number) } });
     const started = performance.now();
     const result = await runtime.invoke("sh_slow", { message: "x" }, c);
     const pid = await pidP;
@@ -222,7 +224,7 @@ describe("executable handlers: limits and isolation", () => {
   it("kills it within 100 ms of ctx.cancel()", async () => {
     let resolvePid!: (pid: number) => void;
     const pidP = new Promise<number>((r) => (resolvePid = r));
-    const c = ctx({ stream: { push: (chunk) => resolvePid(Number(chunk)) } });
+    const c = ctx({ stream: { push: () => resolvePid(runtime.stats().executables[0] as number) } });
     const pending = runtime.invoke("sh_slow", { message: "x" }, c);
     const pid = await Promise.race([
       pidP,

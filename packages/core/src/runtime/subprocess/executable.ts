@@ -1,4 +1,5 @@
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
+import { accessSync, closeSync, constants, openSync, readSync } from "node:fs";
 import type { Readable, Writable } from "node:stream";
 import type { ExecContext } from "../../context/exec-context.js";
 import { ErrorCode, type NervaError } from "../../errors.js";
@@ -13,9 +14,12 @@ import { AgentStatus } from "../../types/status.js";
 import { FrameDecoder, encodeFrame } from "../protocol/codec.js";
 import { WorkerFrameSchema, type WorkerFrame } from "../protocol/frames.js";
 import { RESULT_DATA_LIMITS, errorResult, messageOf } from "../results.js";
+import { STATUS_FD, parseInitReport, type InitReport } from "./init.js";
+import type { Launcher } from "./launcher.js";
 import { contextEnv } from "./env.js";
 import { TailBuffer, describeSignal, killGroup, looksOutOfMemory, withStderr } from "./output.js";
 import { InvocationSession } from "./session.js";
+import type { SpareLauncher } from "./spare.js";
 
 /** Settings of one executable call. */
 export interface ExecutableCall {
@@ -29,9 +33,16 @@ export interface ExecutableCall {
   readonly stderrTailBytes: number;
   readonly memoryLimitMb: number | undefined;
   readonly cancelGraceMs: number;
+  /** How the process is started (confinement, memory limit). */
+  readonly launcher: Launcher;
+  /** Launchers started ahead of need, when the launcher has an init (null otherwise). */
+  readonly spares: SpareLauncher | null;
   readonly delegate: (handler: string, input: AgentInput) => Promise<AgentResult>;
-  /** Told the pid once spawned and the stderr tail as it grows, for results the guard builds. */
-  readonly observe: (obs: { pid?: number; stderr: TailBuffer }) => void;
+  /**
+   * Told the pid once spawned, the stderr tail as it grows (for results the guard builds), and
+   * when the process has exited (the result may come first: see {@link runExecutable}).
+   */
+  readonly observe: (obs: { pid?: number; stderr: TailBuffer; exited: Promise<void> }) => void;
 }
 
 const FRAME_SLACK = 64 * 1024;
@@ -47,6 +58,41 @@ function spawnFailure(handler: string, file: string, err: NodeJS.ErrnoException)
       return `Handler "${handler}" could not be started: ${file} is not a program the system can run (ENOEXEC); start it with a #! line.`;
     default:
       return `Handler "${handler}" could not be started: ${err.code ?? "error"} ${err.message}`;
+  }
+}
+
+/**
+ * Why `file` cannot be executed, when a launcher (the confinement or the memory-limit shell) exec'd
+ * it and exited 126/127: the error spawn would have given. Null when it looks runnable, so the
+ * handler's own exit code 126 or 127 is reported as such.
+ */
+function execFailure(file: string): NodeJS.ErrnoException | null {
+  const failure = (code: string): NodeJS.ErrnoException =>
+    Object.assign(new Error(code), { code, syscall: "spawn" });
+  try {
+    accessSync(file, constants.X_OK);
+  } catch (err) {
+    return failure((err as NodeJS.ErrnoException).code ?? "EACCES");
+  }
+  let head: string;
+  try {
+    const fd = openSync(file, "r");
+    try {
+      const buf = Buffer.alloc(256);
+      head = buf.toString("latin1", 0, readSync(fd, buf, 0, buf.length, 0));
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return failure("EACCES");
+  }
+  if (!head.startsWith("#!")) return null;
+  const interpreter = head.slice(2).split("\n")[0]?.trim().split(/\s+/)[0] ?? "";
+  try {
+    accessSync(interpreter, constants.X_OK);
+    return null;
+  } catch {
+    return failure("ENOENT");
   }
 }
 
@@ -91,6 +137,32 @@ export function parseStdout(text: string): { output: string; data: Record<string
   return { output: text.replace(/\r?\n$/, ""), data: {} };
 }
 
+/** The process of one call: the program itself, or a launcher that runs it. */
+interface Started {
+  readonly child: ChildProcess;
+  /** For the namespace's init: the program and its environment, to write on its socket. */
+  readonly handshake: Buffer | null;
+  /** Whether `child` starts the program (a shell, setpriv, unshare) rather than being it. */
+  readonly launched: boolean;
+}
+
+function start(call: ExecutableCall, env: Record<string, string>, limitKb: number): Started {
+  const run = call.launcher.launch(call.file, [], env, limitKb);
+  if (run.handshake !== null && call.spares !== null) {
+    return { child: call.spares.take(), handshake: run.handshake, launched: true };
+  }
+  const child = spawn(run.command, run.args, {
+    cwd: call.cwd,
+    env: run.env,
+    detached: true,
+    stdio:
+      run.handshake === null
+        ? ["pipe", "pipe", "pipe", "pipe"]
+        : ["pipe", "pipe", "pipe", "pipe", "pipe"],
+  });
+  return { child, handshake: run.handshake, launched: run.command !== call.file };
+}
+
 /**
  * The result of a process that exited with code 2 (the executable protocol's "wrong handler"):
  * stdout parsed as for a success, and the reason in `error`: the `error` string the process
@@ -113,7 +185,9 @@ export function declinedResult(
 /**
  * Runs an executable handler once (the executable protocol of docs/protocol.md): a new process
  * group per call, AgentInput on stdin, result on stdout, exit code for the status, fd 3 as the
- * frame channel. Resolves (never rejects) when the process and all its stdio are closed.
+ * frame channel. Resolves (never rejects) when the process and all its stdio are closed, or,
+ * under a namespace's init, once the init reported the program's end and its stdio is closed
+ * (the namespace is torn down after that, which takes the kernel a few milliseconds).
  */
 export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
   const { handler, scoped } = call;
@@ -121,22 +195,14 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
   return new Promise<AgentResult>((resolve) => {
     const env = { ...call.baseEnv, ...contextEnv(handler, scoped) };
     const limitKb = call.memoryLimitMb === undefined ? 0 : call.memoryLimitMb * 1024;
-    const child =
-      limitKb === 0
-        ? spawn(call.file, [], {
-            cwd: call.cwd,
-            env,
-            detached: true,
-            stdio: ["pipe", "pipe", "pipe", "pipe"],
-          })
-        : spawn("/bin/sh", ["-c", `ulimit -v ${limitKb} && exec "$0"`, call.file], {
-            cwd: call.cwd,
-            env,
-            detached: true,
-            stdio: ["pipe", "pipe", "pipe", "pipe"],
-          });
+    const { child, handshake, launched } = start(call, env, limitKb);
+    const hasInit = handshake !== null;
     const pid = child.pid;
-    call.observe({ ...(pid === undefined ? {} : { pid }), stderr });
+    const exited = new Promise<void>((done) => {
+      if (child.exitCode !== null || child.signalCode !== null || pid === undefined) done();
+      else child.once("exit", () => done()).once("error", () => done());
+    });
+    call.observe({ ...(pid === undefined ? {} : { pid }), stderr, exited });
 
     let failure: string | null = null;
     let stopped: NervaError | null = null;
@@ -154,6 +220,32 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
     const stdout = child.stdio[1] as Readable;
     const stderrStream = child.stdio[2] as Readable;
     const channel = child.stdio[3] as (Readable & Writable) | null | undefined;
+    let initText = "";
+    let report: InitReport | null = null;
+    /** stdout, stderr and the channel, until each has closed. */
+    let openStreams = 3;
+    const settleOnReport = (): void => {
+      if (report !== null && openStreams === 0) settle(exit ?? { code: null, signal: null });
+    };
+    for (const stream of [stdout, stderrStream, channel]) {
+      if (stream === null || stream === undefined) openStreams--;
+      else
+        stream.once("close", () => {
+          openStreams--;
+          settleOnReport();
+        });
+    }
+    if (handshake !== null) {
+      const status = child.stdio[STATUS_FD] as Readable & Writable;
+      status.on("error", () => undefined);
+      status.write(handshake);
+      status.setEncoding("latin1");
+      status.on("data", (text: string) => {
+        if (initText.length < 64) initText += text;
+        report ??= parseInitReport(initText);
+        settleOnReport();
+      });
+    }
 
     const fail = (message: string): void => {
       if (failure === null && stopped === null) failure = message;
@@ -251,7 +343,10 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
       killGroup(pid);
     });
     child.on("close", (code: number | null, sig: NodeJS.Signals | null) => {
-      const status = exit ?? { code, signal: sig };
+      settle(exit ?? { code, signal: sig });
+    });
+    /** The end of the call: `status` is the spawned process's, unless the init reported. */
+    function settle(status: { code: number | null; signal: NodeJS.Signals | null }): void {
       if (settled) return;
       if (stopped !== null) {
         finish(errorResult(handler, `Handler "${handler}" was stopped: ${stopped.message}`));
@@ -261,8 +356,17 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
         finish(errorResult(handler, failure));
         return;
       }
-      finish(interpret(status.code, status.signal));
-    });
+      if (report?.kind === "exec-error") {
+        // The init's own complaint is noise next to this.
+        stderr.clear();
+        const err = Object.assign(new Error(report.code), { code: report.code });
+        finish(errorResult(handler, spawnFailure(handler, call.file, err)));
+        return;
+      }
+      if (report?.kind === "signal") finish(interpret(null, report.signal));
+      else if (report?.kind === "exit") finish(interpret(report.code, null));
+      else finish(interpret(status.code, status.signal));
+    }
 
     const interpret = (code: number | null, sig: NodeJS.Signals | null): AgentResult => {
       const text = Buffer.concat(out, outBytes).toString("utf8");
@@ -306,11 +410,12 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
           `Memory limit exceeded: handler "${handler}" ran out of its ${call.memoryLimitMb} MiB address space (memoryLimitMb, ulimit -v) and exited with code ${code}.`,
         );
       }
-      if (limitKb !== 0 && (code === 126 || code === 127)) {
-        return errorResult(
-          handler,
-          `Handler "${handler}" could not be started: ${call.file} is not executable or was not found (exit ${code} from the shell applying memoryLimitMb).`,
-        );
+      const failed =
+        launched && !hasInit && (code === 126 || code === 127) ? execFailure(call.file) : null;
+      if (failed !== null) {
+        // The launcher's own complaint ("exec: ...: not found") says less than this does.
+        stderr.clear();
+        return errorResult(handler, spawnFailure(handler, call.file, failed));
       }
       return errorResult(handler, `Handler "${handler}" exited with code ${code}${reported}.`);
     };

@@ -1,5 +1,6 @@
 // SubprocessRuntime: handlers in child processes (warm Node worker pool + executables per call).
 export { SubprocessRuntime, type SubprocessStats } from "./subprocess-runtime.js";
+export { Confinement, type ConfinementMode } from "./launcher.js";
 export {
   DEFAULT_ENV_ALLOW,
   SubprocessRuntimeOptionsSchema,

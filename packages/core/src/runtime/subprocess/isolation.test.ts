@@ -5,7 +5,7 @@ import { ExecContext } from "../../context/exec-context.js";
 import type { AgentResult } from "../../types/agent.js";
 import { AgentStatus } from "../../types/status.js";
 import { SubprocessRuntime } from "./subprocess-runtime.js";
-import { alive, goneWithin, groupGoneWithin } from "./process-probe.test-support.js";
+import { alive, goneWithin, groupGoneWithin, hostPid } from "./process-probe.test-support.js";
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "isolation");
 
@@ -60,17 +60,24 @@ describe("SubprocessRuntime isolation (module handlers in the worker pool)", () 
     await runtime.close();
   });
 
-  const pidOf = async (): Promise<string> => {
+  /** A token naming the worker process that ran the `pid` fixture. */
+  const workerOf = async (): Promise<string> => {
     const r = await runtime.invoke("pid", { message: "" }, ctx());
     expect(r.status).toBe(AgentStatus.SUCCESS);
-    return r.output;
+    return String(r.data["token"]);
+  };
+  /** The host's pid of the worker running a handler now (what the runtime started). */
+  const busyWorker = (): number => {
+    const busy = runtime.stats().pool.workers.filter((w) => w.state === "busy");
+    expect(busy).toHaveLength(1);
+    return busy[0]?.pid as number;
   };
 
   it("turns a throw into an ERROR and keeps the worker", async () => {
-    const before = await pidOf();
+    const before = await workerOf();
     const result = await runtime.invoke("throws", { message: "x" }, ctx());
     expect(result).toMatchObject({ status: AgentStatus.ERROR, error: "kaput", handler: "throws" });
-    expect(await pidOf()).toBe(before);
+    expect(await workerOf()).toBe(before);
   });
 
   it("survives process.exit(3): ERROR naming the exit code, worker replaced", async () => {
@@ -79,7 +86,7 @@ describe("SubprocessRuntime isolation (module handlers in the worker pool)", () 
     expect(result.status).toBe(AgentStatus.ERROR);
     expect(result.error).toMatch(/Worker crashed.*"exit".*exited with code 3/);
     expect(runtime.stats().pool.died).toBe(before + 1);
-    expect(Number(await pidOf())).toBeGreaterThan(0);
+    expect(await workerOf()).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it("survives a SIGKILL of the worker", async () => {
@@ -100,23 +107,28 @@ describe("SubprocessRuntime isolation (module handlers in the worker pool)", () 
     const { c, first } = streaming();
     const started = performance.now();
     const pending = runtime.invoke("loop", { message: "x" }, c);
-    const pid = Number(await firstChunk(first, pending));
+    const reported = Number(await firstChunk(first, pending));
+    const worker = busyWorker();
+    const pid = hostPid(reported, worker);
     const result = await pending;
     const deadlineMs = started + LOOP_TIMEOUT_MS;
     expect(result.status).toBe(AgentStatus.TIMEOUT);
-    expect(result.error).toContain(`pid ${pid}`);
+    expect(result.error).toContain(`pid ${worker}`);
     await goneWithin(pid);
     // From the deadline to the process being gone (killed and reaped).
     expect(performance.now() - deadlineMs).toBeLessThan(100);
     expect(alive(pid)).toBe(false);
-    expect(await pidOf()).not.toBe(String(pid));
+    // The process the runtime started (the namespace's launcher, or the worker itself) too.
+    expect(await goneWithin(worker)).toBeLessThan(100);
+    await workerOf();
+    expect(runtime.stats().pool.workers.map((w) => w.pid)).not.toContain(worker);
   });
 
   it("kills the worker within 100 ms of ctx.cancel()", async () => {
     await runtime.warmUp();
     const { c, first } = streaming();
     const pending = runtime.invoke("loop", { message: "x" }, c.child("caller"));
-    const pid = Number(await firstChunk(first, pending));
+    const pid = hostPid(Number(await firstChunk(first, pending)), busyWorker());
     const cancelledAt = performance.now();
     c.cancel("user left");
     const result = await pending;
@@ -132,7 +144,7 @@ describe("SubprocessRuntime isolation (module handlers in the worker pool)", () 
     await runtime.warmUp();
     const { c, first } = streaming();
     const pending = runtime.invoke("spawner", { message: "x" }, c);
-    const grandchild = Number(await firstChunk(first, pending));
+    const grandchild = hostPid(Number(await firstChunk(first, pending)), busyWorker());
     expect(alive(grandchild)).toBe(true);
     const result = await pending;
     expect(result.status).toBe(AgentStatus.TIMEOUT);
@@ -246,7 +258,8 @@ describe("SubprocessRuntime breaker and close", () => {
     await firstChunk(loop.first, looping);
     const sleeper = streaming();
     const sleeping = runtime.invoke("sh_slow", { message: "x" }, sleeper.c);
-    const shPid = Number(await firstChunk(sleeper.first, sleeping));
+    await firstChunk(sleeper.first, sleeping);
+    const shPid = runtime.stats().executables[0] as number;
     const pids = [
       ...runtime
         .stats()
@@ -259,7 +272,7 @@ describe("SubprocessRuntime breaker and close", () => {
     for (const pid of pids) {
       expect(() => process.kill(pid, 0)).toThrow(expect.objectContaining({ code: "ESRCH" }));
     }
-    // The sh's sleep (a grandchild) was killed with the group; init reaps it.
+    // The sh's sleep (a grandchild) was killed with the group (and its namespace).
     expect(await groupGoneWithin(shPid)).toBeLessThan(100);
     expect((await looping).status).toBe(AgentStatus.ERROR);
     expect((await sleeping).status).toBe(AgentStatus.ERROR);

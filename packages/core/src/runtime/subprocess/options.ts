@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os";
 import { z } from "zod";
 import { HandlerNameSchema, HandlerOptionsSchema, RuntimeOptionsSchema } from "../options.js";
+import { Confinement } from "./launcher.js";
 
 /** An environment variable name, or a prefix ending in `*` (e.g. `LC_*`). */
 const envPattern = z
@@ -85,6 +86,21 @@ export const SubprocessRuntimeOptionsSchema = RuntimeOptionsSchema.extend({
   cancelGraceMs: z.number().int().min(0).max(100).default(0),
   /** Per-handler overrides: `{ my_agent: { timeoutSeconds: 5, circuitBreaker: false } }`. */
   handlers: z.record(HandlerNameSchema, HandlerOptionsSchema).default({}),
+  /**
+   * How handler processes are confined (docs/subprocess-runtime.md#confinement): `"auto"` (the
+   * default) uses the strongest mechanism this machine offers and warns once if that leaves a
+   * gap; `"user-namespace"`, `"pid-namespace"` or `"capabilities"` require that mechanism (an
+   * INVALID_OPTIONS error where it is not available); `"none"` starts plain processes.
+   */
+  confinement: z
+    .enum([
+      Confinement.AUTO,
+      Confinement.USER_NAMESPACE,
+      Confinement.PID_NAMESPACE,
+      Confinement.CAPABILITIES,
+      Confinement.NONE,
+    ])
+    .default(Confinement.AUTO),
   /** Node binary for module workers. Default: the one running the host (`process.execPath`). */
   nodePath: z.string().min(1).optional(),
 });

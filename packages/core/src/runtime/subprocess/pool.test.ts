@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { ExecContext } from "../../context/exec-context.js";
 import { AgentStatus } from "../../types/status.js";
 import { SubprocessRuntime } from "./subprocess-runtime.js";
-import { alive } from "./process-probe.test-support.js";
+import { alive, hostPid } from "./process-probe.test-support.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const dir = join(here, "fixtures", "isolation");
@@ -21,12 +21,20 @@ async function waitFor(check: () => boolean, limitMs: number): Promise<boolean> 
   return check();
 }
 
-async function pidCall(runtime: SubprocessRuntime): Promise<{ pid: string; calls: number }> {
+/** Runs the `pid` fixture: which worker ran it (a token naming the process), and its count. */
+async function pidCall(runtime: SubprocessRuntime): Promise<{ worker: string; calls: number }> {
   const r = await runtime.invoke("pid", { message: "" }, ctx());
   expect(r.error).toBeNull();
   expect(r.status).toBe(AgentStatus.SUCCESS);
-  return { pid: r.output, calls: Number(r.data["calls"]) };
+  return { worker: String(r.data["token"]), calls: Number(r.data["calls"]) };
 }
+
+/** The pids (as the host sees them) of the pool's workers. */
+const workerPids = (runtime: SubprocessRuntime): number[] =>
+  runtime
+    .stats()
+    .pool.workers.map((w) => w.pid)
+    .filter((p): p is number => p !== null);
 
 describe("SubprocessRuntime worker pool", () => {
   it("reuses a warm worker: no process start per call, module state kept", async () => {
@@ -35,7 +43,7 @@ describe("SubprocessRuntime worker pool", () => {
       await runtime.warmUp();
       const a = await pidCall(runtime);
       const b = await pidCall(runtime);
-      expect(b.pid).toBe(a.pid);
+      expect(b.worker).toBe(a.worker);
       expect(b.calls).toBe(a.calls + 1);
       expect(runtime.stats().pool.started).toBe(1);
     } finally {
@@ -50,12 +58,17 @@ describe("SubprocessRuntime worker pool", () => {
       maxInvocationsPerWorker: 3,
     });
     try {
-      const pids: string[] = [];
-      for (let i = 0; i < 4; i++) pids.push((await pidCall(runtime)).pid);
-      expect(new Set(pids.slice(0, 3)).size).toBe(1);
-      expect(pids[3]).not.toBe(pids[0]);
+      const workers: string[] = [];
+      let firstPid = 0;
+      for (let i = 0; i < 4; i++) {
+        workers.push((await pidCall(runtime)).worker);
+        if (i === 0) firstPid = workerPids(runtime)[0] as number;
+      }
+      expect(new Set(workers.slice(0, 3)).size).toBe(1);
+      expect(workers[3]).not.toBe(workers[0]);
       expect(runtime.stats().pool.recycled).toBe(1);
-      expect(await waitFor(() => !alive(Number(pids[0])), 2000)).toBe(true);
+      expect(firstPid).toBeGreaterThan(0);
+      expect(await waitFor(() => !alive(firstPid), 2000)).toBe(true);
     } finally {
       await runtime.close();
     }
@@ -68,11 +81,12 @@ describe("SubprocessRuntime worker pool", () => {
     });
     try {
       const first = await pidCall(runtime);
+      const firstPid = workerPids(runtime)[0] as number;
       expect(await waitFor(() => runtime.stats().pool.recycled >= 1, 3000)).toBe(true);
-      expect(await waitFor(() => !alive(Number(first.pid)), 2000)).toBe(true);
+      expect(await waitFor(() => !alive(firstPid), 2000)).toBe(true);
       await runtime.warmUp();
       const second = await pidCall(runtime);
-      expect(second.pid).not.toBe(first.pid);
+      expect(second.worker).not.toBe(first.worker);
       expect(second.calls).toBe(1);
     } finally {
       await runtime.close();
@@ -83,7 +97,7 @@ describe("SubprocessRuntime worker pool", () => {
     const runtime = new SubprocessRuntime({ handlerDir: dir, pool: { min: 0, max: 1 } });
     try {
       const results = await Promise.all(Array.from({ length: 5 }, () => pidCall(runtime)));
-      expect(new Set(results.map((r) => r.pid)).size).toBe(1);
+      expect(new Set(results.map((r) => r.worker)).size).toBe(1);
       expect(results.map((r) => r.calls).sort()).toEqual([1, 2, 3, 4, 5]);
       expect(runtime.stats().pool.workers.length).toBe(1);
     } finally {
@@ -124,7 +138,7 @@ describe("SubprocessRuntime worker pool", () => {
       expect(result.status).toBe(AgentStatus.ERROR);
       expect(result.error).toMatch(/cancelled/);
       const after = await pidCall(runtime);
-      expect(after.pid).toBe(before.pid);
+      expect(after.worker).toBe(before.worker);
       expect(runtime.stats().pool.died).toBe(0);
     } finally {
       await runtime.close();
@@ -142,7 +156,15 @@ describe("SubprocessRuntime worker pool", () => {
       await runtime.warmUp();
       let resolvePid!: (pid: number) => void;
       const pidP = new Promise<number>((r) => (resolvePid = r));
-      const c = ExecContext.create({ stream: { push: (chunk) => resolvePid(Number(chunk)) } });
+      // The loop reports its pid as it sees it; the host's is found through its worker.
+      const c = ExecContext.create({
+        stream: {
+          push: (chunk) => {
+            const busy = runtime.stats().pool.workers.find((w) => w.state === "busy");
+            resolvePid(hostPid(Number(chunk), busy?.pid as number));
+          },
+        },
+      });
       const started = performance.now();
       const result = await runtime.invoke("loop", { message: "x" }, c);
       const pid = await pidP;
@@ -163,7 +185,8 @@ describe("SubprocessRuntime and the host process", () => {
     import { SubprocessRuntime } from ${JSON.stringify(pathToFileURL(join(here, "subprocess-runtime.ts")).href)};
     const runtime = new SubprocessRuntime({ handlerDir: ${JSON.stringify(dir)}, pool: { min: 1, max: 1 } });
     const result = await runtime.invoke("pid", { message: "" }, ExecContext.create());
-    console.log(result.output);
+    if (result.status !== "success") throw new Error(result.error);
+    console.log(runtime.stats().pool.workers[0].pid);
     ${body}
   `;
   const run = (body: string) =>

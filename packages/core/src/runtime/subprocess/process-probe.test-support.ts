@@ -1,6 +1,6 @@
 // Test support (not a test file, not built): watches processes from the outside, for the tests
 // that prove a process or its whole group is gone.
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 /** True while `pid` exists and is not a zombie waiting to be reaped. */
 export function alive(pid: number): boolean {
@@ -50,4 +50,49 @@ export async function groupGoneWithin(pgid: number, limitMs = 2000): Promise<num
   return Infinity;
 }
 
-/** The first chunk, or a failure naming the result if the invocation ends without one. */
+/** Pids of the live processes (zombies excluded) whose command line contains `marker`. */
+export function withMarker(marker: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      if (cmdline.includes(marker) && alive(Number(entry))) found.push(Number(entry));
+    } catch {
+      // gone while scanning
+    }
+  }
+  return found;
+}
+
+/** Milliseconds until no live process carries `marker` in its command line, or Infinity. */
+export async function markerGoneWithin(marker: string, limitMs = 2000): Promise<number> {
+  const started = performance.now();
+  while (performance.now() - started < limitMs) {
+    if (withMarker(marker).length === 0) return performance.now() - started;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return Infinity;
+}
+
+/**
+ * The host's pid of the process that a handler reported as `reported` (its `process.pid`, its
+ * `$$`): inside a PID namespace that is the namespace's numbering. `launcher` is the pid the
+ * runtime started (stats(), error messages); its namespace for children is the handler's. Without
+ * a namespace, `reported` itself. Throws when no such process is alive.
+ */
+export function hostPid(reported: number, launcher: number): number {
+  const ns = readlinkSync(`/proc/${launcher}/ns/pid_for_children`);
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readlinkSync(`/proc/${entry}/ns/pid`) !== ns) continue;
+      const nspid = /^NSpid:\s+(.*)$/m.exec(readFileSync(`/proc/${entry}/status`, "utf8"));
+      const inner = nspid?.[1]?.trim().split(/\s+/).at(-1);
+      if (Number(inner) === reported) return Number(entry);
+    } catch {
+      // gone while scanning
+    }
+  }
+  throw new Error(`no process ${reported} in the PID namespace of ${launcher}`);
+}

@@ -12,6 +12,8 @@ import { checkInvokeArgs, invokeGuarded, type GuardedHandler } from "../guard.js
 import { makeBreaker } from "../options.js";
 import { errorResult } from "../results.js";
 import type { AgentRuntime } from "../types.js";
+import { resolveConfinement } from "./confinement.js";
+import type { ConfinementMode, Launcher } from "./launcher.js";
 import { baseEnv } from "./env.js";
 import { runExecutable } from "./executable.js";
 import { HandlerKind, scanHandlerDir, type HandlerFile, type HandlerScan } from "./handler-dir.js";
@@ -22,6 +24,7 @@ import {
 } from "./options.js";
 import { quoteTail, type TailBuffer } from "./output.js";
 import { WorkerPool, type PoolStats } from "./pool.js";
+import { SpareLauncher } from "./spare.js";
 
 interface Entry extends GuardedHandler {
   readonly file: HandlerFile;
@@ -31,6 +34,8 @@ interface Entry extends GuardedHandler {
 interface Observation {
   pid?: number;
   stderr?: TailBuffer;
+  /** Resolves once the process has exited (an executable's result may come first). */
+  exited?: Promise<void>;
 }
 
 /** What {@link SubprocessRuntime.stats} reports. */
@@ -41,7 +46,7 @@ export interface SubprocessStats {
 }
 
 const FIX =
-  "handlerDir is an existing directory; pool { min <= max }; maxOutputBytes >= 1024; env { allow: names or prefixes*, set: { NAME: value } }; memoryLimitMb >= 16; cancelGraceMs 0-100.";
+  "handlerDir is an existing directory; pool { min <= max }; maxOutputBytes >= 1024; env { allow: names or prefixes*, set: { NAME: value } }; memoryLimitMb >= 16; cancelGraceMs 0-100; confinement auto, user-namespace, pid-namespace, capabilities or none.";
 
 /**
  * Runs handlers in child processes, for crash isolation and untrusted or foreign-language code.
@@ -68,6 +73,9 @@ export class SubprocessRuntime implements AgentRuntime {
   readonly #options: ResolvedSubprocessOptions;
   readonly #delegation: DelegationOptions;
   readonly #env: Readonly<Record<string, string>>;
+  readonly #launcher: Launcher;
+  /** Confined launchers started ahead of need, once an executable has run (namespace modes). */
+  #spares: SpareLauncher | null = null;
   readonly #entries = new Map<string, Entry>();
   #conflicts: HandlerScan["conflicts"] = new Map();
   readonly #pool: WorkerPool;
@@ -104,6 +112,7 @@ export class SubprocessRuntime implements AgentRuntime {
       delegationPolicy: o.delegationPolicy,
     };
     this.#env = Object.freeze(baseEnv(o.env.allow, o.env.set));
+    this.#launcher = resolveConfinement(o.confinement);
     const scan = this.#rescan();
     if (scan.conflicts.size > 0) {
       const [name, files] = [...scan.conflicts][0] as [string, readonly string[]];
@@ -137,6 +146,7 @@ export class SubprocessRuntime implements AgentRuntime {
         stderrTailBytes: o.stderrTailBytes,
         memoryLimitMb: o.memoryLimitMb,
         cancelGraceMs: o.cancelGraceMs,
+        launcher: this.#launcher,
         startupTimeoutMs: 15_000,
       },
     );
@@ -164,6 +174,14 @@ export class SubprocessRuntime implements AgentRuntime {
     }
     this.#conflicts = scan.conflicts;
     return scan;
+  }
+
+  /**
+   * The confinement in use: what `options.confinement` asked for, or what `"auto"` found on this
+   * machine (`"user-namespace"`, `"pid-namespace"`, `"capabilities"` or `"none"`).
+   */
+  get confinement(): ConfinementMode {
+    return this.#launcher.mode;
   }
 
   /** Names of the handlers found in `handlerDir`. */
@@ -258,6 +276,10 @@ export class SubprocessRuntime implements AgentRuntime {
         observe,
       });
     }
+    if (this.#launcher.hasInit) {
+      const limitKb = o.memoryLimitMb === undefined ? 0 : o.memoryLimitMb * 1024;
+      this.#spares ??= new SpareLauncher(this.#launcher, this.handlerDir, limitKb);
+    }
     const running = runExecutable({
       handler: name,
       file: entry.file.file,
@@ -269,11 +291,14 @@ export class SubprocessRuntime implements AgentRuntime {
       stderrTailBytes: o.stderrTailBytes,
       memoryLimitMb: o.memoryLimitMb,
       cancelGraceMs: o.cancelGraceMs,
+      launcher: this.#launcher,
+      spares: this.#spares,
       delegate,
       observe,
     });
     this.#executables.set(running, obs);
-    void running.then(() => this.#executables.delete(running));
+    // Listed until its process has exited, which may be after the result (see runExecutable).
+    void running.then(() => obs.exited).then(() => this.#executables.delete(running));
     return running;
   }
 
@@ -296,7 +321,9 @@ export class SubprocessRuntime implements AgentRuntime {
   async close(): Promise<void> {
     this.#closed = true;
     const running = [...this.#executables.keys()];
+    const exits: Promise<void>[] = [];
     for (const obs of this.#executables.values()) {
+      if (obs.exited !== undefined) exits.push(obs.exited);
       if (obs.pid !== undefined) {
         try {
           process.kill(-obs.pid, "SIGKILL");
@@ -305,7 +332,7 @@ export class SubprocessRuntime implements AgentRuntime {
         }
       }
     }
-    await Promise.all([this.#pool.close(), ...running]);
+    await Promise.all([this.#pool.close(), this.#spares?.close(), ...running, ...exits]);
   }
 }
 

@@ -1,13 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createHash } from "node:crypto";
-import { existsSync, renameSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
 import type { Readable, Writable } from "node:stream";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import type { ExecContext } from "../../context/exec-context.js";
-import { ErrorCode, NervaError } from "../../errors.js";
 import { agentResult, type AgentInput, type AgentResult } from "../../types/agent.js";
 import { FrameDecoder, encodeFrame } from "../protocol/codec.js";
 import {
@@ -18,6 +11,8 @@ import {
   type WorkerFrame,
 } from "../protocol/frames.js";
 import { errorResult } from "../results.js";
+import { STATUS_FD, parseInitReport } from "./init.js";
+import { childPids, type Launcher } from "./launcher.js";
 import {
   TailBuffer,
   describeSignal,
@@ -27,6 +22,10 @@ import {
   withStderr,
 } from "./output.js";
 import { InvocationSession } from "./session.js";
+import { setChildRef } from "./spare.js";
+import { workerEntry } from "./worker-entry-file.js";
+
+export { workerEntry };
 
 /** Settings shared by every worker of a pool. */
 export interface WorkerSettings {
@@ -37,6 +36,8 @@ export interface WorkerSettings {
   readonly stderrTailBytes: number;
   readonly memoryLimitMb: number | undefined;
   readonly cancelGraceMs: number;
+  /** How the worker is started (confinement). */
+  readonly launcher: Launcher;
   /** Milliseconds a new worker may take to send `ready`. */
   readonly startupTimeoutMs: number;
 }
@@ -56,77 +57,6 @@ export interface WorkerJob {
 }
 
 const FRAME_SLACK = 64 * 1024;
-
-let entry: { file: string; execArgv: string[] } | null = null;
-
-interface Esbuild {
-  buildSync(options: Record<string, unknown>): { outputFiles?: { contents: Uint8Array }[] };
-}
-
-/**
- * Where the worker entry script is and how to start it. Built code runs `worker-entry.js` with
- * plain node. Running from the TypeScript sources (tests, development), the entry is bundled once
- * with esbuild into a content-addressed file in the temp directory (a worker then starts as fast
- * as a built one); without esbuild it falls back to the much slower tsx loader.
- */
-export function workerEntry(): { file: string; execArgv: string[] } {
-  if (entry !== null) return entry;
-  const here = fileURLToPath(import.meta.url);
-  const dir = dirname(here);
-  if (!here.endsWith(".ts")) {
-    entry = { file: join(dir, "worker-entry.js"), execArgv: [] };
-    return entry;
-  }
-  const source = join(dir, "worker-entry.ts");
-  const require = createRequire(here);
-  let tsx: string | null;
-  try {
-    tsx = require.resolve("tsx");
-  } catch {
-    tsx = null;
-  }
-  let esbuild: Esbuild | null = null;
-  for (const from of [here, tsx]) {
-    if (from === null || esbuild !== null) continue;
-    try {
-      esbuild = createRequire(from)("esbuild") as Esbuild;
-    } catch {
-      esbuild = null;
-    }
-  }
-  if (esbuild !== null) {
-    const out = esbuild.buildSync({
-      entryPoints: [source],
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      target: "node20",
-      write: false,
-      logLevel: "silent",
-    });
-    const code = out.outputFiles?.[0]?.contents;
-    if (code !== undefined) {
-      const hash = createHash("sha256").update(code).digest("hex").slice(0, 16);
-      const file = join(tmpdir(), `nerva-worker-${hash}.mjs`);
-      if (!existsSync(file)) {
-        const partial = `${file}.${process.pid}.tmp`;
-        writeFileSync(partial, code);
-        renameSync(partial, file);
-      }
-      entry = { file, execArgv: [] };
-      return entry;
-    }
-  }
-  if (tsx === null) {
-    throw new NervaError(
-      ErrorCode.MISSING_DEPENDENCY,
-      "SubprocessRuntime is running from TypeScript sources and needs esbuild or tsx to start its workers: install one, or use the built package.",
-      { details: { package: "tsx", install: "npm install --save-dev tsx" } },
-    );
-  }
-  entry = { file: source, execArgv: ["--import", pathToFileURL(tsx).href] };
-  return entry;
-}
 
 type State = "starting" | "idle" | "busy" | "dead";
 
@@ -172,6 +102,13 @@ export class WorkerProcess {
   #readyReject!: (err: Error) => void;
   #startTimer: ReturnType<typeof setTimeout> | null = null;
   readonly #startupErr = new TailBuffer(2048);
+  /** What the namespace's init reported on its status fd (nothing without an init). */
+  #initReport = "";
+  /**
+   * Host pids of the process running the worker code and of its namespace's init (null without
+   * one), found when the worker became ready (null until then, or if /proc cannot tell).
+   */
+  #tree: { readonly worker: number; readonly init: number | null } | null = null;
   /** Called when the worker dies (whatever the reason). */
   onDeath: (() => void) | null = null;
 
@@ -188,12 +125,17 @@ export class WorkerProcess {
       this.#readyReject = reject;
     });
     this.ready.catch(() => undefined);
-    this.#child = spawn(settings.nodePath, args, {
+    const run = settings.launcher.launch(settings.nodePath, args, settings.env, 0);
+    this.#child = spawn(run.command, run.args, {
       cwd: settings.cwd,
-      env: settings.env,
+      env: run.env,
       detached: true,
-      stdio: ["ignore", "pipe", "pipe", "pipe"],
+      stdio:
+        run.handshake === null
+          ? ["ignore", "pipe", "pipe", "pipe"]
+          : ["ignore", "pipe", "pipe", "pipe", "pipe"],
     });
+    (this.#child.stdio[STATUS_FD] as Writable | undefined)?.write(run.handshake);
     this.pid = this.#child.pid;
     this.#channel = this.#child.stdio[3] as Readable & Writable;
     this.exited = new Promise<void>((resolve) => this.#child.once("exit", () => resolve()));
@@ -225,10 +167,17 @@ export class WorkerProcess {
     // A frame cut off by the end of the channel is a protocol error, not a frame to forget.
     this.#channel.on("end", () => decoder.end());
     this.#channel.on("error", () => undefined);
+    const status = s.launcher.hasInit ? (child.stdio[STATUS_FD] as Readable) : null;
+    status?.on("error", () => undefined);
+    status?.setEncoding("latin1");
+    status?.on("data", (text: string) => {
+      if (this.#initReport.length < 64) this.#initReport += text;
+    });
     child.on("exit", (code, signal) => {
       this.#exit = { code, signal };
       killGroup(this.pid);
-      if (this.#state === "starting") this.#die("exited during start-up");
+      // Under an init, how the worker ended is known once its status fd is read (at close).
+      if (this.#state === "starting" && status === null) this.#die("exited during start-up");
     });
     child.on("close", () => this.#closed());
   }
@@ -270,6 +219,7 @@ export class WorkerProcess {
       } else {
         if (this.#startTimer !== null) clearTimeout(this.#startTimer);
         this.#startTimer = null;
+        this.#tree = this.#findTree();
         this.#state = "idle";
         this.#readyResolve();
       }
@@ -318,7 +268,16 @@ export class WorkerProcess {
     if (cur === null) return;
     this.#release(cur);
     if (cur.stopping) {
-      // Stopped within the grace period after a cancel frame: the worker is fine to reuse.
+      // Stopped within the grace period after a cancel frame: the worker is fine to reuse,
+      // unless the handler left processes behind. Those must end with the cancel, and only a
+      // kill of the worker (and its namespace) reaches all of them.
+      if (this.#leftProcesses()) {
+        this.#current = null;
+        this.#doomed = true;
+        this.#die("left processes running after a cancel");
+        cur.resolve(result);
+        return;
+      }
       this.#state = "idle";
       this.#current = null;
       cur.resolve(result);
@@ -327,6 +286,26 @@ export class WorkerProcess {
     this.#state = "idle";
     this.#current = null;
     void cur.session.drain().then(() => cur.resolve(withStderr(result, cur.stderr.text())));
+  }
+
+  #findTree(): { worker: number; init: number | null } | null {
+    if (this.pid === undefined) return null;
+    if (!this.#settings.launcher.hasInit) return { worker: this.pid, init: null };
+    // launcher (this.pid) → init (PID 1 of the namespace) → the worker code (PID 2).
+    const init = childPids(this.pid)[0];
+    const worker = init === undefined ? undefined : childPids(init)[0];
+    return init === undefined || worker === undefined ? null : { worker, init };
+  }
+
+  /**
+   * Whether anything runs under the worker besides itself: its children, or orphans its
+   * namespace's init adopted. Unknown (no /proc) counts as nothing.
+   */
+  #leftProcesses(): boolean {
+    const tree = this.#tree;
+    if (tree === null) return false;
+    if (childPids(tree.worker).length > 0) return true;
+    return tree.init !== null && childPids(tree.init).some((p) => p !== tree.worker);
   }
 
   #release(cur: Current): void {
@@ -437,17 +416,7 @@ export class WorkerProcess {
 
   /** While idle, the worker does not keep the host's event loop alive. */
   setRef(ref: boolean): void {
-    const streams = [this.#child.stdio[1], this.#child.stdio[2], this.#channel] as unknown as {
-      ref?: () => void;
-      unref?: () => void;
-    }[];
-    if (ref) {
-      this.#child.ref();
-      for (const s of streams) s.ref?.();
-    } else {
-      this.#child.unref();
-      for (const s of streams) s.unref?.();
-    }
+    setChildRef(this.#child, ref);
   }
 
   #die(why: string): void {
@@ -476,7 +445,18 @@ export class WorkerProcess {
 
   /** The process and its stdio are closed: settle a job still running with the reason. */
   #closed(): void {
-    const exit = this.#exit;
+    let exit = this.#exit;
+    // Under a namespace's init, how the worker itself ended is what the init reported.
+    const report = parseInitReport(this.#initReport);
+    if (report?.kind === "signal") exit = { code: null, signal: report.signal };
+    else if (report?.kind === "exit") exit = { code: report.code, signal: null };
+    if (this.#state === "starting") {
+      this.#die(
+        report?.kind === "exec-error"
+          ? `could not be started: ${this.#settings.nodePath} (${report.code})`
+          : "exited during start-up",
+      );
+    }
     this.#die("exited");
     const cur = this.#current;
     if (cur === null) return;
