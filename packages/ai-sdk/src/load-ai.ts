@@ -29,17 +29,28 @@ export function missingAi(cause: unknown): NervaError<"MISSING_DEPENDENCY"> {
 }
 
 /**
- * Loads `ai` on first use, so that a missing peer dependency is a `NervaError`
- * MISSING_DEPENDENCY naming it instead of a module-resolution crash at import time. `load` is
- * replaceable for tests of that path.
+ * Imports `ai` with `load`, turning "package not found" into a `NervaError` MISSING_DEPENDENCY
+ * naming it (any other failure is rethrown as it is).
  */
-export async function loadAi(load: () => Promise<AiModule> = () => import("ai")): Promise<AiModule> {
-  if (loaded !== null) return loaded;
-  loading ??= load().then(
+export async function importAi(load: () => Promise<AiModule>): Promise<AiModule> {
+  try {
+    return await load();
+  } catch (err) {
+    throw isMissing(err, "ai") ? missingAi(err) : err;
+  }
+}
+
+/**
+ * Loads `ai` on first use, so that a missing peer dependency is a `NervaError`
+ * MISSING_DEPENDENCY naming it instead of a module-resolution crash at import time.
+ */
+export function loadAi(): Promise<AiModule> {
+  if (loaded !== null) return Promise.resolve(loaded);
+  loading ??= importAi(() => import("ai")).then(
     (mod) => (loaded = mod),
     (err: unknown) => {
       loading = null;
-      throw isMissing(err, "ai") ? missingAi(err) : err;
+      throw err;
     },
   );
   return loading;
