@@ -9,7 +9,12 @@ import {
 } from "../policy/types.js";
 import { errorResult, messageOf } from "../runtime/results.js";
 import type { AgentRuntime } from "../runtime/types.js";
-import { ToolStatus, type ToolManager, type ToolResult } from "../tools/types.js";
+import {
+  ToolStatus,
+  type ToolCallOptions,
+  type ToolManager,
+  type ToolResult,
+} from "../tools/types.js";
 import { agentResult, type AgentInputInit, type AgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 import type { StatsRecorder } from "./stats.js";
@@ -69,7 +74,11 @@ export function createKit(deps: KitDeps, ctx: ExecContext): AgentKit {
     ctx,
     tools: Object.freeze({
       discover: async () => (tools === null ? [] : tools.discover(ctx)),
-      call: async (name: string, args: unknown = {}): Promise<ToolResult> => {
+      call: async (
+        name: string,
+        args: unknown = {},
+        options?: ToolCallOptions,
+      ): Promise<ToolResult> => {
         const refused = await checkPolicy(
           policy,
           { checkpoint: Checkpoint.DURING_EXECUTION, kind: "tool", name, args },
@@ -91,7 +100,7 @@ export function createKit(deps: KitDeps, ctx: ExecContext): AgentKit {
             durationMs: 0,
           });
         }
-        const result = await tools.call(name, args, ctx);
+        const result = await tools.call(name, args, ctx, options);
         if (
           stats !== null &&
           result.status !== ToolStatus.NOT_FOUND &&
@@ -121,6 +130,8 @@ export function createKit(deps: KitDeps, ctx: ExecContext): AgentKit {
         return memory.store(event, ctx);
       },
     }),
+    authorize: (action: Omit<PolicyAction, "checkpoint">) =>
+      checkPolicy(policy, { ...action, checkpoint: Checkpoint.DURING_EXECUTION }, ctx),
     delegate: async (handler: string, input: AgentInputInit | string): Promise<AgentResult> => {
       const init = typeof input === "string" ? { message: input } : input;
       const refused = await checkPolicy(

@@ -55,7 +55,7 @@ export const ActionSchema = z
       Checkpoint.BEFORE_INVOKE,
       Checkpoint.DURING_EXECUTION,
     ]),
-    kind: z.enum(["agent", "tool", "delegate"]).optional(),
+    kind: z.enum(["agent", "tool", "delegate", "model"]).optional(),
     name: z.string().min(1).optional(),
     message: z.string().optional(),
     args: z.unknown().optional(),
@@ -73,7 +73,7 @@ export const ActionSchema = z
 
 type ParsedAction = z.output<typeof ActionSchema>;
 const ACTION_KEYS = new Set(["checkpoint", "kind", "name", "message", "args"]);
-const ACTION_KINDS: ReadonlySet<unknown> = new Set(["agent", "tool", "delegate"]);
+const ACTION_KINDS: ReadonlySet<unknown> = new Set(["agent", "tool", "delegate", "model"]);
 
 /**
  * A plainly valid action without a schema run; `null` sends everything else through
@@ -365,6 +365,12 @@ export class DeclarativePolicyEngine implements PolicyEngine {
   async #beforeAction(a: z.output<typeof ActionSchema>, ctx: ExecContext): Promise<PolicyDecision> {
     const cp = a.checkpoint;
     const name = a.name as string;
+    if (a.kind === "model") {
+      // A model step: permissions, rules, limits and approvals are about agents and tools; what
+      // applies to a model call is the budget.
+      const overBudget = this.#overBudget(ctx);
+      return overBudget === null ? allowDecision(cp, "within budgets") : overBudget(cp);
+    }
     const target: Target = a.kind === "tool" ? "tool" : "agent";
     const allowed =
       target === "tool" ? ctx.permissions.canUseTool(name) : ctx.permissions.canUseAgent(name);

@@ -18,6 +18,7 @@ import {
   type JsonSchema,
   type ToolInfo,
   type ToolManager,
+  type ToolCallOptions,
   type ToolResult,
 } from "./types.js";
 
@@ -245,10 +246,16 @@ export class FunctionToolManager implements ToolManager {
     return discoverAllowed(ctx, this.#tools, { manager: "function" });
   }
 
-  async call(name: string, args: unknown, ctx: ExecContext): Promise<ToolResult> {
+  async call(
+    name: string,
+    args: unknown,
+    ctx: ExecContext,
+    options?: ToolCallOptions,
+  ): Promise<ToolResult> {
     checkContext(ctx);
     const startedMs = performance.now();
     const span = ctx.startSpan("tools.call", { tool: String(name) });
+    if (options?.callId !== undefined) span.setAttribute("gen_ai.tool.call.id", options.callId);
     if (!ctx.permissions.canUseTool(name))
       return endToolSpan(span, deniedResult(name, ctx, startedMs));
     const entry = this.#tools.get(name);

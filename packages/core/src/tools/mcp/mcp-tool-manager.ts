@@ -21,6 +21,7 @@ import {
   type JsonSchema,
   type ToolInfo,
   type ToolManager,
+  type ToolCallOptions,
   type ToolResult,
 } from "../types.js";
 import { importOptional } from "../../internal/optional-dependency.js";
@@ -276,10 +277,16 @@ export class MCPToolManager implements ToolManager {
     return discoverAllowed(ctx, this.#tools, { manager: "mcp", server: this.#label });
   }
 
-  async call(name: string, args: unknown, ctx: ExecContext): Promise<ToolResult> {
+  async call(
+    name: string,
+    args: unknown,
+    ctx: ExecContext,
+    options?: ToolCallOptions,
+  ): Promise<ToolResult> {
     checkContext(ctx);
     const startedMs = performance.now();
     const span = ctx.startSpan("tools.call", { tool: String(name), server: this.#label });
+    if (options?.callId !== undefined) span.setAttribute("gen_ai.tool.call.id", options.callId);
     if (!ctx.permissions.canUseTool(name))
       return endToolSpan(span, deniedResult(name, ctx, startedMs));
     if (this.#state !== "open") {
