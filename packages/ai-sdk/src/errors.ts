@@ -10,7 +10,8 @@ export interface ModelLabel {
 
 // Secrets never reach a message, even when a provider echoes one back: API keys (sk-..., key-...)
 // and bearer tokens are masked.
-const SECRET = /\b(?:sk|pk|rk|key|sess)-[A-Za-z0-9_-]{8,}|\bBearer\s+[A-Za-z0-9._~+/=-]{8,}|\bAIza[0-9A-Za-z_-]{20,}/g;
+const SECRET =
+  /\b(?:sk|pk|rk|key|sess)-[A-Za-z0-9_-]{8,}|\bBearer\s+[A-Za-z0-9._~+/=-]{8,}|\bAIza[0-9A-Za-z_-]{20,}/g;
 
 /** `text` with anything that looks like a key masked, cut to `max` characters. */
 export function safeText(text: string, max = 200): string {

@@ -22,9 +22,12 @@ const prices = new PriceTable({
   "openai/gpt-4o-mini": { input: 0.15, output: 0.6, cachedInput: 0.075 },
 });
 const compatible = () =>
-  createOpenAICompatible({ name: "fake", baseURL: server.url, apiKey: "sk-test-key-123456789", includeUsage: true }).chatModel(
-    "gpt-4o-mini",
-  );
+  createOpenAICompatible({
+    name: "fake",
+    baseURL: server.url,
+    apiKey: "sk-test-key-123456789",
+    includeUsage: true,
+  }).chatModel("gpt-4o-mini");
 const openaiChat = () =>
   createOpenAI({ baseURL: server.url, apiKey: "sk-test-key-123456789" }).chat("gpt-4o-mini");
 
@@ -48,15 +51,28 @@ describe.each([
   ["@ai-sdk/openai .chat()", openaiChat, "openai"],
 ])("through %s", (_name, make, provider) => {
   it("generates text and charges the reported usage at the table's price", async () => {
-    server.enqueue({ text: "Oslo is in Norway.", usage: { promptTokens: 1000, completionTokens: 200, cachedTokens: 400 } });
+    server.enqueue({
+      text: "Oslo is in Norway.",
+      usage: { promptTokens: 1000, completionTokens: 200, cachedTokens: 400 },
+    });
     const model = createModel(make(), { prices });
     const ctx = ExecContext.create();
     const { text, usage } = await model.generate(ctx, { prompt: "Where is Oslo?" });
     expect(text).toBe("Oslo is in Norway.");
-    expect(usage).toMatchObject({ inputTokens: 1000, outputTokens: 200, cachedInputTokens: 400, estimated: false });
+    expect(usage).toMatchObject({
+      inputTokens: 1000,
+      outputTokens: 200,
+      cachedInputTokens: 400,
+      estimated: false,
+    });
     const cost = (600 * 0.15 + 400 * 0.075 + 200 * 0.6) / 1e6;
     expect(usage.costUsd).toBeCloseTo(cost, 12);
-    expect(ctx.tokenUsage).toEqual({ promptTokens: 1000, completionTokens: 200, totalTokens: 1200, costUsd: usage.costUsd });
+    expect(ctx.tokenUsage).toEqual({
+      promptTokens: 1000,
+      completionTokens: 200,
+      totalTokens: 1200,
+      costUsd: usage.costUsd,
+    });
     const chat = ctx.spans.find((s) => s.name === "chat")!;
     expect(chat.attributes).toMatchObject({
       "gen_ai.provider.name": provider,
@@ -75,7 +91,9 @@ describe.each([
     server.enqueue({ chunks, usage: { promptTokens: 12, completionTokens: 8 } });
     const { chunks: got, sink } = collector();
     const ctx = ExecContext.create({ stream: sink });
-    const { text, usage } = await createModel(make(), { prices }).stream(ctx, { prompt: "A story" });
+    const { text, usage } = await createModel(make(), { prices }).stream(ctx, {
+      prompt: "A story",
+    });
     expect(got).toEqual(chunks);
     expect(text).toBe(chunks.join(""));
     expect(usage).toMatchObject({ inputTokens: 12, outputTokens: 8, estimated: false });
@@ -124,7 +142,9 @@ describe.each([
     const before = server.requests.length;
     const ctx = ExecContext.create({ timeoutSeconds: 2 });
     const started = performance.now();
-    const err = await rejection(createModel(make(), { retry: { maxRetries: 3 } }).generate(ctx, { prompt: "hi" }));
+    const err = await rejection(
+      createModel(make(), { retry: { maxRetries: 3 } }).generate(ctx, { prompt: "hi" }),
+    );
     expect(performance.now() - started).toBeLessThan(1000);
     expect(err.code).toBe("RATE_LIMITED");
     expect(err.details["retryAfterSeconds"]).toBe(5);
@@ -144,7 +164,9 @@ describe.each([
     );
     const before = server.requests.length;
     const ctx = ExecContext.create({ timeoutSeconds: 10 });
-    const model = createModel(make(), { retry: { maxRetries: 3, initialDelayMs: 10, maxDelayMs: 20 } });
+    const model = createModel(make(), {
+      retry: { maxRetries: 3, initialDelayMs: 10, maxDelayMs: 20 },
+    });
     const { text } = await model.generate(ctx, { prompt: "hi" });
     expect(text).toBe("finally");
     expect(server.requests.length - before).toBe(3);
@@ -153,15 +175,24 @@ describe.each([
     expect(retries[0]!.attributes["delay_ms"]).toBe(30);
     const spans = ctx.spans.filter((s) => s.name === "chat");
     expect(spans.map((s) => s.status)).toEqual(["error", "error", "ok"]);
-    expect(spans.map((s) => s.attributes["http.response.status_code"])).toEqual([429, 500, undefined]);
+    expect(spans.map((s) => s.attributes["http.response.status_code"])).toEqual([
+      429,
+      500,
+      undefined,
+    ]);
     expect(ctx.tokenUsage.promptTokens).toBe(3);
   });
 
   it("a stream is retried before its first chunk", async () => {
-    server.enqueue({ status: 503 }, { chunks: ["a", "b"], usage: { promptTokens: 1, completionTokens: 1 } });
+    server.enqueue(
+      { status: 503 },
+      { chunks: ["a", "b"], usage: { promptTokens: 1, completionTokens: 1 } },
+    );
     const { chunks, sink } = collector();
     const ctx = ExecContext.create({ stream: sink });
-    await createModel(make(), { retry: { initialDelayMs: 5, maxDelayMs: 5 } }).stream(ctx, { prompt: "x" });
+    await createModel(make(), { retry: { initialDelayMs: 5, maxDelayMs: 5 } }).stream(ctx, {
+      prompt: "x",
+    });
     expect(chunks).toEqual(["a", "b"]);
     expect(ctx.events.filter((e) => e.name === "llm.retry")).toHaveLength(1);
   });
@@ -170,7 +201,10 @@ describe.each([
     server.enqueue({ status: 500 }, { status: 502 });
     const ctx = ExecContext.create();
     const err = await rejection(
-      createModel(make(), { retry: { maxRetries: 1, initialDelayMs: 1, maxDelayMs: 1 } }).generate(ctx, { prompt: "x" }),
+      createModel(make(), { retry: { maxRetries: 1, initialDelayMs: 1, maxDelayMs: 1 } }).generate(
+        ctx,
+        { prompt: "x" },
+      ),
     );
     expect(err.code).toBe("INTERNAL");
     expect(err.message).toMatch(new RegExp(`${provider}/gpt-4o-mini.*HTTP 502`));
@@ -181,7 +215,9 @@ describe.each([
 describe("usage never disappears", () => {
   it("a stream without a usage chunk is charged an estimate", async () => {
     const model = createModel(
-      createOpenAICompatible({ name: "fake", baseURL: server.url, includeUsage: false }).chatModel("gpt-4o-mini"),
+      createOpenAICompatible({ name: "fake", baseURL: server.url, includeUsage: false }).chatModel(
+        "gpt-4o-mini",
+      ),
     );
     server.enqueue({ text: "abcdefgh", usage: { promptTokens: 99, completionTokens: 99 } });
     const ctx = ExecContext.create();
@@ -213,9 +249,12 @@ describe("errors", () => {
     const dead = await FakeOpenAIServer.start();
     const url = dead.url;
     await dead.close();
-    const model = createModel(createOpenAICompatible({ name: "fake", baseURL: url }).chatModel("m"), {
-      retry: { maxRetries: 1, initialDelayMs: 1, maxDelayMs: 1 },
-    });
+    const model = createModel(
+      createOpenAICompatible({ name: "fake", baseURL: url }).chatModel("m"),
+      {
+        retry: { maxRetries: 1, initialDelayMs: 1, maxDelayMs: 1 },
+      },
+    );
     const ctx = ExecContext.create();
     const err = await rejection(model.generate(ctx, { prompt: "x" }));
     expect(isNervaError(err, "INTERNAL")).toBe(true);

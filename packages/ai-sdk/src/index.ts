@@ -7,3 +7,11 @@ export type { ModelUsage } from "./usage.js";
 
 // Prices
 export { PriceTable, type ModelPrice, type PricedUsage } from "./prices.js";
+
+// Agents and tools
+export { modelAgent, type ModelAgentOptions } from "./agent.js";
+export { providerNames, toolsFor, type ToolFailure, type ToolSource } from "./tools.js";
+
+// Router and responder
+export { llmClassify, type LlmClassifyOptions } from "./classify.js";
+export { ModelResponder, type ModelResponderOptions } from "./responder.js";

@@ -44,7 +44,10 @@ async function afterFailure(
   }
   const failure = failureOf(err);
   if (failure.status !== undefined) span.setAttribute("http.response.status_code", failure.status);
-  span.setAttribute("error.type", failure.status === undefined ? errorName(err) : String(failure.status));
+  span.setAttribute(
+    "error.type",
+    failure.status === undefined ? errorName(err) : String(failure.status),
+  );
   span.end("error", safeText(err instanceof Error ? err.message : String(err)));
   if (!failure.retryable || attempt >= settings.retry.maxRetries) {
     const reported = callError(err, settings.label);

@@ -17,13 +17,21 @@ const usage = (
   output: number | undefined,
   extra: { cacheRead?: number; cacheWrite?: number; reasoning?: number } = {},
 ): LanguageModelV3Usage => ({
-  inputTokens: { total: input, noCache: undefined, cacheRead: extra.cacheRead, cacheWrite: extra.cacheWrite },
+  inputTokens: {
+    total: input,
+    noCache: undefined,
+    cacheRead: extra.cacheRead,
+    cacheWrite: extra.cacheWrite,
+  },
   outputTokens: { total: output, text: undefined, reasoning: extra.reasoning },
 });
 
 const stop = { unified: "stop", raw: "stop" } as const;
 
-function textResult(text: string, u: LanguageModelV3Usage = usage(10, 5)): LanguageModelV3GenerateResult {
+function textResult(
+  text: string,
+  u: LanguageModelV3Usage = usage(10, 5),
+): LanguageModelV3GenerateResult {
   return {
     content: [{ type: "text", text }],
     finishReason: stop,
@@ -48,13 +56,25 @@ function streamOf(deltas: string[], u: LanguageModelV3Usage | null = usage(7, de
 const mock = (options: ConstructorParameters<typeof MockLanguageModelV3>[0] = {}) =>
   new MockLanguageModelV3({ provider: "openai.chat", modelId: "gpt-4o-mini", ...options });
 
-const prices = new PriceTable({ "openai/gpt-4o-mini": { input: 0.15, output: 0.6, cachedInput: 0.075, cacheWrite: 0.3 } });
+const prices = new PriceTable({
+  "openai/gpt-4o-mini": { input: 0.15, output: 0.6, cachedInput: 0.075, cacheWrite: 0.3 },
+});
 
 describe("generate", () => {
   it("returns the text and maps V3 usage: cached input, cache writes, reasoning as output", async () => {
-    const m = mock({ doGenerate: textResult("Hi!", usage(1000, 300, { cacheRead: 600, cacheWrite: 100, reasoning: 120 })) });
+    const m = mock({
+      doGenerate: textResult(
+        "Hi!",
+        usage(1000, 300, { cacheRead: 600, cacheWrite: 100, reasoning: 120 }),
+      ),
+    });
     const ctx = ExecContext.create();
-    const { text, usage: u, steps, finishReason } = await createModel(m, { prices }).generate(ctx, { prompt: "Hello" });
+    const {
+      text,
+      usage: u,
+      steps,
+      finishReason,
+    } = await createModel(m, { prices }).generate(ctx, { prompt: "Hello" });
     expect(text).toBe("Hi!");
     expect(steps).toHaveLength(1);
     expect(finishReason).toBe("stop");
@@ -68,7 +88,12 @@ describe("generate", () => {
       costUsd: (300 * 0.15 + 600 * 0.075 + 100 * 0.3 + 300 * 0.6) / 1e6,
       estimated: false,
     });
-    expect(ctx.tokenUsage).toEqual({ promptTokens: 1000, completionTokens: 300, totalTokens: 1300, costUsd: u.costUsd });
+    expect(ctx.tokenUsage).toEqual({
+      promptTokens: 1000,
+      completionTokens: 300,
+      totalTokens: 1300,
+      costUsd: u.costUsd,
+    });
     const span = ctx.spans[0]!;
     expect(span.name).toBe("chat");
     expect(span.attributes).toMatchObject({
@@ -101,7 +126,13 @@ describe("generate", () => {
       stopSequences: ["END"],
     });
     const call = m.doGenerateCalls[0]!;
-    expect(call).toMatchObject({ temperature: 0.2, maxOutputTokens: 50, topP: 0.9, seed: 7, stopSequences: ["END"] });
+    expect(call).toMatchObject({
+      temperature: 0.2,
+      maxOutputTokens: 50,
+      topP: 0.9,
+      seed: 7,
+      stopSequences: ["END"],
+    });
     expect(call.prompt[0]).toEqual({ role: "system", content: "Be brief." });
     expect(ctx.spans[0]!.attributes).toMatchObject({
       "gen_ai.request.temperature": 0.2,
@@ -114,7 +145,9 @@ describe("generate", () => {
 
   it("records prompts and outputs on the span only with recordContent", async () => {
     const ctx = ExecContext.create();
-    await createModel(mock({ doGenerate: textResult("secret answer") }), { recordContent: true }).generate(ctx, {
+    await createModel(mock({ doGenerate: textResult("secret answer") }), {
+      recordContent: true,
+    }).generate(ctx, {
       prompt: "secret question",
     });
     expect(String(ctx.spans[0]!.attributes["gen_ai.input.messages"])).toContain("secret question");
@@ -123,10 +156,9 @@ describe("generate", () => {
 
   it("estimates usage (characters / 4) when the provider reports none", async () => {
     const ctx = ExecContext.create();
-    const { usage: u } = await createModel(mock({ doGenerate: textResult("12345678", usage(undefined, undefined)) })).generate(
-      ctx,
-      { prompt: "abcdefghijkl" },
-    );
+    const { usage: u } = await createModel(
+      mock({ doGenerate: textResult("12345678", usage(undefined, undefined)) }),
+    ).generate(ctx, { prompt: "abcdefghijkl" });
     expect(u).toMatchObject({ inputTokens: 3, outputTokens: 2, estimated: true });
     expect(ctx.spans[0]!.attributes["nerva.usage.estimated"]).toBe(true);
     expect(ctx.tokenUsage.totalTokens).toBe(5);
@@ -134,7 +166,10 @@ describe("generate", () => {
 
   it("nests the chat span under the handler's runtime.invoke span", async () => {
     const model = createModel(mock({ doGenerate: textResult("hello") }));
-    const runtime = new InProcessRuntime().register("agent", async (input, ctx) => (await model.generate(ctx, { prompt: input.message })).text);
+    const runtime = new InProcessRuntime().register(
+      "agent",
+      async (input, ctx) => (await model.generate(ctx, { prompt: input.message })).text,
+    );
     const ctx = ExecContext.create();
     const result = await runtime.invoke("agent", { message: "hi" }, ctx);
     expect(result.output).toBe("hello");
@@ -187,7 +222,9 @@ describe("stream", () => {
         },
       },
     });
-    const { text } = await createModel(mock({ doStream: streamOf(deltas) })).stream(ctx, { prompt: "x" });
+    const { text } = await createModel(mock({ doStream: streamOf(deltas) })).stream(ctx, {
+      prompt: "x",
+    });
     expect(got).toEqual(deltas);
     expect(maxInFlight).toBe(1);
     expect(text).toBe("The quick brown fox");
@@ -206,10 +243,13 @@ describe("stream", () => {
     const run = async (reasoning: boolean) => {
       const got: string[] = [];
       const ctx = ExecContext.create({ stream: { push: (c) => void got.push(c) } });
-      await createModel(mock({ doStream: { stream: convertArrayToReadableStream(parts) } })).stream(ctx, {
-        prompt: "x",
-        reasoning,
-      });
+      await createModel(mock({ doStream: { stream: convertArrayToReadableStream(parts) } })).stream(
+        ctx,
+        {
+          prompt: "x",
+          reasoning,
+        },
+      );
       return got;
     };
     expect(await run(false)).toEqual(["answer"]);
@@ -222,7 +262,10 @@ describe("structured output", () => {
 
   it("returns the parsed object", async () => {
     const m = mock({ doGenerate: textResult('{"city":"Oslo","country":"Norway"}') });
-    const { object } = await createModel(m).generate(ExecContext.create(), { prompt: "Capital of Norway?", output: City });
+    const { object } = await createModel(m).generate(ExecContext.create(), {
+      prompt: "Capital of Norway?",
+      output: City,
+    });
     expect(object).toEqual({ city: "Oslo", country: "Norway" });
     expect(m.doGenerateCalls[0]!.responseFormat).toMatchObject({ type: "json" });
   });
@@ -241,14 +284,24 @@ describe("structured output", () => {
 
 describe("prices", () => {
   it("prices input, cached input, cache writes and output per 1M tokens", () => {
-    const table = new PriceTable({ "anthropic/claude": { input: 3, output: 15, cachedInput: 0.3, cacheWrite: 3.75 } });
+    const table = new PriceTable({
+      "anthropic/claude": { input: 3, output: 15, cachedInput: 0.3, cacheWrite: 3.75 },
+    });
     expect(
-      table.cost("anthropic/claude", { inputTokens: 10_000, cachedInputTokens: 6_000, cacheWriteTokens: 2_000, outputTokens: 1_000 }),
+      table.cost("anthropic/claude", {
+        inputTokens: 10_000,
+        cachedInputTokens: 6_000,
+        cacheWriteTokens: 2_000,
+        outputTokens: 1_000,
+      }),
     ).toBeCloseTo((2_000 * 3 + 6_000 * 0.3 + 2_000 * 3.75 + 1_000 * 15) / 1e6, 12);
-    expect(new PriceTable({ "a/b": { input: 2, output: 4 } }).cost("a/b", { inputTokens: 10, cachedInputTokens: 5, outputTokens: 1 })).toBeCloseTo(
-      (10 * 2 + 4) / 1e6,
-      12,
-    );
+    expect(
+      new PriceTable({ "a/b": { input: 2, output: 4 } }).cost("a/b", {
+        inputTokens: 10,
+        cachedInputTokens: 5,
+        outputTokens: 1,
+      }),
+    ).toBeCloseTo((10 * 2 + 4) / 1e6, 12);
   });
 
   it("an unknown model costs 0, is flagged on the span and reported once per request", async () => {
@@ -260,22 +313,26 @@ describe("prices", () => {
     await model.generate(ctx, { prompt: "b" });
     expect(ctx.tokenUsage.costUsd).toBe(0);
     expect(ctx.spans.every((s) => s.attributes["nerva.cost_unknown"] === true)).toBe(true);
-    expect(ctx.events.filter((e) => e.name === "llm.price_unknown").map((e) => e.attributes["model"])).toEqual([
-      "openai/gpt-4o-mini",
-    ]);
+    expect(
+      ctx.events.filter((e) => e.name === "llm.price_unknown").map((e) => e.attributes["model"]),
+    ).toEqual(["openai/gpt-4o-mini"]);
   });
 
   it('unknownPrice: "throw" refuses a model without a price', () => {
-    expect(() => createModel(mock(), { prices: new PriceTable({}), unknownPrice: "throw" })).toThrow(
-      /no price for "openai\/gpt-4o-mini"/,
-    );
+    expect(() =>
+      createModel(mock(), { prices: new PriceTable({}), unknownPrice: "throw" }),
+    ).toThrow(/no price for "openai\/gpt-4o-mini"/);
     expect(() => createModel(mock(), { prices, unknownPrice: "throw" })).not.toThrow();
   });
 
   it("rejects bad tables and unknown lookups with the field and the fix", () => {
     expect(() => new PriceTable({ "gpt-4o": { input: 1, output: 1 } })).toThrow(/provider\/model/);
-    expect(() => new PriceTable({ "a/b": { input: -1, output: 1 } })).toThrow(/prices\.a\/b\.input/);
-    expect(() => prices.cost("x/y", { inputTokens: 1, outputTokens: 1 })).toThrow(/no price for "x\/y"/);
+    expect(() => new PriceTable({ "a/b": { input: -1, output: 1 } })).toThrow(
+      /prices\.a\/b\.input/,
+    );
+    expect(() => prices.cost("x/y", { inputTokens: 1, outputTokens: 1 })).toThrow(
+      /no price for "x\/y"/,
+    );
   });
 });
 
@@ -288,10 +345,14 @@ describe("options and models", () => {
 
   it("refuses what is not a model, bad options and bad call options", async () => {
     expect(() => createModel({} as never)).toThrow(/LanguageModel/);
-    expect(() => createModel(mock(), { retry: { maxRetries: -1 } })).toThrow(/options\.retry\.maxRetries/);
+    expect(() => createModel(mock(), { retry: { maxRetries: -1 } })).toThrow(
+      /options\.retry\.maxRetries/,
+    );
     expect(() => createModel(mock(), { nope: 1 } as never)).toThrow(/INVALID|Unrecognized|options/);
     const model = createModel(mock({ doGenerate: textResult("x") }));
-    await expect(model.generate(ExecContext.create(), {} as never)).rejects.toThrow(/prompt or messages/);
+    await expect(model.generate(ExecContext.create(), {} as never)).rejects.toThrow(
+      /prompt or messages/,
+    );
     await expect(model.generate({} as never, { prompt: "x" })).rejects.toThrow(/ExecContext/);
   });
 
@@ -299,7 +360,9 @@ describe("options and models", () => {
     const m = mock({ doGenerate: textResult("x") });
     const ctx = ExecContext.create();
     ctx.cancel("gone");
-    await expect(createModel(m).generate(ctx, { prompt: "x" })).rejects.toMatchObject({ code: "CANCELLED" });
+    await expect(createModel(m).generate(ctx, { prompt: "x" })).rejects.toMatchObject({
+      code: "CANCELLED",
+    });
     expect(m.doGenerateCalls).toHaveLength(0);
   });
 

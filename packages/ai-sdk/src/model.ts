@@ -49,7 +49,11 @@ function badModel(message: string): NervaError {
 }
 
 /** Wraps `model` with `middleware`; a V2 model goes through the SDK's own V3 adapter (and its warning). */
-function wrap(ai: AiModule, model: ModelObject, middleware: LanguageModelV3Middleware): LanguageModelV3 {
+function wrap(
+  ai: AiModule,
+  model: ModelObject,
+  middleware: LanguageModelV3Middleware,
+): LanguageModelV3 {
   if (model.specificationVersion === "v3") return ai.wrapLanguageModel({ model, middleware });
   const provider = { languageModel: () => model } as unknown as ProviderV2;
   return ai
@@ -76,8 +80,9 @@ class BoundModel implements NervaModel {
 
   #object(ai: AiModule): ModelObject {
     if (this.#resolved !== null) return this.#resolved;
-    const global = (globalThis as { AI_SDK_DEFAULT_PROVIDER?: { languageModel(id: string): ModelObject } })
-      .AI_SDK_DEFAULT_PROVIDER;
+    const global = (
+      globalThis as { AI_SDK_DEFAULT_PROVIDER?: { languageModel(id: string): ModelObject } }
+    ).AI_SDK_DEFAULT_PROVIDER;
     this.#resolved = (global ?? ai.gateway).languageModel(this.model as string) as ModelObject;
     return this.#resolved;
   }
@@ -90,7 +95,11 @@ class BoundModel implements NervaModel {
     return this.#call(ctx, options, true) as Promise<ModelResult<never>>;
   }
 
-  async #call(ctx: ExecContext, options: CallOptions, streaming: boolean): Promise<ModelResult<unknown>> {
+  async #call(
+    ctx: ExecContext,
+    options: CallOptions,
+    streaming: boolean,
+  ): Promise<ModelResult<unknown>> {
     if (!isExecContext(ctx)) {
       throw new NervaError(
         ErrorCode.INVALID_INPUT,
@@ -98,7 +107,13 @@ class BoundModel implements NervaModel {
         { issues: [{ path: "ctx", message: "must be an ExecContext" }] },
       );
     }
-    const o = parseOptions(CallOptionsSchema, options, "options", CALL_OPTIONS_FIX, ErrorCode.INVALID_INPUT);
+    const o = parseOptions(
+      CallOptionsSchema,
+      options,
+      "options",
+      CALL_OPTIONS_FIX,
+      ErrorCode.INVALID_INPUT,
+    );
     const ai = aiIfLoaded() ?? (await loadAi());
     const scope = new CallScope(ctx);
     const state = new CallState(ctx, scope.signal, this.#settings, o.beforeStep);

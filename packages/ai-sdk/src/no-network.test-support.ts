@@ -42,7 +42,9 @@ if (proto[GUARDED] !== true) {
       const where = `${target.host}:${String(target.port)}`;
       violations.push(where);
       process.nextTick(() =>
-        this.destroy(new Error(`Network access to ${where} is not allowed in tests (loopback only).`)),
+        this.destroy(
+          new Error(`Network access to ${where} is not allowed in tests (loopback only).`),
+        ),
       );
       return this;
     }

@@ -5,10 +5,23 @@ import { isLoopback, takeViolations } from "./no-network.test-support.js";
 
 describe("the test guard against network access", () => {
   it("knows loopback from the rest", () => {
-    for (const host of ["127.0.0.1", "127.8.9.10", "::1", "localhost", "::ffff:127.0.0.1", undefined]) {
+    for (const host of [
+      "127.0.0.1",
+      "127.8.9.10",
+      "::1",
+      "localhost",
+      "::ffff:127.0.0.1",
+      undefined,
+    ]) {
       expect(isLoopback(host), String(host)).toBe(true);
     }
-    for (const host of ["10.0.0.1", "192.0.2.1", "api.openai.com", "::ffff:10.0.0.1", "2001:db8::1"]) {
+    for (const host of [
+      "10.0.0.1",
+      "192.0.2.1",
+      "api.openai.com",
+      "::ffff:10.0.0.1",
+      "2001:db8::1",
+    ]) {
       expect(isLoopback(host), host).toBe(false);
     }
   });

@@ -56,7 +56,8 @@ export const ModelOptionsSchema = z
   .object({
     prices: z
       .custom<object>(
-        (v) => typeof v === "object" && v !== null && isFn((v as { costOrNull?: unknown }).costOrNull),
+        (v) =>
+          typeof v === "object" && v !== null && isFn((v as { costOrNull?: unknown }).costOrNull),
         "must be a PriceTable",
       )
       .optional(),

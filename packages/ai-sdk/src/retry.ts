@@ -58,7 +58,8 @@ export function failureOf(err: unknown): CallFailure {
   }
   // fetch's own network failures, when a provider lets them through unwrapped.
   const retryable =
-    err instanceof TypeError && /fetch failed|network|socket|ECONN|EPIPE|terminated/i.test(err.message);
+    err instanceof TypeError &&
+    /fetch failed|network|socket|ECONN|EPIPE|terminated/i.test(err.message);
   return { status: undefined, retryable, retryAfterMs: undefined };
 }
 

@@ -85,7 +85,9 @@ export function observeStream(
         finishReason = part.finishReason;
         return;
       case "error":
-        streamError = safeText(part.error instanceof Error ? part.error.message : String(part.error));
+        streamError = safeText(
+          part.error instanceof Error ? part.error.message : String(part.error),
+        );
         return;
       default:
         return;

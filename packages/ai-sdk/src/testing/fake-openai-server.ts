@@ -50,8 +50,6 @@ export interface FakeRequest {
 
 type Responder = (request: FakeRequest) => FakeReply;
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 function lastUserText(body: Record<string, unknown>): string {
   const messages = Array.isArray(body["messages"]) ? (body["messages"] as unknown[]) : [];
   for (let i = messages.length - 1; i >= 0; i--) {
@@ -59,7 +57,9 @@ function lastUserText(body: Record<string, unknown>): string {
     if (m.role === "user") {
       if (typeof m.content === "string") return m.content;
       if (Array.isArray(m.content)) {
-        return m.content.map((p: { text?: unknown }) => (typeof p.text === "string" ? p.text : "")).join("");
+        return m.content
+          .map((p: { text?: unknown }) => (typeof p.text === "string" ? p.text : ""))
+          .join("");
       }
     }
   }
@@ -76,7 +76,10 @@ function usageJson(u: NonNullable<FakeReply["usage"]>): Record<string, unknown> 
   };
 }
 
-function defaultUsage(body: Record<string, unknown>, text: string): NonNullable<FakeReply["usage"]> {
+function defaultUsage(
+  body: Record<string, unknown>,
+  text: string,
+): NonNullable<FakeReply["usage"]> {
   return {
     promptTokens: Math.ceil(JSON.stringify(body["messages"] ?? []).length / 4),
     completionTokens: Math.ceil(text.length / 4),
@@ -109,8 +112,7 @@ export class FakeOpenAIServer {
   #url = "";
 
   private constructor(respond: Responder | undefined) {
-    this.#respond =
-      respond ?? ((req) => ({ text: `You said: ${lastUserText(req.body)}` }));
+    this.#respond = respond ?? ((req) => ({ text: `You said: ${lastUserText(req.body)}` }));
     this.#server = createServer((req, res) => void this.#handle(req, res));
     this.#server.keepAliveTimeout = 1000;
   }
@@ -152,7 +154,11 @@ export class FakeOpenAIServer {
     for await (const chunk of req) raw.push(chunk as Buffer);
     if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
       res.writeHead(404, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: { message: `No route ${req.method} ${req.url}`, type: "not_found" } }));
+      res.end(
+        JSON.stringify({
+          error: { message: `No route ${req.method} ${req.url}`, type: "not_found" },
+        }),
+      );
       return;
     }
     let body: Record<string, unknown>;
@@ -160,7 +166,9 @@ export class FakeOpenAIServer {
       body = JSON.parse(Buffer.concat(raw).toString("utf8")) as Record<string, unknown>;
     } catch {
       res.writeHead(400, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: { message: "Body is not JSON", type: "invalid_request_error" } }));
+      res.end(
+        JSON.stringify({ error: { message: "Body is not JSON", type: "invalid_request_error" } }),
+      );
       return;
     }
     let ended = false;
@@ -186,7 +194,11 @@ export class FakeOpenAIServer {
     if (ended) return;
     if (reply.status !== undefined && reply.status >= 400) {
       res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers });
-      res.end(JSON.stringify({ error: { message: `Fake error ${reply.status}`, type: "fake_error", code: reply.status } }));
+      res.end(
+        JSON.stringify({
+          error: { message: `Fake error ${reply.status}`, type: "fake_error", code: reply.status },
+        }),
+      );
       return;
     }
     if (request.stream) await this.#sse(request, reply, res, () => ended);
@@ -243,7 +255,7 @@ export class FakeOpenAIServer {
     isEnded: () => boolean,
   ): Promise<void> {
     const text = reply.text ?? "";
-    const chunks = reply.chunks ?? (text === "" ? [] : text.match(/\S+\s*|\s+/g) ?? []);
+    const chunks = reply.chunks ?? (text === "" ? [] : (text.match(/\S+\s*|\s+/g) ?? []));
     const model = reply.model ?? String(request.body["model"] ?? "fake");
     const created = Math.floor(Date.now() / 1000);
     const event = (choices: unknown[], extra: Record<string, unknown> = {}): string =>
@@ -262,7 +274,11 @@ export class FakeOpenAIServer {
       if (!res.write(data)) await new Promise((r) => res.once("drain", r));
       return !isEnded();
     };
-    if (!(await write(event([{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }])))) {
+    if (
+      !(await write(
+        event([{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }]),
+      ))
+    ) {
       return;
     }
     for (let i = 0; i < chunks.length; i++) {
@@ -274,8 +290,14 @@ export class FakeOpenAIServer {
     for (let i = 0; i < calls.length; i++) {
       const c = calls[i]!;
       const args = typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments);
-      const head = { index: i, id: c.id ?? `call_${i + 1}`, type: "function", function: { name: c.name, arguments: "" } };
-      if (!(await write(event([{ index: 0, delta: { tool_calls: [head] }, finish_reason: null }])))) return;
+      const head = {
+        index: i,
+        id: c.id ?? `call_${i + 1}`,
+        type: "function",
+        function: { name: c.name, arguments: "" },
+      };
+      if (!(await write(event([{ index: 0, delta: { tool_calls: [head] }, finish_reason: null }]))))
+        return;
       const half = Math.ceil(args.length / 2);
       for (const part of [args.slice(0, half), args.slice(half)]) {
         if (part === "") continue;
@@ -285,7 +307,8 @@ export class FakeOpenAIServer {
     }
     const finish = reply.finishReason ?? (calls.length > 0 ? "tool_calls" : "stop");
     if (!(await write(event([{ index: 0, delta: {}, finish_reason: finish }])))) return;
-    const usage = reply.usage === undefined ? defaultUsage(request.body, chunks.join("")) : reply.usage;
+    const usage =
+      reply.usage === undefined ? defaultUsage(request.body, chunks.join("")) : reply.usage;
     if (request.includeUsage && usage !== null) {
       if (!(await write(event([], { usage: usageJson(usage) })))) return;
     }
