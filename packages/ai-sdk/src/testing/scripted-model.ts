@@ -71,7 +71,8 @@ function chars(prompt: LanguageModelV3Prompt): number {
   let n = 0;
   for (const m of prompt) {
     if (typeof m.content === "string") n += m.content.length;
-    else for (const p of m.content) n += p.type === "text" ? p.text.length : JSON.stringify(p).length;
+    else
+      for (const p of m.content) n += p.type === "text" ? p.text.length : JSON.stringify(p).length;
   }
   return n;
 }
@@ -130,22 +131,35 @@ export function scriptedModel(options: ScriptedModelOptions = {}): LanguageModel
         ];
       }
       if (rule.reply !== undefined) {
-        return [{ type: "text", text: typeof rule.reply === "string" ? rule.reply : rule.reply(message) }];
+        return [
+          { type: "text", text: typeof rule.reply === "string" ? rule.reply : rule.reply(message) },
+        ];
       }
     }
     return [{ type: "text", text: fallback(message) }];
   };
 
-  const generate = async (params: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> => {
+  const generate = async (
+    params: LanguageModelV3CallOptions,
+  ): Promise<LanguageModelV3GenerateResult> => {
     const content = answer(params);
-    const out = content.reduce((n, c) => n + (c.type === "text" ? c.text.length : c.type === "tool-call" ? c.input.length : 0), 0);
+    const out = content.reduce(
+      (n, c) =>
+        n + (c.type === "text" ? c.text.length : c.type === "tool-call" ? c.input.length : 0),
+      0,
+    );
     const toolCall = content.some((c) => c.type === "tool-call");
     return {
       content,
-      finishReason: toolCall ? { unified: "tool-calls", raw: "tool_calls" } : { unified: "stop", raw: "stop" },
+      finishReason: toolCall
+        ? { unified: "tool-calls", raw: "tool_calls" }
+        : { unified: "stop", raw: "stop" },
       usage: usageOf(chars(params.prompt), out),
       warnings: [],
-      response: { id: `scripted-${params.prompt.length}`, modelId: options.modelId ?? "scripted-1" },
+      response: {
+        id: `scripted-${params.prompt.length}`,
+        modelId: options.modelId ?? "scripted-1",
+      },
     };
   };
 
@@ -162,7 +176,8 @@ export function scriptedModel(options: ScriptedModelOptions = {}): LanguageModel
       for (const c of result.content) {
         if (c.type === "text") {
           parts.push({ type: "text-start", id: "t" });
-          for (const word of c.text.match(/\S+\s*|\s+/g) ?? []) parts.push({ type: "text-delta", id: "t", delta: word });
+          for (const word of c.text.match(/\S+\s*|\s+/g) ?? [])
+            parts.push({ type: "text-delta", id: "t", delta: word });
           parts.push({ type: "text-end", id: "t" });
         } else if (c.type === "tool-call") {
           parts.push(c);
