@@ -16,6 +16,7 @@ import {
   CallOptionsSchema,
   MODEL_OPTIONS_FIX,
   ModelOptionsSchema,
+  isPlainCall,
   parseOptions,
 } from "./options.js";
 import type { PriceTable } from "./prices.js";
@@ -107,22 +108,24 @@ class BoundModel implements NervaModel {
         { issues: [{ path: "ctx", message: "must be an ExecContext" }] },
       );
     }
-    const o = parseOptions(
-      CallOptionsSchema,
-      options,
-      "options",
-      CALL_OPTIONS_FIX,
-      ErrorCode.INVALID_INPUT,
-    );
+    if (!isPlainCall(options)) {
+      parseOptions(
+        CallOptionsSchema,
+        options,
+        "options",
+        CALL_OPTIONS_FIX,
+        ErrorCode.INVALID_INPUT,
+      );
+    }
     const ai = aiIfLoaded() ?? (await loadAi());
     const scope = new CallScope(ctx);
-    const state = new CallState(ctx, scope.signal, this.#settings, o.beforeStep);
+    const state = new CallState(ctx, scope.signal, this.#settings, options.beforeStep);
     const label = this.#settings.label;
     try {
       if (scope.signal.aborted) throw scope.signal.reason;
       const model = wrap(ai, this.#object(ai), chatMiddleware(state));
       const run = streaming ? runStream : runGenerate;
-      return await run(ai, model, options as CallOptions, state);
+      return await run(ai, model, options, state);
     } catch (err) {
       if (scope.signal.aborted && isNervaError(scope.signal.reason)) throw scope.signal.reason;
       if (state.fatal !== undefined) throw state.fatal;

@@ -120,3 +120,52 @@ export const CallOptionsSchema = z
 
 export const CALL_OPTIONS_FIX =
   "Pass { system?, prompt: string } or { system?, messages: [{ role, content }] }, plus optional tools, maxSteps (1-100), output (a zod schema) and sampling settings.";
+
+const FAST_KEYS: ReadonlySet<string> = new Set([
+  "prompt",
+  "system",
+  "tools",
+  "maxSteps",
+  "maxOutputTokens",
+  "temperature",
+  "beforeStep",
+]);
+
+/**
+ * True for the common shape of call options — a string prompt, an optional string system,
+ * tools, maxSteps, beforeStep, temperature, maxOutputTokens, all of the right type — which then
+ * skip the schema (it costs more than the rest of the adapter's bookkeeping). Anything else goes
+ * through {@link CallOptionsSchema}, which also writes the errors.
+ */
+export function isPlainCall(o: unknown): boolean {
+  if (typeof o !== "object" || o === null) return false;
+  const c = o as Record<string, unknown>;
+  for (const k in c) {
+    const v = c[k];
+    if (v === undefined && FAST_KEYS.has(k)) continue;
+    switch (k) {
+      case "prompt":
+      case "system":
+        if (typeof v !== "string") return false;
+        break;
+      case "tools":
+        if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
+        break;
+      case "maxSteps":
+        if (!Number.isInteger(v) || (v as number) < 1 || (v as number) > 100) return false;
+        break;
+      case "maxOutputTokens":
+        if (!Number.isInteger(v) || (v as number) < 1) return false;
+        break;
+      case "temperature":
+        if (typeof v !== "number" || !Number.isFinite(v)) return false;
+        break;
+      case "beforeStep":
+        if (typeof v !== "function") return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  return typeof c["prompt"] === "string";
+}

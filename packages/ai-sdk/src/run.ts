@@ -51,31 +51,12 @@ export async function runGenerate(
   };
 }
 
-/** A promise that rejects with the signal's reason when it aborts, and its cleanup. */
-function abortPromise(signal: AbortSignal): { promise: Promise<never>; release: () => void } {
-  let onAbort: (() => void) | null = null;
-  const promise = new Promise<never>((_, reject) => {
-    if (signal.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-  promise.catch(() => undefined);
-  return {
-    promise,
-    release: () => {
-      if (onAbort !== null) signal.removeEventListener("abort", onAbort);
-    },
-  };
-}
-
 /**
  * One `streamText` call. Text deltas are pushed to `ctx.stream` in order, each push awaited
  * (the sink's backpressure paces the model's stream, which is pulled, not buffered); reasoning
- * only with `reasoning: true`; nothing with structured `output` (its deltas are JSON). Every
- * wait also ends when the call's signal aborts.
+ * only with `reasoning: true`; nothing with structured `output` (its deltas are JSON). The call
+ * settles the moment its signal aborts, even if a push or a tool never returns; nothing is
+ * pushed after that.
  */
 export async function runStream(
   ai: AiModule,
@@ -85,43 +66,60 @@ export async function runStream(
 ): Promise<ModelResult<unknown>> {
   const sink = o.output === undefined ? state.ctx.stream : null;
   const reasoning = o.reasoning === true;
-  const aborted = abortPromise(state.signal);
+  const signal = state.signal;
+  // What the result needs, taken from onFinish: the result's own `text`/`steps` getters each
+  // tee and re-read the whole stream.
+  let finished: { text: string; steps: ModelResult["steps"]; finishReason: string } | null = null;
   const result = ai.streamText({
     ...sdkOptions(ai, model, o, state),
-    // Errors surface from this loop; the SDK's default handler would also log them.
+    // Errors surface from the loop below; the SDK's default handler would also log them.
     onError: () => undefined,
+    onFinish: (event) => {
+      finished = { text: event.text, steps: event.steps, finishReason: event.finishReason };
+    },
   });
   const parts = result.fullStream[Symbol.asyncIterator]();
-  let finished = false;
-  try {
+  let over = false;
+  const pump = async (): Promise<ModelResult<unknown>> => {
     for (;;) {
-      const next = await Promise.race([parts.next(), aborted.promise]);
+      const next = await parts.next();
       if (next.done === true) break;
+      if (over) return Promise.reject(signal.reason);
       const part = next.value;
       if (part.type === "text-delta" || (reasoning && part.type === "reasoning-delta")) {
         if (sink !== null && part.text !== "") {
           const pushed = sink.push(part.text);
-          if (pushed !== undefined) await Promise.race([pushed, aborted.promise]);
+          if (pushed !== undefined) await pushed;
         }
       } else if (part.type === "error") {
         throw part.error;
       } else if (part.type === "abort") {
-        throw state.signal.reason ?? new Error("The model stream was aborted.");
+        throw signal.reason ?? new Error("The model stream was aborted.");
       }
     }
-    finished = true;
-    const [text, steps, finishReason, object] = await Promise.race([
-      Promise.all([
-        result.text,
-        result.steps,
-        result.finishReason,
-        o.output === undefined ? undefined : result.output,
-      ]),
-      aborted.promise,
-    ]);
-    return { text, object, usage: usageOf(state.totals), steps, finishReason };
-  } finally {
-    aborted.release();
-    if (!finished) void parts.return?.().catch(() => undefined);
+    const object = o.output === undefined ? undefined : await result.output;
+    // The loop ends after onFinish ran (the SDK calls it before it closes the stream).
+    const end = finished as {
+      text: string;
+      steps: ModelResult["steps"];
+      finishReason: string;
+    } | null;
+    if (end === null) throw new Error("The model stream ended without a result.");
+    return {
+      text: end.text,
+      object,
+      usage: usageOf(state.totals),
+      steps: end.steps,
+      finishReason: end.finishReason,
+    };
+  };
+  try {
+    // One race for the whole call, not one per part: the loop's waits (the next part, a push)
+    // all end with it.
+    return await raceSignal(pump(), signal);
+  } catch (err) {
+    over = true;
+    void parts.return?.().catch(() => undefined);
+    throw err;
   }
 }
