@@ -49,7 +49,8 @@ function pair(server) {
       ctx.dispose();
       return n;
     },
-    bareGenerate: async () => (await generateText({ model: raw, prompt: "Say hi", maxRetries: 0 })).text,
+    bareGenerate: async () =>
+      (await generateText({ model: raw, prompt: "Say hi", maxRetries: 0 })).text,
     nervaGenerate: async () => {
       const ctx = ExecContext.create();
       const { text } = await model.generate(ctx, { prompt: "Say hi" });
