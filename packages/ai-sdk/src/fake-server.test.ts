@@ -101,6 +101,7 @@ describe.each([
     const chat = ctx.spans.find((s) => s.name === "chat")!;
     expect(chat.attributes["gen_ai.request.stream"]).toBe(true);
     expect(chat.attributes["gen_ai.response.time_to_first_chunk"]).toBeGreaterThan(0);
+    expect(getEventListeners(ctx.signal, "abort")).toHaveLength(0); // nothing left behind
   });
 
   it("cancel mid-stream: the server sees the socket close and the call settles, each within 100 ms, with the estimate charged", async () => {

@@ -23,7 +23,13 @@ import type { PriceTable } from "./prices.js";
 import { runGenerate, runStream } from "./run.js";
 import type { CallOptions, ModelOptions, ModelResult, NervaModel } from "./types.js";
 
-/** `openai.chat` → `openai`: the provider as OpenTelemetry's `gen_ai.provider.name` and prices name it. */
+/**
+ * `openai.chat` → `openai`: the provider as OpenTelemetry's `gen_ai.provider.name` and price
+ * keys name it.
+ *
+ * @example
+ * normaliseProvider("anthropic.messages"); // "anthropic"
+ */
 export function normaliseProvider(provider: string): string {
   const dot = provider.indexOf(".");
   return (dot === -1 ? provider : provider.slice(0, dot)).toLowerCase();

@@ -58,6 +58,18 @@ describe("@nerva/ai-sdk package entry", () => {
     expect(out.trim()).toBe("function function");
   });
 
+  it("publishes no tests, test support or fixtures", () => {
+    const out = execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], {
+      cwd: pkg,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    const files = (JSON.parse(out) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
+    expect(files).toContain("dist/index.js");
+    expect(files).toContain("dist/testing/index.js");
+    expect(files.filter((f) => /\.test\.|\.test-support\.|\/fixtures\//.test(f))).toEqual([]);
+  });
+
   it("without the `ai` package, a call is MISSING_DEPENDENCY naming it (importing still works)", () => {
     // An app with @nerva/ai-sdk, @nerva/core and zod installed, but not `ai`.
     const app = mkdtempSync(join(tmpdir(), "nerva-ai-sdk-"));

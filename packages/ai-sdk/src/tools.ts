@@ -12,10 +12,20 @@ import {
 import type { ToolSet } from "ai";
 import { loadAi } from "./load-ai.js";
 
-/** What tools come from: a handler's kit (policy, permissions, registry stats) or a manager. */
+/**
+ * What tools come from: a handler's kit (policy, permissions, registry stats) or a manager.
+ *
+ * @example
+ * const source: ToolSource = kit; // or new FunctionToolManager({ tools: [...] })
+ */
 export type ToolSource = AgentKit | ToolManager;
 
-/** What a tool answers the model when it did not succeed. */
+/**
+ * What a tool answers the model when it did not succeed.
+ *
+ * @example
+ * const denied: ToolFailure = { status: "permission_denied", error: "POLICY_DENIED: Only staff may refund." };
+ */
 export interface ToolFailure {
   readonly status: string;
   readonly error: string;

@@ -35,7 +35,13 @@ export interface FakeReply {
   readonly hangAfterChunks?: number;
 }
 
-/** One request the fake server received. */
+/**
+ * One request the fake server received.
+ *
+ * @example
+ * const request = await server.nextRequest();
+ * const { early } = await request.closed; // true: the client hung up mid-answer
+ */
 export interface FakeRequest {
   readonly body: Record<string, unknown>;
   readonly headers: IncomingMessage["headers"];

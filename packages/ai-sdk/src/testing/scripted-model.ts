@@ -42,7 +42,12 @@ export interface ScriptedModelOptions {
   readonly chunkDelayMs?: number;
 }
 
-/** The default rules: flight questions search flights (the example apps' tool). */
+/**
+ * The default rules: flight questions search flights (the example apps' tool).
+ *
+ * @example
+ * const model = scriptedModel({ rules: [...FLIGHT_RULES, { when: /hello/i, reply: "Hi!" }] });
+ */
 export const FLIGHT_RULES: readonly ScriptRule[] = Object.freeze([
   {
     when: /\b(flights?|fly|plane)\b/i,
