@@ -239,6 +239,29 @@ describe("usage never disappears", () => {
   });
 });
 
+describe("cancellation of a generate call", () => {
+  it("ctx.cancel() while the provider thinks: CANCELLED within 100 ms, the socket closed, the prompt charged", async () => {
+    server.enqueue({ text: "late", delayMs: 3_000 });
+    const ctx = ExecContext.create();
+    const arrived = server.nextRequest();
+    const call = createModel(compatible()).generate(ctx, { prompt: "x".repeat(40) });
+    const request = await arrived;
+    const cancelledAt = performance.now();
+    ctx.cancel("the user left");
+    const err = await rejection(call);
+    expect(err.code).toBe("CANCELLED");
+    expect(performance.now() - cancelledAt).toBeLessThan(100);
+    const closed = await request.closed;
+    expect(closed.early).toBe(true);
+    expect(closed.at - cancelledAt).toBeLessThan(100);
+    expect(ctx.tokenUsage.promptTokens).toBe(10);
+    expect(ctx.spans.find((s) => s.name === "chat")!.attributes["nerva.usage.estimated"]).toBe(
+      true,
+    );
+    expect(getEventListeners(ctx.signal, "abort")).toHaveLength(0);
+  });
+});
+
 describe("errors", () => {
   it("a string model id is refused unless allowGateway", () => {
     expect(() => createModel("openai/gpt-4o-mini")).toThrow(/allowGateway/);
