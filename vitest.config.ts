@@ -20,5 +20,12 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 60_000,
     pool: "forks",
+    server: {
+      deps: {
+        // eventsource-parser (under the AI SDK) also publishes its TypeScript sources under a
+        // "source" export condition; inlined, Vite compiles them instead of Node failing on .ts.
+        inline: [/\/node_modules\/(ai|@ai-sdk\/[^/]+|eventsource-parser)\//],
+      },
+    },
   },
 });

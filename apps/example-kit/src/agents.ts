@@ -7,20 +7,26 @@ import {
   defineTool,
 } from "@nerva/core";
 import { z } from "zod";
+import type { NervaModel } from "@nerva/ai-sdk";
+import { registerConcierge } from "./concierge.js";
 
 /**
  * The demo's agents, all in-process with embedded defaults (no external services):
  * - `flight_agent` ("flight", "fly") calls the `search_flights` tool;
  * - `memory_agent` ("remember", "earlier") reads this session's earlier turns from memory;
  * - `story_agent` ("story") streams its answer word by word, and stops when the client leaves;
- * - `echo_agent` takes everything else.
+ * - `echo_agent` takes everything else, or, with `options.concierge` (a model, see
+ *   `exampleModel()`), `concierge_agent` does and `echo_agent` answers messages with "echo".
  *
  * @example
  * const { orchestrator, close } = createOrchestrator();
  * const answer = await orchestrator.handle("Find me a flight to Lisbon", ExecContext.create({ userId: "alice" }));
  * await close();
  */
-export function createOrchestrator(): { orchestrator: Orchestrator; close(): Promise<void> } {
+export function createOrchestrator(options: { concierge?: NervaModel } = {}): {
+  orchestrator: Orchestrator;
+  close(): Promise<void>;
+} {
   const runtime = new InProcessRuntime({ timeoutSeconds: 30 });
   const memory = new TieredMemory();
   const tools = new FunctionToolManager().register(
@@ -37,8 +43,9 @@ export function createOrchestrator(): { orchestrator: Orchestrator; close(): Pro
         { handler: "flight_agent", keywords: ["flight", "fly"] },
         { handler: "memory_agent", keywords: ["remember", "earlier"] },
         { handler: "story_agent", keywords: ["story"] },
+        ...(options.concierge === undefined ? [] : [{ handler: "echo_agent", keywords: ["echo"] }]),
       ],
-      defaultHandler: "echo_agent",
+      defaultHandler: options.concierge === undefined ? "echo_agent" : "concierge_agent",
     }),
     runtime,
     tools,
@@ -79,6 +86,8 @@ export function createOrchestrator(): { orchestrator: Orchestrator; close(): Pro
     "echo_agent",
     async (input, ctx) => `${ctx.userId ?? "stranger"}, you said: ${input.message}`,
   );
+
+  if (options.concierge !== undefined) registerConcierge(orchestrator, runtime, options.concierge);
 
   return {
     orchestrator,

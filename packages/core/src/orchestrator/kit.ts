@@ -4,7 +4,7 @@ import type { Memory } from "../memory/types.js";
 import { askPolicy } from "../policy/check.js";
 import { Checkpoint, type PolicyAction, type PolicyDecision } from "../policy/types.js";
 import { errorResult, messageOf } from "../runtime/results.js";
-import { ToolStatus, type ToolResult } from "../tools/types.js";
+import { ToolStatus, type ToolCallOptions, type ToolResult } from "../tools/types.js";
 import { agentResult, type AgentInputInit, type AgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 import type { Wiring } from "./options.js";
@@ -46,7 +46,11 @@ export function createKit(deps: KitDeps, ctx: ExecContext): AgentKit {
     ctx,
     tools: Object.freeze({
       discover: async () => (tools === null ? [] : discoverStage(tools, ctx)),
-      call: async (name: string, args: unknown = {}): Promise<ToolResult> => {
+      call: async (
+        name: string,
+        args: unknown = {},
+        options?: ToolCallOptions,
+      ): Promise<ToolResult> => {
         const refused = await refusalOf(
           deps,
           { checkpoint: Checkpoint.DURING_EXECUTION, kind: "tool", name, args },
@@ -68,7 +72,7 @@ export function createKit(deps: KitDeps, ctx: ExecContext): AgentKit {
             durationMs: 0,
           });
         }
-        const result = await callToolStage(tools, name, args, ctx);
+        const result = await callToolStage(tools, name, args, ctx, options);
         if (
           stats !== null &&
           result.status !== ToolStatus.NOT_FOUND &&
@@ -98,6 +102,8 @@ export function createKit(deps: KitDeps, ctx: ExecContext): AgentKit {
         return storeStage(memory, event, ctx);
       },
     }),
+    authorize: async (action: Omit<PolicyAction, "checkpoint">) =>
+      refusalOf(deps, { ...action, checkpoint: Checkpoint.DURING_EXECUTION }, ctx),
     delegate: async (handler: string, input: AgentInputInit | string): Promise<AgentResult> => {
       const init = typeof input === "string" ? { message: input } : input;
       const refused = await refusalOf(

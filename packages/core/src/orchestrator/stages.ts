@@ -12,7 +12,13 @@ import type { Channel, FormattedResponse } from "../responder/types.js";
 import type { RouteResult } from "../router/types.js";
 import type { Attributes } from "../types/trace.js";
 import { messageOf } from "../runtime/results.js";
-import { ToolStatus, type ToolInfo, type ToolManager, type ToolResult } from "../tools/types.js";
+import {
+  ToolStatus,
+  type ToolCallOptions,
+  type ToolInfo,
+  type ToolManager,
+  type ToolResult,
+} from "../tools/types.js";
 import type { AgentResult } from "../types/agent.js";
 
 // The orchestrator, not each implementation, opens the span of every stage it calls: a user's
@@ -148,11 +154,14 @@ export async function callToolStage(
   name: string,
   args: unknown,
   ctx: ExecContext,
+  options?: ToolCallOptions,
 ): Promise<ToolResult> {
   const span = ctx.startSpan("tools.call", { tool: String(name) });
+  // A model's id for this call (OpenTelemetry's gen_ai.tool.call.id), when a model asked for it.
+  if (options?.callId !== undefined) span.setAttribute("gen_ai.tool.call.id", options.callId);
   const scoped = ctx.fork({ span });
   try {
-    const result = await tools.call(name, args, scoped);
+    const result = await tools.call(name, args, scoped, options);
     const status = result?.status;
     span.setAttribute("status", String(status));
     if (status === ToolStatus.SUCCESS) span.end("ok");

@@ -7,12 +7,12 @@ import type {
   MemoryRecall,
 } from "../memory/types.js";
 import type { Middleware, OrchestratorResponse } from "../middleware/types.js";
-import type { PolicyEngine } from "../policy/types.js";
+import type { PolicyAction, PolicyDecision, PolicyEngine } from "../policy/types.js";
 import type { Registry } from "../registry/types.js";
 import type { Channel, Responder } from "../responder/types.js";
 import type { Router } from "../router/types.js";
 import type { AgentRuntime, HandlerReturn } from "../runtime/types.js";
-import type { ToolInfo, ToolManager, ToolResult } from "../tools/types.js";
+import type { ToolCallOptions, ToolInfo, ToolManager, ToolResult } from "../tools/types.js";
 import type { AgentInput, AgentInputInit, AgentResult } from "../types/agent.js";
 
 /**
@@ -81,8 +81,11 @@ export interface AgentKit {
   readonly tools: {
     /** Tools this context may use (empty without a tool manager). */
     discover(): Promise<readonly ToolInfo[]>;
-    /** A refused call resolves `permission_denied` with the policy's code in `error`; it never runs. */
-    call(name: string, args?: unknown): Promise<ToolResult>;
+    /**
+     * A refused call resolves `permission_denied` with the policy's code in `error`; it never
+     * runs. `options.callId` (a model's tool call id) is recorded on the tool's span.
+     */
+    call(name: string, args?: unknown, options?: ToolCallOptions): Promise<ToolResult>;
   };
   readonly memory: {
     /** Throws NervaError INVALID_OPTIONS when the orchestrator has no memory. */
@@ -91,6 +94,16 @@ export interface AgentKit {
   };
   /** `runtime.delegate` after a policy check; a refusal is an ERROR result naming the code. */
   delegate(handler: string, input: AgentInputInit | string): Promise<AgentResult>;
+  /**
+   * Asks the policy about an action at the `during_execution` checkpoint (e.g. kind `model`
+   * before each model step, so that an exhausted budget stops the loop). Resolves `null` when
+   * allowed, else the refusal (`deny` or `pending`); a policy that throws refuses.
+   *
+   * @example
+   * const refused = await kit.authorize({ kind: "model", name: "openai/gpt-4o-mini" });
+   * if (refused !== null) throw decisionError(refused);
+   */
+  authorize(action: Omit<PolicyAction, "checkpoint">): Promise<PolicyDecision | null>;
 }
 
 /**

@@ -10,7 +10,7 @@ export const ActionSchema = z
       Checkpoint.BEFORE_INVOKE,
       Checkpoint.DURING_EXECUTION,
     ]),
-    kind: z.enum(["agent", "tool", "delegate"]).optional(),
+    kind: z.enum(["agent", "tool", "delegate", "model"]).optional(),
     name: z.string().min(1).optional(),
     message: z.string().optional(),
     args: z.unknown().optional(),
@@ -30,7 +30,7 @@ export const ActionSchema = z
 export type ParsedAction = z.output<typeof ActionSchema>;
 
 const ACTION_KEYS = new Set(["checkpoint", "kind", "name", "message", "args"]);
-const ACTION_KINDS: ReadonlySet<unknown> = new Set(["agent", "tool", "delegate"]);
+const ACTION_KINDS: ReadonlySet<unknown> = new Set(["agent", "tool", "delegate", "model"]);
 
 /**
  * A plainly valid action without a schema run; `null` sends everything else through

@@ -224,6 +224,11 @@ export class DeclarativePolicyEngine implements PolicyEngine {
   async #beforeAction(a: ParsedAction, ctx: ExecContext): Promise<PolicyDecision> {
     const cp = a.checkpoint;
     const name = a.name as string;
+    if (a.kind === "model") {
+      // A model step: permissions, rules, limits and approvals are about agents and tools; what
+      // applies to a model call is the budget.
+      return this.#budgets.check(ctx, cp) ?? allowDecision(cp, "within budgets");
+    }
     const target: Target = a.kind === "tool" ? "tool" : "agent";
     const rule = this.#rules.check(target, name, ctx, cp);
     if (rule !== null && typeof rule === "object") return rule;

@@ -20,14 +20,16 @@ export type Checkpoint = (typeof Checkpoint)[keyof typeof Checkpoint];
 
 /**
  * What is being attempted. `before_route` needs `message`; the others need `kind` and `name`
- * (`message` for agents and delegations, `args` for tools).
+ * (`message` for agents and delegations, `args` for tools). Kind `model` is a model step of a
+ * handler (`name` is the model, e.g. `openai/gpt-4o-mini`), asked during execution so that a
+ * budget exhausted by earlier steps stops the next one.
  *
  * @example
  * const action: PolicyAction = { checkpoint: "during_execution", kind: "tool", name: "refund", args: { amount: 30 } };
  */
 export interface PolicyAction {
   readonly checkpoint: Checkpoint;
-  readonly kind?: "agent" | "tool" | "delegate";
+  readonly kind?: "agent" | "tool" | "delegate" | "model";
   readonly name?: string;
   readonly message?: string;
   readonly args?: unknown;

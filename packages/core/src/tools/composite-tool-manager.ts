@@ -3,7 +3,13 @@ import { ErrorCode, NervaError } from "../errors.js";
 import { checkContext } from "../runtime/guard.js";
 import { messageOf } from "../runtime/results.js";
 import { deniedResult, notFoundResult, toolResult } from "./results.js";
-import { ToolStatus, type ToolInfo, type ToolManager, type ToolResult } from "./types.js";
+import {
+  ToolStatus,
+  type ToolCallOptions,
+  type ToolInfo,
+  type ToolManager,
+  type ToolResult,
+} from "./types.js";
 
 const isManager = (v: unknown): v is ToolManager =>
   typeof v === "object" &&
@@ -106,11 +112,16 @@ export class CompositeToolManager implements ToolManager {
    * Routes the call to the one manager that provides `name`. Permission checks, unknown and
    * ambiguous names are answered here.
    */
-  async call(name: string, args: unknown, ctx: ExecContext): Promise<ToolResult> {
+  async call(
+    name: string,
+    args: unknown,
+    ctx: ExecContext,
+    options?: ToolCallOptions,
+  ): Promise<ToolResult> {
     checkContext(ctx);
     const owners = this.#managers.filter((m) => m.toolNames().includes(name));
     if (owners.length === 1 && ctx.permissions.canUseTool(name)) {
-      return owners[0]!.call(name, args, ctx);
+      return owners[0]!.call(name, args, ctx, options);
     }
     const startedMs = performance.now();
     if (!ctx.permissions.canUseTool(name)) return deniedResult(name, ctx, startedMs);

@@ -17,6 +17,7 @@ import {
   type JsonSchema,
   type ToolInfo,
   type ToolManager,
+  type ToolCallOptions,
   type ToolResult,
 } from "./types.js";
 
@@ -245,7 +246,12 @@ export class FunctionToolManager implements ToolManager {
     return discoverAllowed(ctx, this.#tools);
   }
 
-  async call(name: string, args: unknown, ctx: ExecContext): Promise<ToolResult> {
+  async call(
+    name: string,
+    args: unknown,
+    ctx: ExecContext,
+    _options?: ToolCallOptions,
+  ): Promise<ToolResult> {
     checkContext(ctx);
     const startedMs = performance.now();
     if (!ctx.permissions.canUseTool(name)) return deniedResult(name, ctx, startedMs);

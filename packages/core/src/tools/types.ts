@@ -57,6 +57,18 @@ export interface ToolResult {
 }
 
 /**
+ * Per-call options of {@link ToolManager.call}. `callId` is the id a model gave this tool call;
+ * it is recorded on the call's span as `gen_ai.tool.call.id`, tying the tool run to the model
+ * step that asked for it.
+ *
+ * @example
+ * await tools.call("search_flights", { to: "OSL" }, ctx, { callId: "call_abc123" });
+ */
+export interface ToolCallOptions {
+  readonly callId?: string;
+}
+
+/**
  * Lists and runs tools. Every implementation:
  * - `discover` returns only tools `ctx.permissions.canUseTool(name)` allows;
  * - `call` never rejects for a tool failure: it resolves a {@link ToolResult} with a status, checks
@@ -79,7 +91,12 @@ export interface ToolResult {
  */
 export interface ToolManager {
   discover(ctx: ExecContext): Promise<readonly ToolInfo[]>;
-  call(name: string, args: unknown, ctx: ExecContext): Promise<ToolResult>;
+  call(
+    name: string,
+    args: unknown,
+    ctx: ExecContext,
+    options?: ToolCallOptions,
+  ): Promise<ToolResult>;
   toolNames(): readonly string[];
   close(): Promise<void>;
 }

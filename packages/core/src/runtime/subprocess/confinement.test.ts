@@ -37,7 +37,9 @@ function offers(mode: ConfinementMode): boolean {
       throw err;
     }
     // CI runs on a machine that offers every mode (root, user namespaces on): nothing may skip there.
-    if (process.env["CI"] === "true") throw new Error(`CI cannot test ${mode}: ${err.message}`);
+    if (process.env["CI"] === "true") {
+      throw new Error(`CI cannot test ${mode}: ${err.message}`, { cause: err });
+    }
     console.warn(`Skipping the ${mode} tests: ${err.message}`);
     return false;
   }

@@ -21,6 +21,7 @@ import {
   type JsonSchema,
   type ToolInfo,
   type ToolManager,
+  type ToolCallOptions,
   type ToolResult,
 } from "../types.js";
 import { importOptional } from "../../internal/optional-dependency.js";
@@ -279,7 +280,12 @@ export class MCPToolManager implements ToolManager {
     return discoverAllowed(ctx, this.#tools);
   }
 
-  async call(name: string, args: unknown, ctx: ExecContext): Promise<ToolResult> {
+  async call(
+    name: string,
+    args: unknown,
+    ctx: ExecContext,
+    options?: ToolCallOptions,
+  ): Promise<ToolResult> {
     checkContext(ctx);
     const startedMs = performance.now();
     if (!ctx.permissions.canUseTool(name)) return deniedResult(name, ctx, startedMs);
@@ -308,6 +314,7 @@ export class MCPToolManager implements ToolManager {
     // The remote round trip, in a child span of its own naming the server (the caller opened
     // `tools.call`); progress notifications become events under it.
     const span = ctx.startSpan("mcp.call", { server: this.#label, tool: tool.serverName });
+    if (options?.callId !== undefined) span.setAttribute("gen_ai.tool.call.id", options.callId);
     const outcome = await runWithDeadline(ctx, span, this.#timeoutSeconds, async (scoped) => {
       this.#inFlight.add(scoped);
       // Our own progress tokens (see #onProgress): the SDK's onprogress option drops a progress

@@ -1,0 +1,171 @@
+import { z } from "zod";
+import { ErrorCode, NervaError, type ErrorCode as Code } from "@nerva/core";
+
+/**
+ * A NervaError (INVALID_OPTIONS by default) listing each bad field of `error` under `label`,
+ * followed by `fix` — the same message shape as `@nerva/core`'s option errors.
+ */
+export function invalidOptions(
+  error: z.ZodError,
+  label: string,
+  fix: string,
+  code: Code = ErrorCode.INVALID_OPTIONS,
+): NervaError {
+  const issues = error.issues.map((issue) => ({
+    path: [label, ...issue.path.map(String)].join("."),
+    message: issue.message.replace(/^Invalid input: /, ""),
+  }));
+  const detail = issues.map((i) => `${i.path}: ${i.message}`).join("; ");
+  return new NervaError(code, `Invalid ${label}: ${detail}. ${fix}`, { cause: error, issues });
+}
+
+/** Validates `value` with `schema`, throwing {@link invalidOptions} on failure. */
+export function parseOptions<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  label: string,
+  fix: string,
+  code: Code = ErrorCode.INVALID_OPTIONS,
+): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  throw invalidOptions(parsed.error, label, fix, code);
+}
+
+const ms = z.number().finite().nonnegative();
+
+export const RetrySchema = z
+  .object({
+    maxRetries: z.number().int().min(0).max(20).default(2),
+    initialDelayMs: ms.default(500),
+    maxDelayMs: ms.default(10_000),
+    maxRetryAfterMs: ms.default(60_000),
+  })
+  .strict()
+  .refine((r) => r.maxDelayMs >= r.initialDelayMs, {
+    path: ["maxDelayMs"],
+    message: "must be >= initialDelayMs",
+  });
+
+/** Retry settings after defaults. */
+export type RetrySettings = z.output<typeof RetrySchema>;
+
+const isFn = (v: unknown): boolean => typeof v === "function";
+
+export const ModelOptionsSchema = z
+  .object({
+    prices: z
+      .custom<object>(
+        (v) =>
+          typeof v === "object" && v !== null && isFn((v as { costOrNull?: unknown }).costOrNull),
+        "must be a PriceTable",
+      )
+      .optional(),
+    unknownPrice: z.enum(["zero", "throw"]).default("zero"),
+    retry: RetrySchema.default({
+      maxRetries: 2,
+      initialDelayMs: 500,
+      maxDelayMs: 10_000,
+      maxRetryAfterMs: 60_000,
+    }),
+    recordContent: z.boolean().default(false),
+    allowGateway: z.boolean().default(false),
+    random: z.custom<() => number>(isFn, "must be a function").optional(),
+  })
+  .strict();
+
+export const MODEL_OPTIONS_FIX =
+  'Pass { prices?: PriceTable, unknownPrice?: "zero" | "throw", retry?: { maxRetries, initialDelayMs, maxDelayMs, maxRetryAfterMs }, recordContent?: boolean, allowGateway?: boolean }.';
+
+const messageSchema = z.custom<object>(
+  (v) => typeof v === "object" && v !== null && typeof (v as { role?: unknown }).role === "string",
+  "must be a message { role, content }",
+);
+
+export const CallOptionsSchema = z
+  .object({
+    system: z.string().optional(),
+    prompt: z.string().optional(),
+    messages: z.array(messageSchema).optional(),
+    tools: z.record(z.string(), z.unknown()).optional(),
+    toolChoice: z.unknown().optional(),
+    maxSteps: z.number().int().min(1).max(100).optional(),
+    output: z
+      .custom<z.ZodType>(
+        (v) =>
+          typeof v === "object" &&
+          v !== null &&
+          "_zod" in v &&
+          isFn((v as { safeParse?: unknown }).safeParse),
+        "must be a zod 4 schema, e.g. z.object({ city: z.string() })",
+      )
+      .optional(),
+    temperature: z.number().finite().optional(),
+    maxOutputTokens: z.number().int().positive().optional(),
+    topP: z.number().finite().optional(),
+    topK: z.number().finite().optional(),
+    presencePenalty: z.number().finite().optional(),
+    frequencyPenalty: z.number().finite().optional(),
+    stopSequences: z.array(z.string()).optional(),
+    seed: z.number().int().optional(),
+    providerOptions: z.record(z.string(), z.unknown()).optional(),
+    reasoning: z.boolean().optional(),
+    beforeStep: z.custom<() => unknown>(isFn, "must be a function").optional(),
+  })
+  .strict()
+  .refine((o) => (o.prompt === undefined) !== (o.messages === undefined), {
+    path: ["prompt"],
+    message: "pass exactly one of prompt or messages",
+  });
+
+export const CALL_OPTIONS_FIX =
+  "Pass { system?, prompt: string } or { system?, messages: [{ role, content }] }, plus optional tools, maxSteps (1-100), output (a zod schema) and sampling settings.";
+
+const FAST_KEYS: ReadonlySet<string> = new Set([
+  "prompt",
+  "system",
+  "tools",
+  "maxSteps",
+  "maxOutputTokens",
+  "temperature",
+  "beforeStep",
+]);
+
+/**
+ * True for the common shape of call options — a string prompt, an optional string system,
+ * tools, maxSteps, beforeStep, temperature, maxOutputTokens, all of the right type — which then
+ * skip the schema (it costs more than the rest of the adapter's bookkeeping). Anything else goes
+ * through {@link CallOptionsSchema}, which also writes the errors.
+ */
+export function isPlainCall(o: unknown): boolean {
+  if (typeof o !== "object" || o === null) return false;
+  const c = o as Record<string, unknown>;
+  for (const k in c) {
+    const v = c[k];
+    if (v === undefined && FAST_KEYS.has(k)) continue;
+    switch (k) {
+      case "prompt":
+      case "system":
+        if (typeof v !== "string") return false;
+        break;
+      case "tools":
+        if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
+        break;
+      case "maxSteps":
+        if (!Number.isInteger(v) || (v as number) < 1 || (v as number) > 100) return false;
+        break;
+      case "maxOutputTokens":
+        if (!Number.isInteger(v) || (v as number) < 1) return false;
+        break;
+      case "temperature":
+        if (typeof v !== "number" || !Number.isFinite(v)) return false;
+        break;
+      case "beforeStep":
+        if (typeof v !== "function") return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  return typeof c["prompt"] === "string";
+}
