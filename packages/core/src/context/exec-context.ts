@@ -18,6 +18,8 @@ import {
 } from "../types/usage.js";
 import { newRequestId, newTraceId, parseTraceparent } from "./ids.js";
 import { ContextKey, type LocalSlots } from "./local.js";
+import type { RunContext } from "../runs/run-context.js";
+import { kRunContext } from "../runs/run-context-key.js";
 import { Span, nowMs, spanParentId, type SpanParent } from "./span.js";
 
 /**
@@ -922,5 +924,10 @@ export class ExecContext {
     visit(this.agentName);
     for (let c = this.#parent; c !== null; c = c.#parent) visit(c.agentName);
     return path;
+  }
+
+  /** The durable run this request executes in, or null. */
+  get run(): RunContext | null {
+    return this.local(kRunContext) ?? null;
   }
 }

@@ -13,9 +13,11 @@ import { AgentStatus } from "../types/status.js";
  * | UNAUTHENTICATED | 401 (`WWW-Authenticate: Bearer`) |
  * | PERMISSION_DENIED, POLICY_DENIED | 403 |
  * | NOT_FOUND | 404 |
+ * | INVALID_STATE | 409 |
  * | RATE_LIMITED, BUDGET_EXCEEDED | 429 (`Retry-After` from `details.retryAfterSeconds`) |
  * | CANCELLED | 499 (client closed request) |
  * | CIRCUIT_OPEN | 503 (`Retry-After` from `details.retryAt`) |
+ * | UNAVAILABLE | 503 (`Retry-After` from `details.retryAfterSeconds`, when set) |
  * | TIMEOUT | 504 |
  * | APPROVAL_PENDING | 202 |
  * | anything else | 500 |
@@ -30,10 +32,12 @@ export const HTTP_STATUS_BY_ERROR_CODE: Readonly<Partial<Record<string, number>>
   [ErrorCode.PERMISSION_DENIED]: 403,
   [ErrorCode.POLICY_DENIED]: 403,
   [ErrorCode.NOT_FOUND]: 404,
+  [ErrorCode.INVALID_STATE]: 409,
   [ErrorCode.RATE_LIMITED]: 429,
   [ErrorCode.BUDGET_EXCEEDED]: 429,
   [ErrorCode.CANCELLED]: 499,
   [ErrorCode.CIRCUIT_OPEN]: 503,
+  [ErrorCode.UNAVAILABLE]: 503,
   [ErrorCode.TIMEOUT]: 504,
   [ErrorCode.APPROVAL_PENDING]: 202,
 });
