@@ -307,3 +307,6 @@ export {
   type RunnerOptions,
   type WaitOptions,
 } from "./runs/options.js";
+
+// Agent graphs and the runner (built on durable runs): defineGraph, nodes, GraphRuntime, events
+export * from "./graph/index.js";

@@ -118,6 +118,7 @@ export class GraphExecutor<S extends GraphState = GraphState> {
     const visits: Record<string, number> = { ...start.visits };
     const path = [...(start.path ?? [])];
     let steps = start.steps ?? 0;
+    let done = steps;
     let preset = start.answer === undefined ? null : { value: start.answer };
     let current: readonly string[] = [start.node ?? this.graph.entry];
     let running: { node: string; visit: number } | null = null;
@@ -132,7 +133,8 @@ export class GraphExecutor<S extends GraphState = GraphState> {
       visit: running?.visit ?? null,
       visits: { ...visits },
       path: [...path],
-      steps,
+      // Committed visits only: a node admitted but not finished runs again on a resume.
+      steps: done,
     });
     const admit = (id: string): number => {
       const node = this.graph.nodes.get(id) as GraphNode<S>;
@@ -202,6 +204,7 @@ export class GraphExecutor<S extends GraphState = GraphState> {
           (s) => (state = s),
           admit,
           {
+            commit: () => void (done += 1),
             ctx,
             run,
             shared,
@@ -225,6 +228,7 @@ export class GraphExecutor<S extends GraphState = GraphState> {
     setState: (s: Record<string, unknown>) => void,
     admit: (id: string) => number,
     c: {
+      commit: () => void;
       ctx: ExecContext;
       run: RunContext;
       shared: SharedStateView;
@@ -270,6 +274,7 @@ export class GraphExecutor<S extends GraphState = GraphState> {
     settled.forEach((s, i) => {
       const { id, visit } = planned[i] as { id: string; visit: number };
       c.visits[id] = visit;
+      c.commit();
       c.path.push(nodeStepKey(id, visit));
       const value = (s as PromiseFulfilledResult<BranchCommit>).value;
       if (value.update !== null) updates.push([id, value.update]);

@@ -140,7 +140,7 @@ export interface GraphNode<S extends GraphState = GraphState> {
 }
 
 /** A function of the state choosing the next node (or `END`). Must be pure. */
-export type Router<S extends GraphState = GraphState> = (state: S) => string;
+export type EdgeRouter<S extends GraphState = GraphState> = (state: S) => string;
 
 /**
  * An edge: `[from, to]` (static), `[from, [a, b]]` (fan-out: `a` and `b` run in parallel and
@@ -150,8 +150,8 @@ export type Router<S extends GraphState = GraphState> = (state: S) => string;
 export type EdgeSpec<S extends GraphState = GraphState> =
   | readonly [string, string]
   | readonly [string, readonly string[]]
-  | readonly [string, Router<S>]
-  | readonly [string, Router<S>, readonly string[]];
+  | readonly [string, EdgeRouter<S>]
+  | readonly [string, EdgeRouter<S>, readonly string[]];
 
 /** What {@link defineGraph} takes. */
 export interface GraphDefinition<Schema extends StateSchema> {
@@ -181,7 +181,7 @@ export type Edge<S extends GraphState = GraphState> =
   | { readonly type: "fanout"; readonly to: readonly string[]; readonly join: string }
   | {
       readonly type: "conditional";
-      readonly route: Router<S>;
+      readonly route: EdgeRouter<S>;
       readonly targets: readonly string[] | null;
     };
 

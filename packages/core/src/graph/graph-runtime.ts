@@ -1,0 +1,762 @@
+import { createHash } from "node:crypto";
+import { ExecContext } from "../context/exec-context.js";
+import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
+import { checkUntrustedJson } from "../internal/json-limits.js";
+import { toJsonText } from "../runs/json-value.js";
+import { RunQueue } from "../runs/run-queue.js";
+import { Runner } from "../runs/runner.js";
+import { RunStatus, isFinalStatus, type RunRecord } from "../runs/types.js";
+import { InProcessRuntime } from "../runtime/in-process-runtime.js";
+import type { AgentInput, JsonValue, PartialAgentResult } from "../types/agent.js";
+import { AgentStatus } from "../types/status.js";
+import type { EntryPoint, EntryPointInfo } from "./entry-points.js";
+import { EventBus, type EventHandler, type SubscribeOptions } from "./event-bus.js";
+import { EventProjector, EventType, type GraphEvent } from "./events.js";
+import { ExecutionStatus, toExecutionResult, type ExecutionResult } from "./execution-result.js";
+import { GraphExecutor, type GraphStart } from "./executor.js";
+import { GraphFailure, isUnwind, nodeFailure } from "./failure.js";
+import { parseNodeKey } from "./run-events.js";
+import {
+  GraphRuntimeOptionsSchema,
+  type GraphRuntimeOptions,
+  type ParsedGraphRuntimeOptions,
+} from "./runtime-options.js";
+import { Triggers } from "./triggers.js";
+import {
+  signSession,
+  storedSessionKey,
+  verifySession,
+  type SessionPayload,
+  type SessionState,
+} from "./session-state.js";
+import { SharedState } from "./shared-state.js";
+import type { Graph } from "./types.js";
+
+/** One entry point's stream: its queue and the runner executing it (the seed's ExecutionStream). */
+interface Stream {
+  readonly ep: EntryPoint;
+  readonly queue: RunQueue;
+  readonly runner: Runner | null;
+  /** Serializes admissions, so the backlog check and the enqueue are one step in this process. */
+  admitting: Promise<unknown>;
+  triggered: number;
+  rateLimited: number;
+}
+
+/** An execution this process follows on the event bus. */
+interface Watched {
+  readonly entryPoint: string;
+  readonly chain: readonly string[];
+  readonly projector: EventProjector;
+  lastSeq: number;
+  tailing: boolean;
+}
+
+/** Per-call options of `trigger` and `triggerAndWait`. */
+export interface TriggerOptions {
+  /** Resume a paused execution from its portable, signed state. */
+  readonly sessionState?: unknown;
+  /** One execution per key and entry point (e.g. a webhook delivery id). */
+  readonly idempotencyKey?: string;
+  /** For `triggerAndWait`: give up waiting (TIMEOUT) after this long; the execution goes on. */
+  readonly timeoutSeconds?: number;
+}
+
+const FIX_STATE = "Pass the start state as a plain JSON object of the graph's state keys.";
+
+/**
+ * The graph-level runtime (the seed's `AgentRuntime`; named `GraphRuntime` here because Nerva's
+ * `AgentRuntime` executes handlers): entry points, one execution stream (queue + runner) per
+ * entry point, the typed event bus, shared state and sessionState resumes. Every execution is a
+ * durable run.
+ *
+ * @example
+ * const runtime = createGraphRuntime({ graph, runtime: agents, queue });
+ * await runtime.start();
+ * const result = await runtime.triggerAndWait("default", { orderId: "42" }, ctx);
+ * await runtime.stop();
+ */
+export class GraphRuntime {
+  readonly graph: Graph;
+  readonly #o: ParsedGraphRuntimeOptions;
+  readonly #executor: GraphExecutor;
+  readonly #handlers: InProcessRuntime;
+  readonly #streams = new Map<string, Stream>();
+  readonly #bus: EventBus;
+  readonly #shared: SharedState;
+  readonly #watched = new Map<string, Watched>();
+  readonly #triggers: Triggers;
+  readonly #nodeIds: ReadonlySet<string>;
+  #key: Promise<Buffer> | null = null;
+  #running = false;
+  #stop = new AbortController();
+  #published = 0;
+
+  constructor(options: GraphRuntimeOptions) {
+    const o = parseOrThrow(
+      GraphRuntimeOptionsSchema,
+      options,
+      ErrorCode.INVALID_OPTIONS,
+      "options",
+      "Pass { graph: defineGraph(...), runtime: AgentRuntime, queue: RunQueue, entryPoints?, tools?, memory?, policy?, concurrency?, leaseSeconds?, heartbeatSeconds?, runner? }.",
+    );
+    this.#o = o;
+    this.graph = o.graph;
+    this.#nodeIds = new Set(o.graph.nodeIds);
+    this.#executor = new GraphExecutor(o.graph, {
+      runtime: o.runtime,
+      tools: o.tools ?? null,
+      memory: o.memory ?? null,
+      policy: o.policy ?? null,
+    });
+    this.#bus = new EventBus({ bufferSize: o.eventBufferSize, onError: (e) => this.#error(e) });
+    this.#shared = new SharedState(o.sharedState);
+    this.#handlers = this.#handlerRuntime(o);
+    const ids = new Set<string>();
+    for (const spec of o.entryPoints) {
+      if (ids.has(spec.id)) {
+        throw new NervaError(
+          ErrorCode.INVALID_OPTIONS,
+          `Invalid options.entryPoints: two entry points are named "${spec.id}".`,
+          {
+            issues: [{ path: "options.entryPoints", message: `duplicate id "${spec.id}"` }],
+          },
+        );
+      }
+      ids.add(spec.id);
+      const entryNode = spec.entryNode ?? o.graph.entry;
+      if (!o.graph.nodes.has(entryNode)) {
+        throw new NervaError(
+          ErrorCode.INVALID_OPTIONS,
+          `Invalid entry point "${spec.id}": entryNode "${entryNode}" is not a node of graph "${o.graph.name}" (nodes: ${o.graph.nodeIds.join(", ")}).`,
+          {
+            issues: [{ path: `options.entryPoints.${spec.id}.entryNode`, message: "unknown node" }],
+          },
+        );
+      }
+      const ep: EntryPoint = { ...spec, entryNode, concurrency: spec.concurrency ?? o.concurrency };
+      const queue =
+        o.runner !== undefined
+          ? o.queue
+          : new RunQueue({
+              store: o.queue.store,
+              name: `${o.queue.name}.${ep.id}`.slice(0, 64),
+              maxStepBytes: o.queue.maxStepBytes,
+              retry: o.retry,
+              maxReclaims: o.maxReclaims,
+            });
+      const runner =
+        o.runner !== undefined
+          ? null
+          : new Runner({
+              queue,
+              runtime: this.#handlers,
+              concurrency: ep.concurrency,
+              leaseSeconds: o.leaseSeconds,
+              heartbeatSeconds: o.heartbeatSeconds,
+              ...(o.workerId === undefined ? {} : { workerId: `${o.workerId}:${ep.id}` }),
+              onError: (e) => this.#error(e),
+            });
+      this.#streams.set(ep.id, {
+        ep,
+        queue,
+        runner,
+        admitting: Promise.resolve(),
+        triggered: 0,
+        rateLimited: 0,
+      });
+    }
+    this.#triggers = new Triggers(
+      this,
+      [...this.#streams.values()].map((s) => s.ep),
+      (e) => this.#error(e),
+    );
+  }
+
+  /** Whether `start()` ran and `stop()` did not. */
+  get isRunning(): boolean {
+    return this.#running;
+  }
+
+  /** The shared state of this runtime (`isolated`: the initial values). */
+  get sharedState(): SharedState {
+    return this.#shared;
+  }
+
+  /** Starts the entry points' runners, timers and event triggers. */
+  async start(): Promise<void> {
+    if (this.#running) return;
+    this.#running = true;
+    this.#stop = new AbortController();
+    for (const s of this.#streams.values()) await s.runner?.start();
+    this.#triggers.start();
+  }
+
+  /**
+   * Stops triggers and runners: running executions get `graceSeconds` to finish, then go back to
+   * their queue (another process, or the next start, resumes them). The store stays open.
+   */
+  async stop(options: { graceSeconds?: number } = {}): Promise<void> {
+    if (!this.#running) return;
+    this.#running = false;
+    this.#triggers.stop();
+    await Promise.all([...this.#streams.values()].map((s) => s.runner?.stop(options)));
+    this.#stop.abort();
+    for (const w of this.#watched.values()) w.tailing = false;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+    await this.#handlers.close();
+  }
+
+  /**
+   * Starts an execution of entry point `entryPointId` with `input` as its start state (or, with
+   * `sessionState`, resumes a paused one: `input` is merged into its state, and answers the
+   * paused input node when it holds that node's key). Returns the execution id at once.
+   * RATE_LIMITED when the entry point's backlog is full.
+   */
+  async trigger(
+    entryPointId: string,
+    input: Record<string, unknown> = {},
+    ctx: ExecContext = ExecContext.create(),
+    options: TriggerOptions = {},
+  ): Promise<string> {
+    return (await this.#admit(entryPointId, input, ctx, options, [])).id;
+  }
+
+  /** `trigger`, then waits until the execution pauses or ends, and returns its result. */
+  async triggerAndWait(
+    entryPointId: string,
+    input: Record<string, unknown> = {},
+    ctx: ExecContext = ExecContext.create(),
+    options: TriggerOptions = {},
+  ): Promise<ExecutionResult> {
+    const id = await this.trigger(entryPointId, input, ctx, options);
+    return this.wait(
+      id,
+      options.timeoutSeconds === undefined ? {} : { timeoutSeconds: options.timeoutSeconds },
+    );
+  }
+
+  /** Triggers the webhook entry point whose path is `path` with `body` as start state. */
+  async handleWebhook(
+    path: string,
+    body: unknown,
+    ctx: ExecContext,
+    options: TriggerOptions = {},
+  ): Promise<string> {
+    const stream = [...this.#streams.values()].find(
+      (s) => s.ep.trigger.type === "webhook" && s.ep.trigger.path === path,
+    );
+    if (stream === undefined) {
+      throw new NervaError(ErrorCode.NOT_FOUND, `No webhook entry point has path "${path}".`);
+    }
+    return this.trigger(stream.ep.id, (body ?? {}) as Record<string, unknown>, ctx, options);
+  }
+
+  /** Waits until execution `id` pauses or ends (TIMEOUT after `timeoutSeconds`) and returns it. */
+  async wait(
+    id: string,
+    options: { timeoutSeconds?: number; signal?: AbortSignal } = {},
+  ): Promise<ExecutionResult> {
+    const run = await this.#o.queue.wait(id, {
+      ...options,
+      until: [
+        RunStatus.PAUSED,
+        RunStatus.SUCCEEDED,
+        RunStatus.FAILED,
+        RunStatus.CANCELLED,
+        RunStatus.TIMED_OUT,
+      ],
+    });
+    return this.#result(run);
+  }
+
+  /** The execution `id` as it is now (`null` for an unknown id). */
+  async getExecution(id: string): Promise<ExecutionResult | null> {
+    const run = await this.#o.queue.get(id);
+    return run === null || run.handlers[0] !== this.graph.name ? null : this.#result(run);
+  }
+
+  /** Cancels execution `id`: a running node's `ctx.signal` aborts; it ends `cancelled`. */
+  async cancel(id: string, options: { reason?: string } = {}): Promise<ExecutionResult> {
+    await this.#known(id);
+    return this.#result(await this.#o.queue.cancel(id, options));
+  }
+
+  /**
+   * Answers the node execution `executionId` is paused at. INVALID_STATE when it is not paused
+   * at `nodeId`; INVALID_INPUT when `content` does not fit the node's schema.
+   */
+  async injectInput(
+    executionId: string,
+    nodeId: string,
+    content: unknown,
+  ): Promise<ExecutionResult> {
+    const run = await this.#known(executionId);
+    const at = run.status === RunStatus.PAUSED ? parseNodeKey(run.pause?.key ?? "") : null;
+    if (at === null || at.nodeId !== nodeId) {
+      throw new NervaError(
+        ErrorCode.INVALID_STATE,
+        at === null
+          ? `Execution ${executionId} is ${toExecutionResult(run, (p) => ({ ...p, sig: "" })).status}, not paused at an input: nothing waits for "${nodeId}".`
+          : `Execution ${executionId} is paused at node "${at.nodeId}", not "${nodeId}": answer "${at.nodeId}".`,
+        { details: { executionId, status: run.status, pausedAt: at?.nodeId ?? null } },
+      );
+    }
+    checkUntrustedJson(content, "content", "Send plain JSON.");
+    const node = this.graph.nodes.get(nodeId);
+    const schema = node?.inputSchema;
+    let value = content;
+    if (schema !== undefined) {
+      value = parseOrThrow(
+        schema,
+        content,
+        ErrorCode.INVALID_INPUT,
+        "content",
+        `Answer node "${nodeId}" with a value its schema accepts.`,
+      );
+    } else if (
+      run.pause?.kind === AgentStatus.NEEDS_DATA ||
+      run.pause?.kind === AgentStatus.NEEDS_CREDENTIALS
+    ) {
+      const ok =
+        typeof content === "object" &&
+        content !== null &&
+        typeof (content as { args?: unknown }).args === "object";
+      if (!ok) {
+        throw new NervaError(
+          ErrorCode.INVALID_INPUT,
+          `Invalid content: node "${nodeId}" waits for ${run.pause.kind}; answer { args: { name: "value" } }.`,
+          {
+            issues: [{ path: "content.args", message: "required" }],
+          },
+        );
+      }
+    }
+    const resumed = await this.#o.queue.resume(executionId, value ?? null, {
+      key: run.pause?.key as string,
+    });
+    this.#watch(resumed);
+    return this.#result(resumed);
+  }
+
+  /**
+   * Subscribes `handler` to typed events (all types with `null`) of the executions this process
+   * triggers or runs, optionally of one entry point or execution. Returns the subscription id.
+   * A slow handler never blocks executions: past `bufferSize` events are dropped for it and the
+   * next delivery says how many (`info.missed`).
+   */
+  subscribe(
+    types: readonly EventType[] | null,
+    handler: EventHandler,
+    options: SubscribeOptions = {},
+  ): string {
+    const id = this.#bus.subscribe(types, handler, options);
+    for (const [execId, w] of this.#watched) if (!w.tailing) this.#tail(execId, w);
+    return id;
+  }
+
+  unsubscribe(id: string): boolean {
+    return this.#bus.unsubscribe(id);
+  }
+
+  /**
+   * The typed events of execution `id` from the durable log: those after `afterSeq`, then live
+   * ones until it ends (or `signal` aborts). What an SSE route serves (Last-Event-ID = seq).
+   */
+  async *events(
+    id: string,
+    options: { afterSeq?: number; types?: readonly EventType[]; signal?: AbortSignal } = {},
+  ): AsyncGenerator<GraphEvent, void, undefined> {
+    const run = await this.#known(id);
+    const projector = new EventProjector(id, run.input.args.entryPoint ?? "default", this.#nodeIds);
+    const types = options.types === undefined ? null : new Set<string>(options.types);
+    // Replay from the start so the projector knows which nodes run, then skip what was asked.
+    const after = options.afterSeq ?? 0;
+    for await (const e of this.#o.queue.events(
+      id,
+      options.signal === undefined ? {} : { signal: options.signal },
+    )) {
+      const g = projector.project(e);
+      if (g !== null && e.seq > after && (types === null || types.has(g.type))) yield g;
+    }
+  }
+
+  getEntryPoints(): EntryPointInfo[] {
+    return [...this.#streams.values()].map((s) => ({
+      id: s.ep.id,
+      name: s.ep.name ?? s.ep.id,
+      entryNode: s.ep.entryNode ?? this.graph.entry,
+      trigger: s.ep.trigger,
+      concurrency: s.ep.concurrency,
+      backlog: s.ep.backlog,
+      queue: s.queue.name,
+    }));
+  }
+
+  /** Counters of this process: per entry point, subscribers, events. */
+  getStats(): {
+    running: boolean;
+    entryPoints: Record<string, { triggered: number; rateLimited: number; active: number }>;
+    watched: number;
+    subscribers: number;
+    eventsPublished: number;
+  } {
+    return {
+      running: this.#running,
+      entryPoints: Object.fromEntries(
+        [...this.#streams.values()].map((s) => [
+          s.ep.id,
+          {
+            triggered: s.triggered,
+            rateLimited: s.rateLimited,
+            active: s.runner?.activeCount ?? 0,
+          },
+        ]),
+      ),
+      watched: this.#watched.size,
+      subscribers: this.#bus.size,
+      eventsPublished: this.#published,
+    };
+  }
+
+  /** How many events subscription `id` has lost to its full buffer (`null`: no such id). */
+  missedEvents(id: string): number | null {
+    return this.#bus.stats(id)?.missedTotal ?? null;
+  }
+
+  /** Admits one execution (backlog check, then enqueue) for trigger, timers and events. */
+  async #admit(
+    entryPointId: string,
+    input: unknown,
+    ctx: ExecContext,
+    options: TriggerOptions,
+    chain: readonly string[],
+  ): Promise<RunRecord> {
+    const stream = this.#streams.get(entryPointId);
+    if (stream === undefined) {
+      throw new NervaError(
+        ErrorCode.NOT_FOUND,
+        `Unknown entry point "${entryPointId}" (entry points: ${[...this.#streams.keys()].join(", ")}).`,
+      );
+    }
+    if (!(ctx instanceof ExecContext)) {
+      throw new NervaError(ErrorCode.INVALID_INPUT, "Invalid ctx: must be an ExecContext.", {
+        issues: [{ path: "ctx", message: "must be an ExecContext" }],
+      });
+    }
+    checkUntrustedJson(input, "input", FIX_STATE);
+    const start = await this.#start(stream, input, options.sessionState);
+    const message = toJsonText(start.payload, "input", stream.queue.maxStepBytes, FIX_STATE);
+    const idempotencyKey = options.idempotencyKey ?? start.idempotencyKey;
+    const admit = async (): Promise<RunRecord> => {
+      await this.#checkBacklog(stream);
+      const run = await stream.queue.enqueue({
+        handler: this.graph.name,
+        input: {
+          message,
+          args: {
+            graph: this.graph.name,
+            entryPoint: stream.ep.id,
+            trigger: stream.ep.trigger.type,
+            chain: [...chain, stream.ep.id].join(","),
+          },
+        },
+        ctx,
+        priority: stream.ep.priority,
+        ...(idempotencyKey === undefined
+          ? {}
+          : { idempotencyKey: `${stream.ep.id}:${idempotencyKey}` }),
+        ...(stream.ep.timeoutSeconds === undefined
+          ? {}
+          : { timeoutSeconds: stream.ep.timeoutSeconds }),
+      });
+      stream.triggered += 1;
+      return run;
+    };
+    const done = stream.admitting.then(admit, admit);
+    stream.admitting = done.catch(() => undefined);
+    const run = await done;
+    this.#watch(run);
+    if (start.supersedes !== null) {
+      // The paused run the sessionState came from, if it lives in this store, is done with.
+      await this.#o.queue
+        .cancel(start.supersedes, { reason: `resumed from its sessionState as ${run.id}` })
+        .catch(() => undefined);
+    }
+    return run;
+  }
+
+  /** The start payload of an execution: a fresh state, or a verified sessionState. */
+  async #start(
+    stream: Stream,
+    input: unknown,
+    sessionState: unknown,
+  ): Promise<{ payload: GraphStart; idempotencyKey?: string; supersedes: string | null }> {
+    if (typeof input !== "object" || input === null || Array.isArray(input)) {
+      throw new NervaError(ErrorCode.INVALID_INPUT, `Invalid input: ${FIX_STATE}`, {
+        issues: [{ path: "input", message: "must be an object" }],
+      });
+    }
+    if (sessionState === undefined) {
+      const state = this.#executor.parseState(input, "input");
+      return {
+        payload: { state, node: stream.ep.entryNode ?? this.graph.entry },
+        supersedes: null,
+      };
+    }
+    const s = verifySession(await this.#sessionKey(), sessionState, this.graph.name);
+    if (!this.graph.nodes.has(s.node)) {
+      throw new NervaError(
+        ErrorCode.INVALID_INPUT,
+        `Invalid sessionState: node "${s.node}" is not in graph "${this.graph.name}" any more.`,
+        {
+          issues: [{ path: "sessionState.node", message: "unknown node" }],
+        },
+      );
+    }
+    const node = this.graph.nodes.get(s.node);
+    const writes = node?.kind === "input" ? node.writes?.[0] : undefined;
+    const given = input as Record<string, unknown>;
+    const answer =
+      writes !== undefined && writes in given ? (given[writes] as JsonValue) : undefined;
+    const rest = { ...given };
+    if (writes !== undefined) delete rest[writes];
+    const state = this.#executor.parseState({ ...s.state, ...rest }, "input");
+    const digest = createHash("sha256")
+      .update(JSON.stringify([(sessionState as { sig: string }).sig, input]))
+      .digest("base64url");
+    return {
+      payload: {
+        state,
+        node: s.node,
+        visits: s.visits,
+        path: s.path,
+        steps: s.steps,
+        usage: s.usage,
+        ...(answer === undefined ? {} : { answer }),
+      },
+      idempotencyKey: `session:${digest}`,
+      supersedes: s.executionId,
+    };
+  }
+
+  async #checkBacklog(stream: Stream): Promise<void> {
+    const limit = stream.ep.backlog;
+    let waiting = 0;
+    let cursor: string | null = null;
+    do {
+      const page = await stream.queue.list({
+        status: RunStatus.PENDING,
+        limit: Math.min(1000, limit + 1),
+        cursor,
+      });
+      waiting += page.runs.filter(
+        (r) => r.handlers[0] === this.graph.name && r.input.args.entryPoint === stream.ep.id,
+      ).length;
+      cursor = page.nextCursor;
+    } while (cursor !== null && waiting < limit);
+    if (waiting >= limit) {
+      stream.rateLimited += 1;
+      throw new NervaError(
+        ErrorCode.RATE_LIMITED,
+        `Entry point "${stream.ep.id}" has ${waiting} executions waiting to start, its backlog limit: try again later, or raise its backlog or concurrency.`,
+        { details: { entryPoint: stream.ep.id, waiting, backlog: limit, retryAfterSeconds: 1 } },
+      );
+    }
+  }
+
+  async #known(id: string): Promise<RunRecord> {
+    const run = await this.#o.queue.get(id);
+    if (run === null || run.handlers[0] !== this.graph.name) {
+      throw new NervaError(
+        ErrorCode.NOT_FOUND,
+        `No execution ${JSON.stringify(id)} of graph "${this.graph.name}".`,
+      );
+    }
+    return run;
+  }
+
+  #result(run: RunRecord): Promise<ExecutionResult> {
+    if (run.status !== RunStatus.PAUSED) return Promise.resolve(toExecutionResult(run, unsigned));
+    return this.#sessionKey().then((key) =>
+      toExecutionResult(run, (p: SessionPayload) => signSession(key, p)),
+    );
+  }
+
+  #sessionKey(): Promise<Buffer> {
+    const given = this.#o.sessionKey;
+    this.#key ??=
+      given !== undefined
+        ? Promise.resolve(Buffer.from(given))
+        : storedSessionKey(
+            new RunQueue({
+              store: this.#o.queue.store,
+              name: `${this.#o.queue.name}.keys`.slice(0, 64),
+            }),
+            ExecContext.create(),
+          );
+    return this.#key;
+  }
+
+  /** Follows execution `run` on the bus (when anybody listens). */
+  #watch(run: RunRecord): void {
+    let w = this.#watched.get(run.id);
+    if (w === undefined) {
+      w = {
+        entryPoint: run.input.args.entryPoint ?? "default",
+        chain: (run.input.args.chain ?? "").split(",").filter((c) => c !== ""),
+        projector: new EventProjector(
+          run.id,
+          run.input.args.entryPoint ?? "default",
+          this.#nodeIds,
+        ),
+        lastSeq: 0,
+        tailing: false,
+      };
+      this.#watched.set(run.id, w);
+    }
+    if (!w.tailing) this.#tail(run.id, w);
+  }
+
+  /** Chain of entry points that led to execution `id` (for the event loop guard). */
+  chainOf(id: string): readonly string[] {
+    return this.#watched.get(id)?.chain ?? [];
+  }
+
+  /** Used by event triggers: admits an execution caused by `event`. */
+  triggerFromEvent(
+    ep: EntryPoint,
+    event: GraphEvent,
+    input: Record<string, unknown>,
+  ): Promise<RunRecord> {
+    return this.#admit(
+      ep.id,
+      input,
+      ExecContext.create({ metadata: { trigger: "event" } }),
+      {
+        idempotencyKey: `event:${event.executionId}:${event.seq}`,
+      },
+      this.chainOf(event.executionId),
+    );
+  }
+
+  /** Used by timers: admits the execution of one schedule slot. */
+  triggerSlot(ep: EntryPoint, slot: number, input: Record<string, unknown>): Promise<RunRecord> {
+    return this.#admit(
+      ep.id,
+      input,
+      ExecContext.create({ metadata: { trigger: "timer" } }),
+      {
+        idempotencyKey: `timer:${slot}`,
+      },
+      [],
+    );
+  }
+
+  #tail(id: string, w: Watched): void {
+    if (this.#bus.size === 0 && !this.#triggers.listens) return;
+    w.tailing = true;
+    const signal = this.#stop.signal;
+    void (async () => {
+      try {
+        for await (const e of this.#o.queue.events(id, { afterSeq: w.lastSeq, signal })) {
+          w.lastSeq = e.seq;
+          const g = w.projector.project(e);
+          if (g === null) continue;
+          this.#published += 1;
+          this.#bus.publish(g);
+          this.#triggers.onEvent(g);
+          if (g.type === EventType.EXECUTION_PAUSED) return;
+        }
+        const run = await this.#o.queue.get(id);
+        if (run === null || isFinalStatus(run.status)) this.#watched.delete(id);
+      } catch (err) {
+        this.#error(err);
+      } finally {
+        w.tailing = false;
+      }
+    })();
+  }
+
+  #handlerRuntime(o: ParsedGraphRuntimeOptions): InProcessRuntime {
+    const handler = (input: AgentInput, ctx: ExecContext) => this.#execute(input, ctx);
+    if (o.runner !== undefined) {
+      if (!(o.runtime instanceof InProcessRuntime)) {
+        throw new NervaError(
+          ErrorCode.INVALID_OPTIONS,
+          "Invalid options.runtime: with an existing runner, runtime must be the InProcessRuntime that runner executes (the graph registers its handler on it).",
+          { issues: [{ path: "options.runtime", message: "must be an InProcessRuntime" }] },
+        );
+      }
+      if (!o.runtime.handlerNames().includes(o.graph.name)) {
+        o.runtime.register(o.graph.name, handler, {
+          timeoutSeconds: o.executionTimeoutSeconds,
+          circuitBreaker: false,
+        });
+      }
+      return o.runtime;
+    }
+    const own = new InProcessRuntime({
+      timeoutSeconds: o.executionTimeoutSeconds,
+      circuitBreaker: false,
+    });
+    own.register(o.graph.name, handler);
+    return own;
+  }
+
+  /** The handler every execution runs: the graph executor inside the run. */
+  async #execute(input: AgentInput, ctx: ExecContext): Promise<PartialAgentResult> {
+    const start = JSON.parse(input.message) as GraphStart;
+    const run = ctx.run;
+    if (run !== null && !this.#watched.has(run.runId)) {
+      const record = await this.#o.queue.get(run.runId);
+      if (record !== null) this.#watch(record);
+    }
+    try {
+      const snapshot = await this.#executor.execute(start, ctx, this.#shared.forExecution());
+      const output = this.graph.output === null ? null : this.graph.output(snapshot.state);
+      return {
+        output: typeof output === "string" ? output : JSON.stringify(output),
+        data: { graph: snapshot as unknown as JsonValue, output },
+      };
+    } catch (err) {
+      if (isUnwind(err)) throw err;
+      const f =
+        err instanceof GraphFailure ? err : nodeFailure(err, start.node ?? this.graph.entry);
+      return {
+        status: AgentStatus.ERROR,
+        error: f.message,
+        data: {
+          code: f.code,
+          retriable: f.retriable,
+          nodeId: f.nodeId,
+          ...(f.snapshot === null ? {} : { graph: f.snapshot as unknown as JsonValue }),
+        },
+      };
+    }
+  }
+
+  #error(err: unknown): void {
+    this.#o.onError?.(err);
+  }
+}
+
+function unsigned(p: SessionPayload): SessionState {
+  return { ...p, sig: "" };
+}
+
+/**
+ * Creates the {@link GraphRuntime} of a graph.
+ *
+ * @example
+ * const runtime = createGraphRuntime({
+ *   graph, runtime: agents, queue,
+ *   entryPoints: [{ id: "default", trigger: { type: "manual" } }, { id: "nightly", entryNode: "lookup", trigger: { type: "timer", cron: "0 3 * * *" } }],
+ * });
+ */
+export function createGraphRuntime(options: GraphRuntimeOptions): GraphRuntime {
+  return new GraphRuntime(options);
+}
