@@ -151,7 +151,7 @@ describe("defineGraph validation", () => {
         defineGraph({
           name: "g",
           state: bad as never,
-          nodes: { a: noop },
+          nodes: { a: noop } as never,
           edges: [["a", END]],
           entry: "a",
         }),

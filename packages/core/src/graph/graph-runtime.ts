@@ -12,7 +12,7 @@ import { AgentStatus } from "../types/status.js";
 import type { EntryPoint, EntryPointInfo } from "./entry-points.js";
 import { EventBus, type EventHandler, type SubscribeOptions } from "./event-bus.js";
 import { EventProjector, EventType, type GraphEvent } from "./events.js";
-import { ExecutionStatus, toExecutionResult, type ExecutionResult } from "./execution-result.js";
+import { toExecutionResult, type ExecutionResult } from "./execution-result.js";
 import { GraphExecutor, type GraphStart } from "./executor.js";
 import { GraphFailure, isUnwind, nodeFailure } from "./failure.js";
 import { parseNodeKey } from "./run-events.js";

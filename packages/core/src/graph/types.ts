@@ -122,9 +122,9 @@ export type NodeKind = (typeof NodeKind)[keyof typeof NodeKind];
 export interface GraphNode<S extends GraphState = GraphState> {
   readonly kind: string;
   /** State keys the node reads; it is given only these. All keys when omitted. */
-  readonly reads?: readonly (keyof S & string)[];
+  readonly reads?: readonly string[];
   /** State keys the node may write; any other key in its answer fails the node. */
-  readonly writes?: readonly (keyof S & string)[];
+  readonly writes?: readonly string[];
   /** In a fan-out: a failure of this node does not fail the join (its update is dropped). */
   readonly optional?: boolean;
   /** Visits of this node in one execution after which the execution fails. */
@@ -140,7 +140,10 @@ export interface GraphNode<S extends GraphState = GraphState> {
 }
 
 /** A function of the state choosing the next node (or `END`). Must be pure. */
-export type EdgeRouter<S extends GraphState = GraphState> = (state: S) => string;
+export type EdgeRouter<S extends GraphState = GraphState> = {
+  // Method syntax: a router of a narrower state still fits where a graph of any state is taken.
+  route(state: S): string;
+}["route"];
 
 /**
  * An edge: `[from, to]` (static), `[from, [a, b]]` (fan-out: `a` and `b` run in parallel and
@@ -201,6 +204,6 @@ export interface Graph<S extends GraphState = GraphState> {
   readonly entry: string;
   readonly reducers: ReadonlyMap<string, Reducer<unknown>>;
   readonly maxSteps: number;
-  readonly output: ((state: S) => JsonValue) | null;
+  readonly output: { output(state: S): JsonValue }["output"] | null;
   readonly description: string;
 }
