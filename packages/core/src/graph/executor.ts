@@ -192,6 +192,7 @@ export class GraphExecutor<S extends GraphState = GraphState> {
           usage = commit.usage ?? usage;
           mark = tokenUsageToWire(ctx.tokenUsage);
           visits[id] = visit;
+          done += 1;
           path.push(key);
           state = commit.state;
           current = commit.next;

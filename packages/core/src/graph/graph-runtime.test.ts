@@ -202,6 +202,8 @@ describe("GraphRuntime", () => {
     const paused = await runtime.triggerAndWait("default", {}, ctx, { timeoutSeconds: 10 });
     const session = paused.sessionState;
     expect(session?.node).toBe("review");
+    expect(session?.steps).toBe(2);
+    expect(session?.visits).toEqual({ intake: 1, lookup: 1 });
     const done = await runtime.triggerAndWait("default", { decision: "approved" }, ctx, {
       sessionState: JSON.parse(JSON.stringify(session)),
       timeoutSeconds: 10,
