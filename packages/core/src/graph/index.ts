@@ -37,3 +37,10 @@ export { IsolationLevel, SharedState, type SharedStateOptions } from "./shared-s
 export type { EntryPointInfo, EntryPointSpec, TriggerSource, TriggerSpec } from "./entry-points.js";
 export { GraphRuntime, createGraphRuntime, type TriggerOptions } from "./graph-runtime.js";
 export type { GraphRuntimeOptions } from "./runtime-options.js";
+export {
+  AgentConfigSchema,
+  AgentRunner,
+  type AgentConfig,
+  type AgentModule,
+  type AgentRunnerOptions,
+} from "./agent-runner.js";
