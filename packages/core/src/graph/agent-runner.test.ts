@@ -7,7 +7,7 @@ const module = join(import.meta.dirname, "fixtures", "refund-desk.test-support.t
 
 describe("AgentRunner", () => {
   it("loads a module (graph + handlers + config), runs, pauses and resumes by sessionState; await using cleans up", async () => {
-    let runtimeRef: AgentRunner["runtime"] | null = null;
+    let runtimeRef: AgentRunner["runtime"] | undefined;
     {
       await using runner = await AgentRunner.load(module);
       runtimeRef = runner.runtime;
