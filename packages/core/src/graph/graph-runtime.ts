@@ -1,20 +1,17 @@
-import { createHash } from "node:crypto";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { checkUntrustedJson } from "../internal/json-limits.js";
 import { toJsonText } from "../runs/json-value.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { Runner } from "../runs/runner.js";
-import { RunStatus, isFinalStatus, type RunRecord } from "../runs/types.js";
+import { RunStatus, type RunRecord } from "../runs/types.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
-import type { AgentInput, JsonValue, PartialAgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 import type { EntryPoint, EntryPointInfo } from "./entry-points.js";
 import { EventBus, type EventHandler, type SubscribeOptions } from "./event-bus.js";
 import { EventProjector, EventType, type GraphEvent } from "./events.js";
 import { toExecutionResult, type ExecutionResult } from "./execution-result.js";
-import { GraphExecutor, type GraphStart } from "./executor.js";
-import { GraphFailure, isUnwind, nodeFailure } from "./failure.js";
+import { GraphExecutor } from "./executor.js";
 import { parseNodeKey } from "./run-events.js";
 import {
   GraphRuntimeOptionsSchema,
@@ -22,10 +19,12 @@ import {
   type ParsedGraphRuntimeOptions,
 } from "./runtime-options.js";
 import { Triggers } from "./triggers.js";
+import { ExecutionWatcher } from "./execution-watcher.js";
+import { graphHandler, handlerRuntime } from "./graph-handler.js";
+import { FIX_STATE, planStart } from "./session-start.js";
 import {
   signSession,
   storedSessionKey,
-  verifySession,
   type SessionPayload,
   type SessionState,
 } from "./session-state.js";
@@ -43,15 +42,6 @@ interface Stream {
   rateLimited: number;
 }
 
-/** An execution this process follows on the event bus. */
-interface Watched {
-  readonly entryPoint: string;
-  readonly chain: readonly string[];
-  readonly projector: EventProjector;
-  lastSeq: number;
-  tailing: boolean;
-}
-
 /** Per-call options of `trigger` and `triggerAndWait`. */
 export interface TriggerOptions {
   /** Resume a paused execution from its portable, signed state. */
@@ -61,8 +51,6 @@ export interface TriggerOptions {
   /** For `triggerAndWait`: give up waiting (TIMEOUT) after this long; the execution goes on. */
   readonly timeoutSeconds?: number;
 }
-
-const FIX_STATE = "Pass the start state as a plain JSON object of the graph's state keys.";
 
 /**
  * The graph-level runtime (the seed's `AgentRuntime`; named `GraphRuntime` here because Nerva's
@@ -84,12 +72,11 @@ export class GraphRuntime {
   readonly #streams = new Map<string, Stream>();
   readonly #bus: EventBus;
   readonly #shared: SharedState;
-  readonly #watched = new Map<string, Watched>();
+  readonly #watcher: ExecutionWatcher;
   readonly #triggers: Triggers;
   readonly #nodeIds: ReadonlySet<string>;
   #key: Promise<Buffer> | null = null;
   #running = false;
-  #stop = new AbortController();
   #published = 0;
 
   constructor(options: GraphRuntimeOptions) {
@@ -111,7 +98,25 @@ export class GraphRuntime {
     });
     this.#bus = new EventBus({ bufferSize: o.eventBufferSize, onError: (e) => this.#error(e) });
     this.#shared = new SharedState(o.sharedState);
-    this.#handlers = this.#handlerRuntime(o);
+    this.#handlers = handlerRuntime(
+      o,
+      graphHandler(
+        this.#executor,
+        () => this.#shared.forExecution(),
+        (ctx) => this.#onStart(ctx),
+      ),
+    );
+    this.#watcher = new ExecutionWatcher(
+      o.queue,
+      this.#nodeIds,
+      () => this.#bus.size > 0 || this.#triggers.listens,
+      (g) => {
+        this.#published += 1;
+        this.#bus.publish(g);
+        this.#triggers.onEvent(g);
+      },
+      (e) => this.#error(e),
+    );
     const ids = new Set<string>();
     for (const spec of o.entryPoints) {
       if (ids.has(spec.id)) {
@@ -187,7 +192,6 @@ export class GraphRuntime {
   async start(): Promise<void> {
     if (this.#running) return;
     this.#running = true;
-    this.#stop = new AbortController();
     for (const s of this.#streams.values()) await s.runner?.start();
     this.#triggers.start();
   }
@@ -201,8 +205,7 @@ export class GraphRuntime {
     this.#running = false;
     this.#triggers.stop();
     await Promise.all([...this.#streams.values()].map((s) => s.runner?.stop(options)));
-    this.#stop.abort();
-    for (const w of this.#watched.values()) w.tailing = false;
+    this.#watcher.stop();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -338,7 +341,7 @@ export class GraphRuntime {
     const resumed = await this.#o.queue.resume(executionId, value ?? null, {
       key: run.pause?.key as string,
     });
-    this.#watch(resumed);
+    this.#watcher.watch(resumed);
     return this.#result(resumed);
   }
 
@@ -354,7 +357,7 @@ export class GraphRuntime {
     options: SubscribeOptions = {},
   ): string {
     const id = this.#bus.subscribe(types, handler, options);
-    for (const [execId, w] of this.#watched) if (!w.tailing) this.#tail(execId, w);
+    this.#watcher.wake();
     return id;
   }
 
@@ -416,7 +419,7 @@ export class GraphRuntime {
           },
         ]),
       ),
-      watched: this.#watched.size,
+      watched: this.#watcher.size,
       subscribers: this.#bus.size,
       eventsPublished: this.#published,
     };
@@ -448,7 +451,14 @@ export class GraphRuntime {
       });
     }
     checkUntrustedJson(input, "input", FIX_STATE);
-    const start = await this.#start(stream, input, options.sessionState);
+    const start = await planStart(
+      this.graph,
+      this.#executor,
+      stream.ep.entryNode ?? this.graph.entry,
+      input,
+      options.sessionState,
+      () => this.#sessionKey(),
+    );
     const message = toJsonText(start.payload, "input", stream.queue.maxStepBytes, FIX_STATE);
     const idempotencyKey = options.idempotencyKey ?? start.idempotencyKey;
     const admit = async (): Promise<RunRecord> => {
@@ -479,7 +489,7 @@ export class GraphRuntime {
     const done = stream.admitting.then(admit, admit);
     stream.admitting = done.catch(() => undefined);
     const run = await done;
-    this.#watch(run);
+    this.#watcher.watch(run);
     if (start.supersedes !== null) {
       // The paused run the sessionState came from, if it lives in this store, is done with.
       await this.#o.queue
@@ -490,59 +500,6 @@ export class GraphRuntime {
   }
 
   /** The start payload of an execution: a fresh state, or a verified sessionState. */
-  async #start(
-    stream: Stream,
-    input: unknown,
-    sessionState: unknown,
-  ): Promise<{ payload: GraphStart; idempotencyKey?: string; supersedes: string | null }> {
-    if (typeof input !== "object" || input === null || Array.isArray(input)) {
-      throw new NervaError(ErrorCode.INVALID_INPUT, `Invalid input: ${FIX_STATE}`, {
-        issues: [{ path: "input", message: "must be an object" }],
-      });
-    }
-    if (sessionState === undefined) {
-      const state = this.#executor.parseState(input, "input");
-      return {
-        payload: { state, node: stream.ep.entryNode ?? this.graph.entry },
-        supersedes: null,
-      };
-    }
-    const s = verifySession(await this.#sessionKey(), sessionState, this.graph.name);
-    if (!this.graph.nodes.has(s.node)) {
-      throw new NervaError(
-        ErrorCode.INVALID_INPUT,
-        `Invalid sessionState: node "${s.node}" is not in graph "${this.graph.name}" any more.`,
-        {
-          issues: [{ path: "sessionState.node", message: "unknown node" }],
-        },
-      );
-    }
-    const node = this.graph.nodes.get(s.node);
-    const writes = node?.kind === "input" ? node.writes?.[0] : undefined;
-    const given = input as Record<string, unknown>;
-    const answer =
-      writes !== undefined && writes in given ? (given[writes] as JsonValue) : undefined;
-    const rest = { ...given };
-    if (writes !== undefined) delete rest[writes];
-    const state = this.#executor.parseState({ ...s.state, ...rest }, "input");
-    const digest = createHash("sha256")
-      .update(JSON.stringify([(sessionState as { sig: string }).sig, input]))
-      .digest("base64url");
-    return {
-      payload: {
-        state,
-        node: s.node,
-        visits: s.visits,
-        path: s.path,
-        steps: s.steps,
-        usage: s.usage,
-        ...(answer === undefined ? {} : { answer }),
-      },
-      idempotencyKey: `session:${digest}`,
-      supersedes: s.executionId,
-    };
-  }
-
   async #checkBacklog(stream: Stream): Promise<void> {
     const limit = stream.ep.backlog;
     let waiting = 0;
@@ -601,29 +558,9 @@ export class GraphRuntime {
     return this.#key;
   }
 
-  /** Follows execution `run` on the bus (when anybody listens). */
-  #watch(run: RunRecord): void {
-    let w = this.#watched.get(run.id);
-    if (w === undefined) {
-      w = {
-        entryPoint: run.input.args.entryPoint ?? "default",
-        chain: (run.input.args.chain ?? "").split(",").filter((c) => c !== ""),
-        projector: new EventProjector(
-          run.id,
-          run.input.args.entryPoint ?? "default",
-          this.#nodeIds,
-        ),
-        lastSeq: 0,
-        tailing: false,
-      };
-      this.#watched.set(run.id, w);
-    }
-    if (!w.tailing) this.#tail(run.id, w);
-  }
-
-  /** Chain of entry points that led to execution `id` (for the event loop guard). */
+  /** Entry points that led to execution `id` (for the event loop guard). */
   chainOf(id: string): readonly string[] {
-    return this.#watched.get(id)?.chain ?? [];
+    return this.#watcher.chainOf(id);
   }
 
   /** Used by event triggers: admits an execution caused by `event`. */
@@ -656,87 +593,12 @@ export class GraphRuntime {
     );
   }
 
-  #tail(id: string, w: Watched): void {
-    if (this.#bus.size === 0 && !this.#triggers.listens) return;
-    w.tailing = true;
-    const signal = this.#stop.signal;
-    void (async () => {
-      try {
-        for await (const e of this.#o.queue.events(id, { afterSeq: w.lastSeq, signal })) {
-          w.lastSeq = e.seq;
-          const g = w.projector.project(e);
-          if (g === null) continue;
-          this.#published += 1;
-          this.#bus.publish(g);
-          this.#triggers.onEvent(g);
-          if (g.type === EventType.EXECUTION_PAUSED) return;
-        }
-        const run = await this.#o.queue.get(id);
-        if (run === null || isFinalStatus(run.status)) this.#watched.delete(id);
-      } catch (err) {
-        this.#error(err);
-      } finally {
-        w.tailing = false;
-      }
-    })();
-  }
-
-  #handlerRuntime(o: ParsedGraphRuntimeOptions): InProcessRuntime {
-    const handler = (input: AgentInput, ctx: ExecContext) => this.#execute(input, ctx);
-    if (o.runner !== undefined) {
-      if (!(o.runtime instanceof InProcessRuntime)) {
-        throw new NervaError(
-          ErrorCode.INVALID_OPTIONS,
-          "Invalid options.runtime: with an existing runner, runtime must be the InProcessRuntime that runner executes (the graph registers its handler on it).",
-          { issues: [{ path: "options.runtime", message: "must be an InProcessRuntime" }] },
-        );
-      }
-      if (!o.runtime.handlerNames().includes(o.graph.name)) {
-        o.runtime.register(o.graph.name, handler, {
-          timeoutSeconds: o.executionTimeoutSeconds,
-          circuitBreaker: false,
-        });
-      }
-      return o.runtime;
-    }
-    const own = new InProcessRuntime({
-      timeoutSeconds: o.executionTimeoutSeconds,
-      circuitBreaker: false,
-    });
-    own.register(o.graph.name, handler);
-    return own;
-  }
-
-  /** The handler every execution runs: the graph executor inside the run. */
-  async #execute(input: AgentInput, ctx: ExecContext): Promise<PartialAgentResult> {
-    const start = JSON.parse(input.message) as GraphStart;
+  /** An execution starts in this process: follow it on the bus when anybody listens. */
+  async #onStart(ctx: ExecContext): Promise<void> {
     const run = ctx.run;
-    if (run !== null && !this.#watched.has(run.runId)) {
-      const record = await this.#o.queue.get(run.runId);
-      if (record !== null) this.#watch(record);
-    }
-    try {
-      const snapshot = await this.#executor.execute(start, ctx, this.#shared.forExecution());
-      const output = this.graph.output === null ? null : this.graph.output(snapshot.state);
-      return {
-        output: typeof output === "string" ? output : JSON.stringify(output),
-        data: { graph: snapshot as unknown as JsonValue, output },
-      };
-    } catch (err) {
-      if (isUnwind(err)) throw err;
-      const f =
-        err instanceof GraphFailure ? err : nodeFailure(err, start.node ?? this.graph.entry);
-      return {
-        status: AgentStatus.ERROR,
-        error: f.message,
-        data: {
-          code: f.code,
-          retriable: f.retriable,
-          nodeId: f.nodeId,
-          ...(f.snapshot === null ? {} : { graph: f.snapshot as unknown as JsonValue }),
-        },
-      };
-    }
+    if (run === null || this.#watcher.has(run.runId) || this.#bus.size === 0) return;
+    const record = await this.#o.queue.get(run.runId);
+    if (record !== null) this.#watcher.watch(record);
   }
 
   #error(err: unknown): void {
