@@ -123,9 +123,13 @@ export class GraphExecutor<S extends GraphState = GraphState> {
     let current: readonly string[] = [start.node ?? this.graph.entry];
     let running: { node: string; visit: number } | null = null;
     let usage = start.usage ?? NO_USAGE;
-    let mark = tokenUsageToWire(ctx.tokenUsage);
+    let mark = ctx.tokenUsage;
     /** Usage so far: the committed total plus what this attempt recorded since. */
-    const usageNow = (): TokenUsageWire => addUsage(usage, tokenUsageToWire(ctx.tokenUsage), mark);
+    const usageNow = (): TokenUsageWire => {
+      const now = ctx.tokenUsage;
+      if (now.totalTokens === mark.totalTokens && now.costUsd === mark.costUsd) return usage;
+      return addUsage(usage, tokenUsageToWire(now), tokenUsageToWire(mark));
+    };
     const snapshot = (): GraphSnapshot => ({
       usage: usageNow(),
       state,
@@ -190,7 +194,7 @@ export class GraphExecutor<S extends GraphState = GraphState> {
             }),
           );
           usage = commit.usage ?? usage;
-          mark = tokenUsageToWire(ctx.tokenUsage);
+          mark = ctx.tokenUsage;
           visits[id] = visit;
           done += 1;
           path.push(key);
@@ -321,7 +325,10 @@ export class GraphExecutor<S extends GraphState = GraphState> {
         preset,
       });
       const view = node.reads === undefined ? state : pick(state, node.reads);
-      const update = await Promise.race([node.run(view as S, nodeCtx), ended]);
+      const answer = node.run(view as S, nodeCtx);
+      // A synchronous answer needs no race; a promise is raced against the node's end (cancel,
+      // timeout), so a node that ignores its signal still stops the execution at once.
+      const update = isThenable(answer) ? await Promise.race([answer, ended]) : answer;
       span.end("ok");
       return update;
     } catch (err) {
@@ -454,6 +461,10 @@ export class GraphExecutor<S extends GraphState = GraphState> {
     }
     return [next as string];
   }
+}
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return typeof (v as { then?: unknown } | null)?.then === "function";
 }
 
 function pick(state: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {

@@ -67,31 +67,95 @@ function snapshotJson(s: GraphSnapshot): Record<string, JsonValue> {
 }
 
 /**
- * Builds the context of one node visit. Questions (`input`) are keyed by the visit (`review#2`,
- * then `review#2#2`…), so a re-run node finds its earlier answers.
+ * The context of one node visit. Questions (`input`) are keyed by the visit (`review#2`, then
+ * `review#2#2`…), so a re-run node finds its earlier answers. Built for every visit, so the kit
+ * is made on first use only.
  */
-export function createNodeContext(scope: VisitScope): NodeContext {
-  const { run, exec, deps, nodeId, visit } = scope;
-  const key = nodeStepKey(nodeId, visit);
-  const active = run instanceof ActiveRun ? run : null;
-  const answers: JsonValue[] = active === null ? [] : active.takeAnswers<JsonValue>(key);
-  if (scope.preset !== null && answers.length === 0) answers.push(scope.preset.value);
-  let asked = 0;
-  const kit = withToolEvents(
-    createKit(
-      {
-        runtime: deps.runtime,
-        tools: deps.tools ?? null,
-        memory: deps.memory ?? null,
-        policy: deps.policy ?? null,
-        stats: null,
-      },
-      exec,
-    ),
-    run,
-    nodeId,
-  );
-  const ask = async <T>(request: InputRequest, error: string | null): Promise<T> => {
+class VisitContext implements NodeContext {
+  readonly graph: string;
+  readonly nodeId: string;
+  readonly visit: number;
+  readonly executionId: string;
+  readonly exec: ExecContext;
+  readonly runtime: AgentRuntime;
+  readonly stateKeys: ReadonlySet<string>;
+  readonly answers: readonly JsonValue[];
+  readonly shared: SharedStateView;
+  readonly #scope: VisitScope;
+  readonly #key: string;
+  readonly #active: ActiveRun | null;
+  #kit: AgentKit | null = null;
+  #asked = 0;
+
+  constructor(scope: VisitScope) {
+    this.#scope = scope;
+    this.graph = scope.graph;
+    this.nodeId = scope.nodeId;
+    this.visit = scope.visit;
+    this.executionId = scope.run.runId;
+    this.exec = scope.exec;
+    this.runtime = scope.deps.runtime;
+    this.stateKeys = scope.stateKeys;
+    this.shared = scope.shared;
+    this.#key = nodeStepKey(scope.nodeId, scope.visit);
+    this.#active = scope.run instanceof ActiveRun ? scope.run : null;
+    const answers: JsonValue[] =
+      this.#active === null ? [] : this.#active.takeAnswers<JsonValue>(this.#key);
+    if (scope.preset !== null && answers.length === 0) answers.push(scope.preset.value);
+    this.answers = answers;
+  }
+
+  get signal(): AbortSignal {
+    return this.exec.signal;
+  }
+
+  get kit(): AgentKit {
+    const { deps, run, nodeId } = this.#scope;
+    this.#kit ??= withToolEvents(
+      createKit(
+        {
+          runtime: deps.runtime,
+          tools: deps.tools ?? null,
+          memory: deps.memory ?? null,
+          policy: deps.policy ?? null,
+          stats: null,
+        },
+        this.exec,
+      ),
+      run,
+      nodeId,
+    );
+    return this.#kit;
+  }
+
+  async emit(chunk: string): Promise<void> {
+    if (typeof chunk !== "string") {
+      throw new NervaError(ErrorCode.INVALID_INPUT, "Invalid chunk: ctx.emit takes a string.", {
+        issues: [{ path: "chunk", message: "must be a string" }],
+      });
+    }
+    await this.exec.stream?.push(chunk);
+  }
+
+  async input<T = JsonValue>(request: InputRequest): Promise<T> {
+    let error: string | null = null;
+    while (this.#asked < this.answers.length) {
+      const answer = this.answers[this.#asked++];
+      if (request.schema === undefined) return answer as T;
+      const parsed = request.schema.safeParse(answer);
+      if (parsed.success) return parsed.data as T;
+      error = `The answer did not fit: ${parsed.error.issues.map((i) => `${i.path.join(".") || "value"}: ${i.message}`).join("; ")}`;
+    }
+    this.#asked += 1;
+    return this.#ask<T>(request, error);
+  }
+
+  step<T>(stepKey: string, fn: () => T | Promise<T>): Promise<T> {
+    return this.#scope.run.step(`${this.#key}/${stepKey}`, fn);
+  }
+
+  async #ask<T>(request: InputRequest, error: string | null): Promise<T> {
+    const { run, nodeId, visit } = this.#scope;
     const data: Record<string, JsonValue> = {
       ...(request.data ?? {}),
       ...(error === null ? {} : { error }),
@@ -99,48 +163,17 @@ export function createNodeContext(scope: VisitScope): NodeContext {
     const prompt = String(request.prompt);
     const kind = request.kind ?? "approval";
     await run.emit(GraphRunEvent.INPUT_REQUESTED, { nodeId, visit, prompt, kind, data });
-    const pause = { prompt, kind, data: { ...data, graph: snapshotJson(scope.snapshot()) } };
-    if (active !== null) return active.ask<T>(active.unique("i", key), { key, ...pause });
-    return run.waitForInput<T>(key, pause);
-  };
-  return Object.freeze({
-    graph: scope.graph,
-    nodeId,
-    visit,
-    executionId: run.runId,
-    get signal() {
-      return exec.signal;
-    },
-    exec,
-    runtime: deps.runtime,
-    kit,
-    stateKeys: scope.stateKeys,
-    answers: Object.freeze([...answers]),
-    shared: scope.shared,
-    async emit(chunk: string): Promise<void> {
-      if (typeof chunk !== "string") {
-        throw new NervaError(ErrorCode.INVALID_INPUT, "Invalid chunk: ctx.emit takes a string.", {
-          issues: [{ path: "chunk", message: "must be a string" }],
-        });
-      }
-      await exec.stream?.push(chunk);
-    },
-    async input<T = JsonValue>(request: InputRequest): Promise<T> {
-      let error: string | null = null;
-      while (asked < answers.length) {
-        const answer = answers[asked++];
-        if (request.schema === undefined) return answer as T;
-        const parsed = request.schema.safeParse(answer);
-        if (parsed.success) return parsed.data as T;
-        error = `The answer did not fit: ${parsed.error.issues.map((i) => `${i.path.join(".") || "value"}: ${i.message}`).join("; ")}`;
-      }
-      asked += 1;
-      return ask<T>(request, error);
-    },
-    step<T>(stepKey: string, fn: () => T | Promise<T>): Promise<T> {
-      return run.step(`${key}/${stepKey}`, fn);
-    },
-  });
+    const pause = { prompt, kind, data: { ...data, graph: snapshotJson(this.#scope.snapshot()) } };
+    const active = this.#active;
+    if (active !== null)
+      return active.ask<T>(active.unique("i", this.#key), { key: this.#key, ...pause });
+    return run.waitForInput<T>(this.#key, pause);
+  }
+}
+
+/** Builds the context of one node visit. */
+export function createNodeContext(scope: VisitScope): NodeContext {
+  return new VisitContext(scope);
 }
 
 /** The kit with each tool call written to the run as TOOL_CALL_STARTED / TOOL_CALL_COMPLETED. */
