@@ -1,0 +1,2 @@
+// Public entry of @nerva/cli: the command, callable in-process (tests, wrappers).
+export { main, type CliIo } from "./cli.js";
