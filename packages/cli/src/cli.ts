@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { isNervaError } from "@nerva/core";
+import { dashboardCommand } from "./dashboard-command.js";
 import { runCommand } from "./run-command.js";
 import { runsCommand } from "./runs-command.js";
 
@@ -12,6 +13,7 @@ export interface CliIo {
 
 const USAGE = `Usage:
   nerva run <agent module> [--input JSON] [--entry id] [--store runs.db]
+  nerva dashboard <agent module> [--store runs.db] [--port 4300]
   nerva runs list   --store runs.db --queue name [--status s] [--limit n]
   nerva runs show   <id> --store runs.db
   nerva runs events <id> --store runs.db [--after seq] [--follow]
@@ -39,6 +41,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         value: { type: "string" },
         key: { type: "string" },
         reason: { type: "string" },
+        port: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -54,6 +57,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   try {
     if (command === "run") return await runCommand(rest, parsed.values, io);
     if (command === "runs") return await runsCommand(rest, parsed.values, io);
+    if (command === "dashboard") return await dashboardCommand(rest, parsed.values, io);
     io.stderr.write(`nerva: unknown command "${command}"\n\n${USAGE}\n`);
     return 2;
   } catch (err) {

@@ -6,7 +6,7 @@ import { Progress } from "./progress.js";
 type Values = Record<string, string | boolean | undefined>;
 
 /** Registers tsx's loader so a TypeScript agent module can be imported (when tsx is installed). */
-async function typescriptLoader(path: string): Promise<void> {
+export async function typescriptLoader(path: string): Promise<void> {
   if (!/\.[cm]?tsx?$/.test(path)) return;
   try {
     const api = (await import("tsx/esm/api")) as { register: () => unknown };
