@@ -604,6 +604,60 @@ describe("GraphRuntime", () => {
     ]);
   });
 
+  it("checks an agent node's handler against the execution's permissions and the policy before invoking it", async () => {
+    const invoked: string[] = [];
+    const agents = new InProcessRuntime();
+    agents.register("secret_agent", async () => {
+      invoked.push("secret");
+      return "leaked";
+    });
+    const S = z.object({ out: z.string().optional() });
+    const graph = defineGraph({
+      name: "guarded",
+      state: S,
+      nodes: { call: agentNode("secret_agent", { writes: "out" }) },
+      edges: [["call", END]],
+      entry: "call",
+    });
+    const runtime = make({ graph, runtime: agents });
+    await runtime.start();
+    const narrow = ExecContext.create({ permissions: { allowedAgents: ["guarded"] } });
+    const denied = await runtime.triggerAndWait("default", {}, narrow, { timeoutSeconds: 10 });
+    expect(denied).toMatchObject({ status: "failed", error: { code: "PERMISSION_DENIED" } });
+    expect(denied.error?.message).toMatch(/do not allow agent "secret_agent"/);
+    // Without the graph's own agent the run is refused before any node.
+    const none = await runtime.triggerAndWait(
+      "default",
+      {},
+      ExecContext.create({ permissions: { allowedAgents: [] } }),
+      { timeoutSeconds: 10 },
+    );
+    expect(none).toMatchObject({ status: "failed", error: { code: "PERMISSION_DENIED" } });
+    const policed = make({
+      graph,
+      runtime: agents,
+      policy: {
+        evaluate: async (action: { checkpoint: string; name?: string }) => {
+          if (action.name === "secret_agent") throw new Error("policy store down");
+          return {
+            effect: "allow" as const,
+            checkpoint: action.checkpoint as never,
+            code: null,
+            reason: "",
+            rule: null,
+          };
+        },
+        charge: async () => undefined,
+      },
+    });
+    await policed.start();
+    const refused = await policed.triggerAndWait("default", {}, ExecContext.create(), {
+      timeoutSeconds: 10,
+    });
+    expect(refused).toMatchObject({ status: "failed", error: { code: "POLICY_DENIED" } });
+    expect(invoked).toEqual([]);
+  });
+
   it("refuses a bad start state and an unknown entry point with typed errors", async () => {
     const { agents, graph } = refundDesk();
     const runtime = make({ graph, runtime: agents });

@@ -1,9 +1,9 @@
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
 import type { Memory } from "../memory/types.js";
-import { createKit } from "../orchestrator/kit.js";
+import { checkPolicy, createKit } from "../orchestrator/kit.js";
 import type { AgentKit } from "../orchestrator/types.js";
-import type { PolicyEngine } from "../policy/types.js";
+import { Checkpoint, type PolicyEngine } from "../policy/types.js";
 import { ActiveRun } from "../runs/run-context.js";
 import type { RunContext } from "../runs/run-context.js";
 import type { AgentRuntime } from "../runtime/types.js";
@@ -109,6 +109,10 @@ class VisitContext implements NodeContext {
     return this.exec.signal;
   }
 
+  get policy(): PolicyEngine | null {
+    return this.#scope.deps.policy ?? null;
+  }
+
   get kit(): AgentKit {
     const { deps, run, nodeId } = this.#scope;
     this.#kit ??= withToolEvents(
@@ -168,6 +172,36 @@ class VisitContext implements NodeContext {
     if (active !== null)
       return active.ask<T>(active.unique("i", this.#key), { key: this.#key, ...pause });
     return run.waitForInput<T>(this.#key, pause);
+  }
+}
+
+/**
+ * Checks that the node's context may invoke agent `handler`: its permissions, then the graph
+ * runtime's policy (`before_invoke`, kind `agent`; a policy that throws refuses). Throws
+ * PERMISSION_DENIED or the policy's code.
+ */
+export async function authorizeAgent(
+  ctx: NodeContext,
+  handler: string,
+  message: string,
+): Promise<void> {
+  if (!ctx.exec.permissions.canUseAgent(handler)) {
+    throw new NervaError(
+      ErrorCode.PERMISSION_DENIED,
+      `The execution's permissions do not allow agent "${handler}" (node "${ctx.nodeId}").`,
+    );
+  }
+  const policy = ctx instanceof VisitContext ? ctx.policy : null;
+  const refused = await checkPolicy(
+    policy,
+    { checkpoint: Checkpoint.BEFORE_INVOKE, kind: "agent", name: handler, message },
+    ctx.exec,
+  );
+  if (refused !== null) {
+    throw new NervaError(
+      refused.code ?? ErrorCode.POLICY_DENIED,
+      `The policy refused agent "${handler}": ${refused.reason}`,
+    );
   }
 }
 

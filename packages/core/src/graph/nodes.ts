@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ErrorCode, NervaError } from "../errors.js";
 import type { AgentInputInit, AgentResult, JsonValue } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
+import { authorizeAgent } from "./node-context.js";
 import {
   NodeKind,
   type GraphNode,
@@ -100,6 +101,7 @@ export function agentNode<S extends GraphState>(
     const init: AgentInputInit = input?.(state) ?? { message: JSON.stringify(state) };
     let args: Record<string, string> = { ...(init.args ?? {}) };
     for (const answer of ctx.answers) args = { ...args, ...parseArgs(answer) };
+    await authorizeAgent(ctx, handler, init.message);
     for (;;) {
       const result = await ctx.runtime.invoke(handler, { ...init, args }, ctx.exec);
       if (
