@@ -66,7 +66,8 @@ async function executor(store) {
       await new Promise((r) => setTimeout(r, 20));
       result = await runtime.getExecution(id);
     }
-    if (result.status !== "completed" || result.state.n !== NODES) throw new Error(JSON.stringify(result.error));
+    if (result.status !== "completed" || result.state.n !== NODES)
+      throw new Error(JSON.stringify(result.error));
     perNode.push(Number(lastEnd - firstStart) / NODES);
   }
   await runtime.stop();
