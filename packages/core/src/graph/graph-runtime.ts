@@ -3,22 +3,21 @@ import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { checkUntrustedJson } from "../internal/json-limits.js";
 import { toJsonText } from "../runs/json-value.js";
 import { RunQueue } from "../runs/run-queue.js";
-import { Runner } from "../runs/runner.js";
 import { RunStatus, type RunRecord } from "../runs/types.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
-import { AgentStatus } from "../types/status.js";
 import type { EntryPoint, EntryPointInfo } from "./entry-points.js";
 import { EventBus, type EventHandler, type SubscribeOptions } from "./event-bus.js";
 import { EventProjector, EventType, type GraphEvent } from "./events.js";
 import { toExecutionResult, type ExecutionResult } from "./execution-result.js";
 import { GraphExecutor } from "./executor.js";
-import { parseNodeKey } from "./run-events.js";
 import {
   GraphRuntimeOptionsSchema,
   type GraphRuntimeOptions,
   type ParsedGraphRuntimeOptions,
 } from "./runtime-options.js";
 import { Triggers } from "./triggers.js";
+import { checkAnswer } from "./answers.js";
+import { buildStreams, checkBacklog, type Stream } from "./entry-streams.js";
 import { ExecutionWatcher } from "./execution-watcher.js";
 import { graphHandler, handlerRuntime } from "./graph-handler.js";
 import { FIX_STATE, planStart } from "./session-start.js";
@@ -30,17 +29,6 @@ import {
 } from "./session-state.js";
 import { SharedState } from "./shared-state.js";
 import type { Graph } from "./types.js";
-
-/** One entry point's stream: its queue and the runner executing it (the seed's ExecutionStream). */
-interface Stream {
-  readonly ep: EntryPoint;
-  readonly queue: RunQueue;
-  readonly runner: Runner | null;
-  /** Serializes admissions, so the backlog check and the enqueue are one step in this process. */
-  admitting: Promise<unknown>;
-  triggered: number;
-  rateLimited: number;
-}
 
 /** Per-call options of `trigger` and `triggerAndWait`. */
 export interface TriggerOptions {
@@ -117,59 +105,8 @@ export class GraphRuntime {
       },
       (e) => this.#error(e),
     );
-    const ids = new Set<string>();
-    for (const spec of o.entryPoints) {
-      if (ids.has(spec.id)) {
-        throw new NervaError(
-          ErrorCode.INVALID_OPTIONS,
-          `Invalid options.entryPoints: two entry points are named "${spec.id}".`,
-          {
-            issues: [{ path: "options.entryPoints", message: `duplicate id "${spec.id}"` }],
-          },
-        );
-      }
-      ids.add(spec.id);
-      const entryNode = spec.entryNode ?? o.graph.entry;
-      if (!o.graph.nodes.has(entryNode)) {
-        throw new NervaError(
-          ErrorCode.INVALID_OPTIONS,
-          `Invalid entry point "${spec.id}": entryNode "${entryNode}" is not a node of graph "${o.graph.name}" (nodes: ${o.graph.nodeIds.join(", ")}).`,
-          {
-            issues: [{ path: `options.entryPoints.${spec.id}.entryNode`, message: "unknown node" }],
-          },
-        );
-      }
-      const ep: EntryPoint = { ...spec, entryNode, concurrency: spec.concurrency ?? o.concurrency };
-      const queue =
-        o.runner !== undefined
-          ? o.queue
-          : new RunQueue({
-              store: o.queue.store,
-              name: `${o.queue.name}.${ep.id}`.slice(0, 64),
-              maxStepBytes: o.queue.maxStepBytes,
-              retry: o.retry,
-              maxReclaims: o.maxReclaims,
-            });
-      const runner =
-        o.runner !== undefined
-          ? null
-          : new Runner({
-              queue,
-              runtime: this.#handlers,
-              concurrency: ep.concurrency,
-              leaseSeconds: o.leaseSeconds,
-              heartbeatSeconds: o.heartbeatSeconds,
-              ...(o.workerId === undefined ? {} : { workerId: `${o.workerId}:${ep.id}` }),
-              onError: (e) => this.#error(e),
-            });
-      this.#streams.set(ep.id, {
-        ep,
-        queue,
-        runner,
-        admitting: Promise.resolve(),
-        triggered: 0,
-        rateLimited: 0,
-      });
+    for (const stream of buildStreams(o, this.#handlers, (e) => this.#error(e))) {
+      this.#streams.set(stream.ep.id, stream);
     }
     this.#triggers = new Triggers(
       this,
@@ -298,46 +235,7 @@ export class GraphRuntime {
     content: unknown,
   ): Promise<ExecutionResult> {
     const run = await this.#known(executionId);
-    const at = run.status === RunStatus.PAUSED ? parseNodeKey(run.pause?.key ?? "") : null;
-    if (at === null || at.nodeId !== nodeId) {
-      throw new NervaError(
-        ErrorCode.INVALID_STATE,
-        at === null
-          ? `Execution ${executionId} is ${toExecutionResult(run, (p) => ({ ...p, sig: "" })).status}, not paused at an input: nothing waits for "${nodeId}".`
-          : `Execution ${executionId} is paused at node "${at.nodeId}", not "${nodeId}": answer "${at.nodeId}".`,
-        { details: { executionId, status: run.status, pausedAt: at?.nodeId ?? null } },
-      );
-    }
-    checkUntrustedJson(content, "content", "Send plain JSON.");
-    const node = this.graph.nodes.get(nodeId);
-    const schema = node?.inputSchema;
-    let value = content;
-    if (schema !== undefined) {
-      value = parseOrThrow(
-        schema,
-        content,
-        ErrorCode.INVALID_INPUT,
-        "content",
-        `Answer node "${nodeId}" with a value its schema accepts.`,
-      );
-    } else if (
-      run.pause?.kind === AgentStatus.NEEDS_DATA ||
-      run.pause?.kind === AgentStatus.NEEDS_CREDENTIALS
-    ) {
-      const ok =
-        typeof content === "object" &&
-        content !== null &&
-        typeof (content as { args?: unknown }).args === "object";
-      if (!ok) {
-        throw new NervaError(
-          ErrorCode.INVALID_INPUT,
-          `Invalid content: node "${nodeId}" waits for ${run.pause.kind}; answer { args: { name: "value" } }.`,
-          {
-            issues: [{ path: "content.args", message: "required" }],
-          },
-        );
-      }
-    }
+    const value = checkAnswer(this.graph, run, nodeId, content);
     const resumed = await this.#o.queue.resume(executionId, value ?? null, {
       key: run.pause?.key as string,
     });
@@ -462,7 +360,7 @@ export class GraphRuntime {
     const message = toJsonText(start.payload, "input", stream.queue.maxStepBytes, FIX_STATE);
     const idempotencyKey = options.idempotencyKey ?? start.idempotencyKey;
     const admit = async (): Promise<RunRecord> => {
-      await this.#checkBacklog(stream);
+      await checkBacklog(stream, this.graph.name);
       const run = await stream.queue.enqueue({
         handler: this.graph.name,
         input: {
@@ -500,31 +398,6 @@ export class GraphRuntime {
   }
 
   /** The start payload of an execution: a fresh state, or a verified sessionState. */
-  async #checkBacklog(stream: Stream): Promise<void> {
-    const limit = stream.ep.backlog;
-    let waiting = 0;
-    let cursor: string | null = null;
-    do {
-      const page = await stream.queue.list({
-        status: RunStatus.PENDING,
-        limit: Math.min(1000, limit + 1),
-        cursor,
-      });
-      waiting += page.runs.filter(
-        (r) => r.handlers[0] === this.graph.name && r.input.args.entryPoint === stream.ep.id,
-      ).length;
-      cursor = page.nextCursor;
-    } while (cursor !== null && waiting < limit);
-    if (waiting >= limit) {
-      stream.rateLimited += 1;
-      throw new NervaError(
-        ErrorCode.RATE_LIMITED,
-        `Entry point "${stream.ep.id}" has ${waiting} executions waiting to start, its backlog limit: try again later, or raise its backlog or concurrency.`,
-        { details: { entryPoint: stream.ep.id, waiting, backlog: limit, retryAfterSeconds: 1 } },
-      );
-    }
-  }
-
   async #known(id: string): Promise<RunRecord> {
     const run = await this.#o.queue.get(id);
     if (run === null || run.handlers[0] !== this.graph.name) {
