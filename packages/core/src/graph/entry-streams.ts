@@ -6,8 +6,8 @@ import type { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import type { EntryPoint } from "./entry-points.js";
 import type { ParsedGraphRuntimeOptions } from "./runtime-options.js";
 
-export /** One entry point's stream: its queue and the runner executing it (the seed's ExecutionStream). */
-interface Stream {
+/** One entry point's stream: its queue and the runner executing it (the seed's ExecutionStream). */
+export interface Stream {
   readonly ep: EntryPoint;
   readonly queue: RunQueue;
   readonly runner: Runner | null;
