@@ -4,6 +4,7 @@ import { ExecContext } from "../context/exec-context.js";
 import { NervaError } from "../errors.js";
 import { InMemoryRunStore } from "../runs/in-memory-store.js";
 import { RunQueue } from "../runs/run-queue.js";
+import { Runner } from "../runs/runner.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import type { PartialAgentResult } from "../types/agent.js";
 import { FunctionToolManager, defineTool } from "../tools/function-tool-manager.js";
@@ -494,6 +495,86 @@ describe("GraphRuntime", () => {
     const end = await runtime.wait(id, { timeoutSeconds: 10 });
     expect(end.status).toBe("cancelled");
     expect(aborted).toBe(true);
+  });
+
+  it("cancels mid-node: an agent node's handler sees its ctx.signal abort", async () => {
+    let aborted = false;
+    let started!: () => void;
+    const began = new Promise<void>((r) => (started = r));
+    const agents = new InProcessRuntime({ timeoutSeconds: 60 });
+    agents.register("slow_agent", async (_input, ctx) => {
+      started();
+      await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve()));
+      aborted = true;
+      return "too late";
+    });
+    const graph = defineGraph({
+      name: "slow_agent_graph",
+      state: z.object({ out: z.string().optional() }),
+      nodes: { call: agentNode("slow_agent", { writes: "out" }) },
+      edges: [["call", END]],
+      entry: "call",
+    });
+    const runtime = make({ graph, runtime: agents });
+    await runtime.start();
+    const id = await runtime.trigger("default", {});
+    await began;
+    await runtime.cancel(id);
+    expect((await runtime.wait(id, { timeoutSeconds: 10 })).status).toBe("cancelled");
+    expect(aborted).toBe(true);
+  });
+
+  it("runs on an existing Runner shared with plain runs", async () => {
+    const shared = new InProcessRuntime();
+    shared.register("plain", async () => "plain run");
+    shared.register("echo_agent", async (input) => `echo ${input.message}`);
+    const queue = new RunQueue({ store: new InMemoryRunStore(), name: "shared" });
+    const runner = new Runner({
+      queue,
+      runtime: shared,
+      concurrency: 2,
+      leaseSeconds: 2,
+      heartbeatSeconds: 0.1,
+    });
+    const graph = defineGraph({
+      name: "on_shared",
+      state: z.object({ out: z.string().optional() }),
+      nodes: { call: agentNode("echo_agent", { writes: "out", input: () => ({ message: "hi" }) }) },
+      edges: [["call", END]],
+      entry: "call",
+    });
+    const runtime = make({ graph, runtime: shared, queue, runner });
+    expect(shared.handlerNames()).toContain("on_shared");
+    await runner.start();
+    try {
+      const done = await runtime.triggerAndWait("default", {}, ExecContext.create(), {
+        timeoutSeconds: 10,
+      });
+      expect(done).toMatchObject({ status: "completed", state: { out: "echo hi" } });
+      const plain = await queue.enqueue({
+        handler: "plain",
+        input: { message: "x" },
+        ctx: ExecContext.create(),
+      });
+      expect((await queue.wait(plain.id, { timeoutSeconds: 10 })).result?.output).toBe("plain run");
+      expect(runtime.getEntryPoints()[0]?.queue).toBe("shared");
+      expect(() =>
+        make({
+          graph,
+          runtime: {
+            invoke: async () => ({}),
+            handlerNames: () => [],
+            invokeChain: async () => ({}),
+            delegate: async () => ({}),
+            close: async () => undefined,
+          } as never,
+          queue,
+          runner,
+        }),
+      ).toThrow(/InProcessRuntime that runner executes/);
+    } finally {
+      await runner.stop({ graceSeconds: 0 });
+    }
   });
 
   it("records a graph.node span per visit under the run's span, with the handler's span beneath", async () => {
