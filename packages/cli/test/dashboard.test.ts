@@ -1,7 +1,8 @@
 // The runs dashboard in real headless Chromium (Debian's chromium, driven by playwright-core):
 // trigger an execution, watch it pause, answer in the form, see it complete. Saves the screenshot
-// docs/images/runs-dashboard.png.
-import { mkdirSync } from "node:fs";
+// docs/images/runs-dashboard*.png when NERVA_SCREENSHOTS=1 (else to a temp folder).
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -9,6 +10,10 @@ import { InMemoryRunStore, InProcessRuntime, RunQueue, createGraphRuntime } from
 import { startDashboard, type Dashboard } from "../src/index.js";
 import { graph, handlers } from "./refund-desk.fixture.js";
 
+const shots =
+  process.env.NERVA_SCREENSHOTS === "1"
+    ? join(import.meta.dirname, "..", "..", "..", "docs", "images")
+    : mkdtempSync(join(tmpdir(), "nerva-dashboard-"));
 let browser: Browser;
 let dashboard: Dashboard;
 const agents = new InProcessRuntime();
@@ -70,7 +75,7 @@ describe("runs dashboard", () => {
       await page.click("#answer-button");
       await expect.poll(() => page.textContent("#answer-error")).toMatch(/INVALID_INPUT/);
       expect(await page.textContent("#status")).toBe("paused");
-      mkdirSync(join(import.meta.dirname, "..", "..", "..", "docs", "images"), { recursive: true });
+      mkdirSync(shots, { recursive: true });
       await page.fill("#answer", "approved");
       await page.screenshot({
         path: join(
@@ -90,7 +95,7 @@ describe("runs dashboard", () => {
       expect(await page.getAttribute('#graph g[data-node="refund"]', "class")).toContain("visited");
       await expect.poll(() => page.textContent("#executions")).toContain("completed");
       await page.screenshot({
-        path: join(import.meta.dirname, "..", "..", "..", "docs", "images", "runs-dashboard.png"),
+        path: join(shots, "runs-dashboard.png"),
       });
       expect(external).toEqual([]); // self-contained: no CDN, nothing fetched elsewhere
       await page.close();
