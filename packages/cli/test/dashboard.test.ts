@@ -78,15 +78,7 @@ describe("runs dashboard", () => {
       mkdirSync(shots, { recursive: true });
       await page.fill("#answer", "approved");
       await page.screenshot({
-        path: join(
-          import.meta.dirname,
-          "..",
-          "..",
-          "..",
-          "docs",
-          "images",
-          "runs-dashboard-paused.png",
-        ),
+        path: join(shots, "runs-dashboard-paused.png"),
       });
       await page.click("#answer-button");
       await expect.poll(() => page.textContent("#status"), { timeout: 20_000 }).toBe("completed");
