@@ -37,6 +37,12 @@ export const ErrorCode = {
   INTERNAL: "INTERNAL",
   /** An optional dependency (a native or heavy package) is not installed. */
   MISSING_DEPENDENCY: "MISSING_DEPENDENCY",
+  /** A durable run's worker lost its lease (another worker took the run over): its write is refused. */
+  LEASE_LOST: "LEASE_LOST",
+  /** The thing exists but is in the wrong state for the call, e.g. resuming a run that is not paused. */
+  INVALID_STATE: "INVALID_STATE",
+  /** A backing store (SQLite file, Redis) cannot be reached or is locked; retry later. */
+  UNAVAILABLE: "UNAVAILABLE",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

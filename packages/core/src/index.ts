@@ -203,3 +203,49 @@ export type {
 
 // The subprocess runtime is at @nerva/core/subprocess and the worker protocol (frame schemas,
 // codecs, serveWorker) at @nerva/core/protocol: only implementers of workers need them.
+
+// Durable runs
+export {
+  FINAL_EVENT_TYPES,
+  RunEventType,
+  RunStatus,
+  isFinalStatus,
+  type RetryPolicy,
+  type RunError,
+  type RunEvent,
+  type RunInput,
+  type RunLease,
+  type RunPage,
+  type RunPause,
+  type RunRecord,
+} from "./runs/types.js";
+export type {
+  ClaimRequest,
+  ClaimedRun,
+  LeaseRef,
+  NewRun,
+  RunListQuery,
+  RunOutcome,
+  RunStore,
+} from "./runs/store.js";
+export { RunQueue } from "./runs/run-queue.js";
+export { Runner } from "./runs/runner.js";
+export { InMemoryRunStore } from "./runs/in-memory-store.js";
+export { RunPaused, type RunContext, type WaitForInputOptions } from "./runs/run-context.js";
+export { retryDelaySeconds } from "./runs/backoff.js";
+export {
+  EnqueueOptionsSchema,
+  RetryOptionsSchema,
+  RunQueueOptionsSchema,
+  RunnerOptionsSchema,
+  type EnqueueOptions,
+  type EventsOptions,
+  type ListOptions,
+  type RetryOptions,
+  type RunQueueOptions,
+  type RunnerOptions,
+  type WaitOptions,
+} from "./runs/options.js";
+
+// Agent graphs and the runner (built on durable runs): defineGraph, nodes, GraphRuntime, events
+export * from "./graph/index.js";

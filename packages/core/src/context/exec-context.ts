@@ -18,6 +18,8 @@ import {
   type StreamSink,
   type ToWireOptions,
 } from "./options.js";
+import type { RunContext } from "../runs/run-context.js";
+import { kRunContext } from "../runs/run-context-key.js";
 import { Span, nowMs, spanParentId, type SpanParent } from "./span.js";
 import {
   addUsage,
@@ -456,5 +458,10 @@ export class ExecContext extends ContextLifecycle {
       visit(c.agentName);
     }
     return path;
+  }
+
+  /** The durable run this request executes in, or null. */
+  get run(): RunContext | null {
+    return this.local(kRunContext) ?? null;
   }
 }

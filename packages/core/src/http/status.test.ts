@@ -20,6 +20,9 @@ describe("NervaError → HTTP status", () => {
     [ErrorCode.INTERNAL, 500],
     [ErrorCode.DUPLICATE_HANDLER, 500],
     [ErrorCode.MISSING_DEPENDENCY, 500],
+    [ErrorCode.INVALID_STATE, 409],
+    [ErrorCode.UNAVAILABLE, 503],
+    [ErrorCode.LEASE_LOST, 500],
   ];
   it.each(rows)("%s → %i", (code, status) => {
     expect(httpStatusOf(new NervaError(code, "x"))).toBe(status);

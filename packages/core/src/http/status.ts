@@ -14,12 +14,14 @@ import { HttpErrorCode, requestErrorOf } from "./request-errors.js";
  * | UNAUTHENTICATED | 401 (`WWW-Authenticate: Bearer`) |
  * | PERMISSION_DENIED, POLICY_DENIED | 403 |
  * | NOT_FOUND | 404 |
+ * | INVALID_STATE | 409 |
  * | RATE_LIMITED, BUDGET_EXCEEDED | 429 (`Retry-After` from `details.retryAfterSeconds`) |
  * | CANCELLED | 499 (client closed request) |
  * | CIRCUIT_OPEN | 503 (`Retry-After` from `details.retryAfterSeconds`) |
+ * | UNAVAILABLE | 503 (`Retry-After` from `details.retryAfterSeconds`, when set) |
  * | TIMEOUT | 504 |
  * | APPROVAL_PENDING | 202 |
- * | DUPLICATE_HANDLER, EMPTY_CHAIN, MISSING_DEPENDENCY, INTERNAL | 500 |
+ * | DUPLICATE_HANDLER, EMPTY_CHAIN, MISSING_DEPENDENCY, LEASE_LOST, INTERNAL | 500 |
  *
  * @example
  * HTTP_STATUS_BY_ERROR_CODE[ErrorCode.RATE_LIMITED]; // 429
@@ -31,16 +33,20 @@ export const HTTP_STATUS_BY_ERROR_CODE: Readonly<Record<ErrorCode, number>> = Ob
   [ErrorCode.PERMISSION_DENIED]: 403,
   [ErrorCode.POLICY_DENIED]: 403,
   [ErrorCode.NOT_FOUND]: 404,
+  [ErrorCode.INVALID_STATE]: 409,
   [ErrorCode.RATE_LIMITED]: 429,
   [ErrorCode.BUDGET_EXCEEDED]: 429,
   [ErrorCode.CANCELLED]: 499,
   [ErrorCode.CIRCUIT_OPEN]: 503,
+  [ErrorCode.UNAVAILABLE]: 503,
   [ErrorCode.TIMEOUT]: 504,
   [ErrorCode.APPROVAL_PENDING]: 202,
   [ErrorCode.DUPLICATE_HANDLER]: 500,
   [ErrorCode.EMPTY_CHAIN]: 500,
   [ErrorCode.MISSING_DEPENDENCY]: 500,
   [ErrorCode.INTERNAL]: 500,
+  // A worker that lost its lease is a server-side condition, never a client mistake.
+  [ErrorCode.LEASE_LOST]: 500,
 } satisfies Record<ErrorCode, number>);
 
 /**

@@ -11,3 +11,8 @@ export {
   SqliteRegistryOptionsSchema,
   type SqliteRegistryOptions,
 } from "../registry/sqlite-registry.js";
+export {
+  SqliteRunStore,
+  SqliteRunStoreOptionsSchema,
+  type SqliteRunStoreOptions,
+} from "../runs/sqlite-run-store.js";

@@ -15,3 +15,4 @@ export {
   type BridgeContractSetup,
   type BridgeContractStart,
 } from "./bridge-contract.js";
+export { describeRunStoreContract, type RunStoreContractSetup } from "./run-store-contract.js";

@@ -1,0 +1,227 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { ErrorCode, ExecContext, NervaError, type GraphRuntime, type RunStore } from "@nerva/core";
+import { DASHBOARD_HTML } from "./page.js";
+
+/** Options of {@link startDashboard}. */
+export interface DashboardOptions {
+  /** Default 127.0.0.1. Any other address needs `allowRemote: true`. */
+  readonly host?: string;
+  /** Default 0 (a free port). */
+  readonly port?: number;
+  /** Serve clients that are not on this machine (put your own auth in front). Default false. */
+  readonly allowRemote?: boolean;
+}
+
+/** A running dashboard. */
+export interface Dashboard {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+const LOOPBACK = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1", "localhost"]);
+const MAX_BODY = 64 * 1024;
+const STATUS: Record<string, number> = {
+  INVALID_INPUT: 400,
+  NOT_FOUND: 404,
+  INVALID_STATE: 409,
+  RATE_LIMITED: 429,
+};
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "cache-control": "no-store",
+  });
+  res.end(text);
+}
+
+function fail(res: ServerResponse, err: unknown): void {
+  if (err instanceof NervaError) {
+    send(res, STATUS[err.code] ?? 500, { error: { code: err.code, message: err.message } });
+  } else {
+    // Internals never reach the page.
+    send(res, 500, { error: { code: "INTERNAL", message: "The dashboard failed to answer." } });
+  }
+}
+
+async function body(req: IncomingMessage): Promise<Record<string, unknown>> {
+  let size = 0;
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY)
+      throw new NervaError(ErrorCode.INVALID_INPUT, `The request body is over ${MAX_BODY} bytes.`);
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    const value = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as unknown;
+    if (typeof value !== "object" || value === null || Array.isArray(value))
+      throw new Error("not an object");
+    return value as Record<string, unknown>;
+  } catch {
+    throw new NervaError(ErrorCode.INVALID_INPUT, "The request body must be a JSON object.");
+  }
+}
+
+/** The graph's shape for the page: nodes, edges, entry points. */
+function describe(runtime: GraphRuntime): unknown {
+  const g = runtime.graph;
+  const edges: { from: string; to: string; type: string }[] = [];
+  for (const [from, e] of g.edges) {
+    if (e.type === "static") edges.push({ from, to: e.to, type: "static" });
+    else if (e.type === "fanout") for (const to of e.to) edges.push({ from, to, type: "fanout" });
+    else
+      for (const to of e.targets ?? [...g.nodeIds, "__end__"])
+        edges.push({ from, to, type: "conditional" });
+  }
+  return {
+    name: g.name,
+    entry: g.entry,
+    nodes: g.nodeIds.map((id) => ({ id, kind: g.nodes.get(id)?.kind ?? "?" })),
+    edges,
+    entryPoints: runtime.getEntryPoints(),
+  };
+}
+
+async function executions(
+  runtime: GraphRuntime,
+  queueOf: (ep: string) => string,
+  store: RunStore,
+): Promise<unknown> {
+  const out: unknown[] = [];
+  for (const ep of runtime.getEntryPoints()) {
+    const page = await store.list({ queue: queueOf(ep.id), limit: 50, cursor: null });
+    for (const run of page.runs) {
+      if (run.handlers[0] !== runtime.graph.name) continue;
+      const r = await runtime.getExecution(run.id);
+      if (r !== null) out.push({ ...r, sessionState: null, createdAt: run.createdAt });
+    }
+  }
+  return out;
+}
+
+/**
+ * Serves the runs dashboard of a graph runtime: one self-contained page (no CDN) listing
+ * executions by entry point and status, each execution's path on the graph with the current node
+ * highlighted, its live events, and a form answering a paused input node (`injectInput`). Binds to
+ * 127.0.0.1 and refuses other clients unless `allowRemote`.
+ *
+ * @example
+ * const dashboard = await startDashboard(runtime, { port: 4300 });
+ * console.log(`open ${dashboard.url}`);
+ */
+export async function startDashboard(
+  runtime: GraphRuntime,
+  store: RunStore,
+  options: DashboardOptions = {},
+): Promise<Dashboard> {
+  const host = options.host ?? "127.0.0.1";
+  if (!LOOPBACK.has(host) && options.allowRemote !== true) {
+    throw new NervaError(
+      ErrorCode.INVALID_OPTIONS,
+      `Invalid host "${host}": the dashboard serves this machine only; pass allowRemote: true (behind your own auth) to listen on ${host}.`,
+    );
+  }
+  const queues = new Map(runtime.getEntryPoints().map((e) => [e.id, e.queue]));
+  const server: Server = createServer((req, res) => {
+    void handle(req, res).catch((err: unknown) => fail(res, err));
+  });
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (options.allowRemote !== true && !LOOPBACK.has(req.socket.remoteAddress ?? "")) {
+      send(res, 403, {
+        error: { code: "PERMISSION_DENIED", message: "The dashboard serves this machine only." },
+      });
+      return;
+    }
+    const url = new URL(req.url ?? "/", "http://dashboard");
+    const parts = url.pathname.split("/").filter((p) => p !== "");
+    if (req.method === "GET" && url.pathname === "/") {
+      res.writeHead(200, {
+        "content-type": "text/html; charset=utf-8",
+        "content-security-policy":
+          "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
+      });
+      res.end(DASHBOARD_HTML);
+      return;
+    }
+    if (parts[0] !== "api")
+      return send(res, 404, { error: { code: "NOT_FOUND", message: "No such page." } });
+    if (req.method === "GET" && parts[1] === "graph") return send(res, 200, describe(runtime));
+    if (parts[1] === "executions" && parts.length === 2) {
+      if (req.method === "GET")
+        return send(res, 200, await executions(runtime, (ep) => queues.get(ep) ?? ep, store));
+      if (req.method === "POST") {
+        const b = await body(req);
+        const input = (b.input ?? {}) as Record<string, unknown>;
+        const id = await runtime.trigger(
+          String(b.entryPoint ?? "default"),
+          input,
+          ExecContext.create(),
+        );
+        return send(res, 202, { executionId: id });
+      }
+    }
+    const id = parts[2];
+    if (parts[1] === "executions" && id !== undefined) {
+      if (req.method === "GET" && parts.length === 3) {
+        const r = await runtime.getExecution(id);
+        return r === null
+          ? send(res, 404, { error: { code: "NOT_FOUND", message: `No execution ${id}.` } })
+          : send(res, 200, { ...r, sessionState: null });
+      }
+      if (req.method === "POST" && parts[3] === "input") {
+        const b = await body(req);
+        return send(res, 200, {
+          ...(await runtime.injectInput(id, String(b.nodeId), b.value)),
+          sessionState: null,
+        });
+      }
+      if (req.method === "GET" && parts[3] === "events") return streamEvents(runtime, id, req, res);
+    }
+    send(res, 404, { error: { code: "NOT_FOUND", message: "No such route." } });
+  }
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, host, resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}/`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Server-sent events of one execution: replay after Last-Event-ID (the seq), then live. */
+async function streamEvents(
+  runtime: GraphRuntime,
+  id: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const after = Number(req.headers["last-event-id"] ?? 0);
+  const stop = new AbortController();
+  req.on("close", () => stop.abort());
+  const events = runtime.events(id, {
+    afterSeq: Number.isInteger(after) && after > 0 ? after : 0,
+    signal: stop.signal,
+  });
+  const first = await events.next();
+  res.writeHead(200, {
+    "content-type": "text/event-stream",
+    "cache-control": "no-store",
+    connection: "keep-alive",
+  });
+  const write = (e: { seq: number; type: string }): boolean =>
+    res.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+  if (first.done !== true) {
+    write(first.value);
+    for await (const e of events) {
+      // Pull at the client's pace: wait for the socket to drain instead of buffering.
+      if (!write(e)) await new Promise((r) => res.once("drain", r));
+    }
+  }
+  res.end();
+}

@@ -1,0 +1,137 @@
+import { createInterface } from "node:readline/promises";
+import { AgentRunner, EventType, NervaError, ErrorCode } from "@nerva/core";
+import type { CliIo } from "./cli.js";
+import { Progress } from "./progress.js";
+
+type Values = Record<string, string | boolean | undefined>;
+
+/** Registers tsx's loader so a TypeScript agent module can be imported (when tsx is installed). */
+export async function typescriptLoader(path: string): Promise<void> {
+  if (!/\.[cm]?tsx?$/.test(path)) return;
+  try {
+    const api = (await import("tsx/esm/api")) as { register: () => unknown };
+    api.register();
+  } catch {
+    // Without tsx the import below fails with Node's own message naming the extension.
+  }
+}
+
+/** Reads answers line by line from stdin (interactive or piped). */
+function answers(io: CliIo): {
+  ask: (prompt: string) => Promise<string | null>;
+  close: () => void;
+} {
+  const rl = createInterface({
+    input: io.stdin,
+    output: io.stdout,
+    terminal: io.stdin.isTTY === true,
+  });
+  const lines: string[] = [];
+  let ended = false;
+  const waiting: ((line: string | null) => void)[] = [];
+  rl.on("line", (line) => {
+    const w = waiting.shift();
+    if (w !== undefined) w(line);
+    else lines.push(line);
+  });
+  rl.on("close", () => {
+    ended = true;
+    for (const w of waiting.splice(0)) w(null);
+  });
+  return {
+    ask: (prompt) => {
+      io.stdout.write(`? ${prompt} `);
+      const line = lines.shift();
+      if (line !== undefined) {
+        if (io.stdin.isTTY !== true) io.stdout.write(`${line}\n`);
+        return Promise.resolve(line);
+      }
+      if (ended) return Promise.resolve(null);
+      return new Promise((resolve) => waiting.push(resolve));
+    },
+    close: () => rl.close(),
+  };
+}
+
+function parseAnswer(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return line;
+  }
+}
+
+/** `nerva run <module>`: runs the module's graph, streaming output and asking for input. */
+export async function runCommand(
+  args: readonly string[],
+  values: Values,
+  io: CliIo,
+): Promise<number> {
+  const [path] = args;
+  if (path === undefined)
+    throw new NervaError(ErrorCode.INVALID_INPUT, "nerva run needs the path of an agent module.");
+  let input: Record<string, unknown> = {};
+  if (typeof values.input === "string") {
+    try {
+      input = JSON.parse(values.input) as Record<string, unknown>;
+    } catch {
+      throw new NervaError(ErrorCode.INVALID_INPUT, `--input must be JSON (got ${values.input}).`);
+    }
+  }
+  await typescriptLoader(path);
+  const runner = await AgentRunner.load(
+    path,
+    typeof values.store === "string" ? { store: { sqlite: values.store } } : {},
+  );
+  const progress = new Progress(io);
+  const reader = answers(io);
+  try {
+    const entry = typeof values.entry === "string" ? values.entry : undefined;
+    const id = await runner.trigger(entry ?? runner.getEntryPoints()[0]?.id ?? "default", input);
+    io.stderr.write(`[nerva] execution ${id}\n`);
+    for await (const e of runner.runtime.events(id)) {
+      if (e.type === EventType.NODE_STARTED && e.nodeId !== undefined) progress.node(e.nodeId);
+      else if (e.type === EventType.NODE_COMPLETED) progress.completed();
+      else if (e.type === EventType.CLIENT_OUTPUT_DELTA) {
+        progress.output(String(e.data.chunk));
+      } else if (e.type === EventType.EXECUTION_PAUSED) {
+        progress.stop();
+        const paused = await runner.runtime.getExecution(id);
+        if (paused?.status !== "paused" || paused.pausedAt === null) continue;
+        // Ask until the node takes the answer (a wrong one is refused with the reason).
+        for (;;) {
+          const line = await reader.ask(paused.request?.prompt ?? `Input for ${paused.pausedAt}:`);
+          if (line === null) {
+            io.stdout.write("\n");
+            io.stderr.write(
+              `nerva: execution ${id} waits for input at "${paused.pausedAt}" and stdin has no answer. Answer interactively, pipe the answer, or later: nerva runs resume ${id} --value JSON --store <file>\n`,
+            );
+            return 2;
+          }
+          try {
+            await runner.runtime.injectInput(id, paused.pausedAt, parseAnswer(line));
+            break;
+          } catch (err) {
+            io.stderr.write(`nerva: ${(err as Error).message}\n`);
+          }
+        }
+      }
+    }
+    progress.stop();
+    const done = await runner.runtime.getExecution(id);
+    if (done?.status === "completed") {
+      io.stdout.write(
+        `\n${typeof done.output === "string" ? done.output : JSON.stringify(done.output)}\n`,
+      );
+      return 0;
+    }
+    io.stderr.write(
+      `nerva: execution ${id} ended ${done?.status}: ${done?.error?.message ?? ""}\n`,
+    );
+    return 1;
+  } finally {
+    progress.stop();
+    reader.close();
+    await runner.cleanup();
+  }
+}

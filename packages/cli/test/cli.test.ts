@@ -1,0 +1,116 @@
+// The `nerva` bin as a person uses it: in a real terminal (tmux: send-keys to type, capture-pane
+// to read the screen), piped, and with no answer on stdin; `nerva runs` against the SQLite file.
+// Runs the built bin (dist/main.js): build first (pnpm turbo run build).
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const root = join(import.meta.dirname, "..");
+const bin = join(root, "dist", "main.js");
+const fixture = join(root, "test", "refund-desk.fixture.ts");
+const dir = mkdtempSync(join(tmpdir(), "nerva-cli-"));
+const session = `nerva-cli-${process.pid}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function tmux(...args: string[]): string {
+  return execFileSync("tmux", args, { encoding: "utf8" });
+}
+const screen = () => tmux("capture-pane", "-p", "-t", session);
+
+async function until(what: (s: string) => boolean, ms = 30_000): Promise<string> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const s = screen();
+    if (what(s)) return s;
+    if (Date.now() > end) throw new Error(`screen never matched; it shows:\n${s}`);
+    await sleep(50);
+  }
+}
+
+function nerva(args: string[], input = "") {
+  return spawnSync(process.execPath, [bin, ...args], { input, encoding: "utf8", timeout: 60_000 });
+}
+
+beforeAll(() => {
+  if (!existsSync(bin)) throw new Error(`build @nerva/cli first: ${bin} is missing`);
+});
+afterAll(() => {
+  spawnSync("tmux", ["kill-session", "-t", session]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("nerva run in a terminal", () => {
+  it(
+    "streams output, shows progress, prompts, refuses a wrong answer, and finishes on a right one",
+    { timeout: 60_000 },
+    async () => {
+      const db = join(dir, "tty.db");
+      const cmd = `node ${bin} run ${fixture} --input '{"orderId":"7"}' --store ${db}; echo "EXIT=$?"; sleep 60`;
+      tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "40", cmd);
+      // The spinner line with the running node and the node counter, while lookup works.
+      const spinning = await until(
+        (s) => /lookup \(\d nodes? done\)/.test(s) || /nodes done\)/.test(s),
+      );
+      expect(spinning).toMatch(/nodes done\)/);
+      let s = await until((x) => x.includes("(approved/declined)"));
+      expect(s).toContain("Looking up order 7...\nfound.");
+      expect(s).toContain("? Refund 42 for order 7? (approved/declined)");
+      tmux("send-keys", "-t", session, "maybe", "Enter");
+      s = await until((x) => x.split("(approved/declined)").length > 2);
+      expect(s).toMatch(/INVALID_INPUT|Invalid content/);
+      tmux("send-keys", "-t", session, "approved", "Enter");
+      s = await until((x) => x.includes("EXIT="));
+      expect(s).toContain("refunded order 7");
+      expect(s).toContain("EXIT=0");
+      spawnSync("tmux", ["kill-session", "-t", session]);
+    },
+  );
+
+  it("takes a piped answer; with none it fails with a clear message and exit code 2", () => {
+    const db = join(dir, "pipe.db");
+    const ok = nerva(["run", fixture, "--input", '{"orderId":"8"}', "--store", db], "declined\n");
+    expect(ok.status).toBe(0);
+    expect(ok.stdout).toContain("Looking up order 8...\nfound.");
+    expect(ok.stdout).toContain("no refund");
+    expect(ok.stderr).toContain("[nerva] node review started"); // plain progress lines off a terminal
+    const none = nerva(["run", fixture, "--input", '{"orderId":"9"}', "--store", db]);
+    expect(none.status).toBe(2);
+    expect(none.stderr).toMatch(/waits for input at "review" and stdin has no answer/);
+    const bad = nerva(["run", fixture, "--input", "{not json"]);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/--input must be JSON/);
+  });
+});
+
+describe("nerva runs", () => {
+  it("lists, shows, prints events, resumes and cancels runs in the SQLite file", () => {
+    const db = join(dir, "runs.db");
+    const paused = nerva(["run", fixture, "--input", '{"orderId":"5"}', "--store", db]);
+    expect(paused.status).toBe(2);
+    const id = /execution (run_\w+)/.exec(paused.stderr)?.[1] as string;
+    const list = nerva(["runs", "list", "--store", db, "--queue", "refund_desk.default"]);
+    expect(list.stdout).toMatch(new RegExp(`${id}\\s+paused\\s+refund_desk\\s+default`));
+    expect(list.stdout).toContain("waiting at review#1");
+    const show = nerva(["runs", "show", id, "--store", db]);
+    expect(JSON.parse(show.stdout)).toMatchObject({
+      id,
+      status: "paused",
+      pause: { key: "review#1" },
+    });
+    const events = nerva(["runs", "events", id, "--store", db]);
+    expect(events.stdout).toMatch(/^1\trun\.enqueued/m);
+    expect(events.stdout).toMatch(/\tstep\.completed\t\{"key":"lookup#1"\}/);
+    expect(events.stdout).toMatch(/\tgraph\.input_requested\t/);
+    const resumed = nerva(["runs", "resume", id, "--store", db, "--value", '"approved"']);
+    expect(resumed.stdout).toMatch(new RegExp(`${id}\\s+pending`));
+    const cancelled = nerva(["runs", "cancel", id, "--store", db, "--reason", "test"]);
+    expect(cancelled.stdout).toMatch(new RegExp(`${id}\\s+cancelled`));
+    const missing = nerva(["runs", "show", "run_nope", "--store", db]);
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toMatch(/NOT_FOUND/);
+    const redis = nerva(["runs", "list", "--store", "redis://127.0.0.1:6379"]);
+    expect(redis.stderr).toMatch(/RedisRunStore/);
+  });
+});

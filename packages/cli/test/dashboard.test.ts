@@ -1,0 +1,112 @@
+// The runs dashboard in real headless Chromium (Debian's chromium, driven by playwright-core):
+// trigger an execution, watch it pause, answer in the form, see it complete. Saves the screenshot
+// docs/images/runs-dashboard*.png when NERVA_SCREENSHOTS=1 (else to a temp folder).
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InMemoryRunStore, InProcessRuntime, RunQueue, createGraphRuntime } from "@nerva/core";
+import { startDashboard, type Dashboard } from "../src/index.js";
+import { graph, handlers } from "./refund-desk.fixture.js";
+
+const shots =
+  process.env.NERVA_SCREENSHOTS === "1"
+    ? join(import.meta.dirname, "..", "..", "..", "docs", "images")
+    : mkdtempSync(join(tmpdir(), "nerva-dashboard-"));
+let browser: Browser;
+let dashboard: Dashboard;
+const agents = new InProcessRuntime();
+for (const [name, h] of Object.entries(handlers)) agents.register(name, h);
+const store = new InMemoryRunStore();
+const runtime = createGraphRuntime({
+  graph,
+  runtime: agents,
+  queue: new RunQueue({ store, name: "desk" }),
+  entryPoints: [{ id: "default" }, { id: "nightly", trigger: { type: "manual" } }],
+});
+
+beforeAll(async () => {
+  await runtime.start();
+  dashboard = await startDashboard(runtime, store);
+  browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+});
+afterAll(async () => {
+  await browser?.close();
+  await dashboard?.close();
+  await runtime.stop();
+});
+
+describe("runs dashboard", () => {
+  it(
+    "triggers an execution, shows it paused at the input node, answers in the form, shows it completed",
+    { timeout: 60_000 },
+    async () => {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 760 } });
+      const external: string[] = [];
+      page.on("request", (r) => {
+        if (!r.url().startsWith(dashboard.url)) external.push(r.url());
+      });
+      await page.goto(dashboard.url);
+      await expect.poll(() => page.textContent("#graph-name")).toBe("refund_desk");
+      await page.fill("#trigger-input", '{"orderId":"42"}');
+      await page.click("#trigger-button");
+      // It pauses at the review node: the form asks the node's question, the node is highlighted.
+      await page.waitForSelector("#answer-form:not([hidden])");
+      expect(await page.textContent("#prompt")).toBe("Refund 42 for order 42? (approved/declined)");
+      expect(await page.getAttribute('#graph g[data-node="review"]', "class")).toContain("current");
+      expect(await page.getAttribute('#graph g[data-node="lookup"]', "class")).toContain("visited");
+      await expect
+        .poll(() => page.textContent("#events"))
+        .toContain("client_input_requested review");
+      await expect.poll(() => page.textContent("#executions")).toContain("paused");
+      // A wrong answer is refused with the reason, and nothing moves on.
+      await page.fill("#answer", "maybe");
+      await page.click("#answer-button");
+      await expect.poll(() => page.textContent("#answer-error")).toMatch(/INVALID_INPUT/);
+      expect(await page.textContent("#status")).toBe("paused");
+      mkdirSync(shots, { recursive: true });
+      await page.fill("#answer", "approved");
+      await page.screenshot({
+        path: join(shots, "runs-dashboard-paused.png"),
+      });
+      await page.click("#answer-button");
+      await expect.poll(() => page.textContent("#status"), { timeout: 20_000 }).toBe("completed");
+      await expect.poll(() => page.textContent("#events")).toContain("execution_completed");
+      expect(await page.textContent("#state")).toContain('"refund": "refunded order 42"');
+      expect(await page.getAttribute('#graph g[data-node="refund"]', "class")).toContain("visited");
+      await expect.poll(() => page.textContent("#executions")).toContain("completed");
+      await page.screenshot({
+        path: join(shots, "runs-dashboard.png"),
+      });
+      expect(external).toEqual([]); // self-contained: no CDN, nothing fetched elsewhere
+      await page.close();
+    },
+  );
+
+  it("serves loopback only unless told otherwise, and keeps internals out of answers", async () => {
+    await expect(startDashboard(runtime, store, { host: "0.0.0.0" })).rejects.toThrow(
+      /allowRemote/,
+    );
+    const res = await fetch(new URL("/api/executions/run_nope", dashboard.url));
+    expect(res.status).toBe(404);
+    const bad = await fetch(new URL("/api/executions", dashboard.url), {
+      method: "POST",
+      body: "{not json",
+    });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({
+      error: { code: "INVALID_INPUT", message: "The request body must be a JSON object." },
+    });
+  });
+});

@@ -1,0 +1,226 @@
+import { isAbsolute, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { z } from "zod";
+import { ExecContext } from "../context/exec-context.js";
+import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
+import { InMemoryRunStore } from "../runs/in-memory-store.js";
+import { RunQueue } from "../runs/run-queue.js";
+import type { RunStore } from "../runs/store.js";
+import { InProcessRuntime } from "../runtime/in-process-runtime.js";
+import type { AgentHandler, AgentRuntime } from "../runtime/types.js";
+import type { ToolManager } from "../tools/types.js";
+import type { EntryPointSpec } from "./entry-points.js";
+import type { ExecutionResult } from "./execution-result.js";
+import { GraphRuntime, type TriggerOptions } from "./graph-runtime.js";
+import type { GraphRuntimeOptions } from "./runtime-options.js";
+import type { Graph } from "./types.js";
+
+/**
+ * What a module for `AgentRunner.load` and `nerva run` exports (or its default export holds):
+ * the graph, and optionally handlers for its agent nodes, entry points, tools and config.
+ *
+ * @example
+ * // agents/refund-desk.ts
+ * export const graph = defineGraph({ ... });
+ * export const handlers = { intake_agent: async (input) => "ok" };
+ * export const config = { store: { sqlite: "runs.db" } };
+ */
+export interface AgentModule {
+  readonly graph: Graph;
+  /** Registered on an InProcessRuntime the agent nodes use (unless `runtime` is given). */
+  readonly handlers?: Readonly<Record<string, AgentHandler>>;
+  /** The runtime agent nodes use instead (e.g. a SubprocessRuntime). */
+  readonly runtime?: AgentRuntime;
+  readonly entryPoints?: readonly EntryPointSpec[];
+  readonly tools?: ToolManager;
+  readonly config?: AgentConfig;
+}
+
+const StoreConfigSchema = z.union([
+  z.literal("memory"),
+  z.object({ sqlite: z.string().min(1) }).strict(),
+]);
+
+export const AgentConfigSchema = z
+  .object({
+    /** Where executions live: "memory" (default) or `{ sqlite: "runs.db" }`. */
+    store: StoreConfigSchema.optional(),
+    /** Queue name (default: the graph's name). */
+    queue: z.string().optional(),
+    concurrency: z.number().int().min(1).optional(),
+    leaseSeconds: z.number().positive().optional(),
+    heartbeatSeconds: z.number().positive().optional(),
+    sessionKey: z.string().min(32).optional(),
+  })
+  .strict();
+/** The `config` export of an agent module. */
+export type AgentConfig = z.input<typeof AgentConfigSchema>;
+
+/** Options of {@link AgentRunner.load}: they win over the module's `config`. */
+export interface AgentRunnerOptions extends AgentConfig {
+  /** An open store to use instead of the configured one (the runner does not close it). */
+  readonly runStore?: RunStore;
+  /** More GraphRuntime options (memory, policy, onError...). */
+  readonly runtimeOptions?: Partial<GraphRuntimeOptions>;
+}
+
+function moduleError(path: string, why: string): NervaError {
+  return new NervaError(
+    ErrorCode.INVALID_OPTIONS,
+    `Invalid agent module ${path}: ${why}. Export { graph } (from defineGraph) and optionally handlers, entryPoints, tools, config — or a default export with those keys.`,
+    { issues: [{ path: "module", message: why }] },
+  );
+}
+
+/**
+ * The high-level API of the seed: loads an agent module (its graph and config), builds the
+ * GraphRuntime, and runs it. Disposable: `await using runner = await AgentRunner.load(path)`.
+ *
+ * @example
+ * await using runner = await AgentRunner.load("./agents/refund-desk.ts");
+ * const result = await runner.run({ orderId: "42" });
+ * if (result.status === "paused") await runner.run({ decision: "approved" }, { sessionState: result.sessionState });
+ */
+export class AgentRunner {
+  readonly runtime: GraphRuntime;
+  readonly queue: RunQueue;
+  readonly module: AgentModule;
+  readonly #ownsStore: boolean;
+  #closed = false;
+
+  private constructor(
+    module: AgentModule,
+    runtime: GraphRuntime,
+    queue: RunQueue,
+    ownsStore: boolean,
+  ) {
+    this.module = module;
+    this.runtime = runtime;
+    this.queue = queue;
+    this.#ownsStore = ownsStore;
+  }
+
+  /** Imports the module at `path` (or takes a module object) and builds its runtime. */
+  static async load(
+    path: string | AgentModule,
+    options: AgentRunnerOptions = {},
+  ): Promise<AgentRunner> {
+    const label = typeof path === "string" ? path : "(object)";
+    let mod: AgentModule;
+    if (typeof path === "string") {
+      const url = pathToFileURL(isAbsolute(path) ? path : resolve(process.cwd(), path)).href;
+      const imported = (await import(url)) as Record<string, unknown>;
+      const d = imported.default as Record<string, unknown> | undefined;
+      mod = (imported.graph === undefined && typeof d === "object" && d !== null
+        ? d
+        : imported) as unknown as AgentModule;
+    } else {
+      mod = path;
+    }
+    if (typeof mod.graph !== "object" || mod.graph === null || !(mod.graph.nodes instanceof Map)) {
+      throw moduleError(label, "it exports no graph made by defineGraph");
+    }
+    const { runStore, runtimeOptions, ...overrides } = options;
+    const config = parseOrThrow(
+      AgentConfigSchema,
+      { ...(mod.config ?? {}), ...overrides },
+      ErrorCode.INVALID_OPTIONS,
+      "config",
+      'Use { store?: "memory" | { sqlite: path }, queue?, concurrency?, leaseSeconds?, heartbeatSeconds?, sessionKey? }.',
+    );
+    let agents = mod.runtime;
+    if (agents === undefined) {
+      const own = new InProcessRuntime();
+      for (const [name, handler] of Object.entries(mod.handlers ?? {})) own.register(name, handler);
+      agents = own;
+    }
+    const store = runStore ?? (await openStore(config.store ?? "memory"));
+    const queue = new RunQueue({
+      store,
+      name: config.queue ?? mod.graph.name.replace(/[^A-Za-z0-9_.-]/g, "_"),
+    });
+    const runtime = new GraphRuntime({
+      graph: mod.graph,
+      runtime: agents,
+      queue,
+      ...(mod.tools === undefined ? {} : { tools: mod.tools }),
+      ...(mod.entryPoints === undefined ? {} : { entryPoints: [...mod.entryPoints] }),
+      ...(config.concurrency === undefined ? {} : { concurrency: config.concurrency }),
+      ...(config.leaseSeconds === undefined ? {} : { leaseSeconds: config.leaseSeconds }),
+      ...(config.heartbeatSeconds === undefined
+        ? {}
+        : { heartbeatSeconds: config.heartbeatSeconds }),
+      ...(config.sessionKey === undefined ? {} : { sessionKey: config.sessionKey }),
+      ...runtimeOptions,
+    });
+    return new AgentRunner(mod, runtime, queue, runStore === undefined);
+  }
+
+  /**
+   * Runs one execution and waits until it completes, fails or pauses (starting the runtime on
+   * first use). Resume a paused one with `{ sessionState }`.
+   */
+  async run(
+    input: Record<string, unknown> = {},
+    options: TriggerOptions & { entryPoint?: string; ctx?: ExecContext } = {},
+  ): Promise<ExecutionResult> {
+    await this.start();
+    const { entryPoint, ctx, ...rest } = options;
+    return this.runtime.triggerAndWait(
+      entryPoint ?? this.#defaultEntry(),
+      input,
+      ctx ?? ExecContext.create(),
+      rest,
+    );
+  }
+
+  /** Starts an execution without waiting; returns its id. */
+  async trigger(
+    entryPoint: string,
+    input: Record<string, unknown> = {},
+    ctx?: ExecContext,
+  ): Promise<string> {
+    await this.start();
+    return this.runtime.trigger(entryPoint, input, ctx ?? ExecContext.create());
+  }
+
+  getEntryPoints(): ReturnType<GraphRuntime["getEntryPoints"]> {
+    return this.runtime.getEntryPoints();
+  }
+
+  async start(): Promise<void> {
+    if (this.#closed)
+      throw new NervaError(
+        ErrorCode.INVALID_STATE,
+        "This AgentRunner was cleaned up; load the module again.",
+      );
+    await this.runtime.start();
+  }
+
+  async stop(options: { graceSeconds?: number } = {}): Promise<void> {
+    await this.runtime.stop(options);
+  }
+
+  /** Stops the runtime and closes the store it opened. Safe to call twice. */
+  async cleanup(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.runtime[Symbol.asyncDispose]();
+    if (this.#ownsStore) await this.queue.store.close();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.cleanup();
+  }
+
+  #defaultEntry(): string {
+    const eps = this.runtime.getEntryPoints();
+    return (eps.find((e) => e.id === "default") ?? eps[0])?.id ?? "default";
+  }
+}
+
+async function openStore(config: z.output<typeof StoreConfigSchema>): Promise<RunStore> {
+  if (config === "memory") return new InMemoryRunStore();
+  const { SqliteRunStore } = await import("../runs/sqlite-run-store.js");
+  return new SqliteRunStore({ path: config.sqlite });
+}

@@ -1,0 +1,62 @@
+import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
+import { checkUntrustedJson } from "../internal/json-limits.js";
+import { RunStatus, type RunRecord } from "../runs/types.js";
+import { AgentStatus } from "../types/status.js";
+import { toExecutionResult } from "./execution-result.js";
+import { parseNodeKey } from "./run-events.js";
+import type { Graph } from "./types.js";
+
+/**
+ * The value `injectInput` resumes execution `run` with: INVALID_STATE when it is not paused at
+ * `nodeId`, INVALID_INPUT when `content` does not fit the node's schema (or, for an agent node
+ * waiting for data, is not `{ args }`).
+ */
+export function checkAnswer(
+  graph: Graph,
+  run: RunRecord,
+  nodeId: string,
+  content: unknown,
+): unknown {
+  const executionId = run.id;
+  const at = run.status === RunStatus.PAUSED ? parseNodeKey(run.pause?.key ?? "") : null;
+  if (at === null || at.nodeId !== nodeId) {
+    throw new NervaError(
+      ErrorCode.INVALID_STATE,
+      at === null
+        ? `Execution ${executionId} is ${toExecutionResult(run, (p) => ({ ...p, sig: "" })).status}, not paused at an input: nothing waits for "${nodeId}".`
+        : `Execution ${executionId} is paused at node "${at.nodeId}", not "${nodeId}": answer "${at.nodeId}".`,
+      { details: { executionId, status: run.status, pausedAt: at?.nodeId ?? null } },
+    );
+  }
+  checkUntrustedJson(content, "content", "Send plain JSON.");
+  const node = graph.nodes.get(nodeId);
+  const schema = node?.inputSchema;
+  let value = content;
+  if (schema !== undefined) {
+    value = parseOrThrow(
+      schema,
+      content,
+      ErrorCode.INVALID_INPUT,
+      "content",
+      `Answer node "${nodeId}" with a value its schema accepts.`,
+    );
+  } else if (
+    run.pause?.kind === AgentStatus.NEEDS_DATA ||
+    run.pause?.kind === AgentStatus.NEEDS_CREDENTIALS
+  ) {
+    const ok =
+      typeof content === "object" &&
+      content !== null &&
+      typeof (content as { args?: unknown }).args === "object";
+    if (!ok) {
+      throw new NervaError(
+        ErrorCode.INVALID_INPUT,
+        `Invalid content: node "${nodeId}" waits for ${run.pause.kind}; answer { args: { name: "value" } }.`,
+        {
+          issues: [{ path: "content.args", message: "required" }],
+        },
+      );
+    }
+  }
+  return value;
+}

@@ -1,0 +1,112 @@
+import { ErrorCode, NervaError } from "../errors.js";
+import { RunQueue } from "../runs/run-queue.js";
+import { Runner } from "../runs/runner.js";
+import { RunStatus } from "../runs/types.js";
+import type { InProcessRuntime } from "../runtime/in-process-runtime.js";
+import type { EntryPoint } from "./entry-points.js";
+import type { ParsedGraphRuntimeOptions } from "./runtime-options.js";
+
+/** One entry point's stream: its queue and the runner executing it (the seed's ExecutionStream). */
+export interface Stream {
+  readonly ep: EntryPoint;
+  readonly queue: RunQueue;
+  readonly runner: Runner | null;
+  /** Serializes admissions, so the backlog check and the enqueue are one step in this process. */
+  admitting: Promise<unknown>;
+  triggered: number;
+  rateLimited: number;
+}
+
+/**
+ * One stream per entry point: its queue (`<queue>.<entry point>`) and a runner with the entry
+ * point's concurrency; with a shared `runner`, every entry point uses the given queue and no
+ * runner of its own.
+ */
+export function buildStreams(
+  o: ParsedGraphRuntimeOptions,
+  handlers: InProcessRuntime,
+  onError: (err: unknown) => void,
+): Stream[] {
+  const streams: Stream[] = [];
+  const ids = new Set<string>();
+  for (const spec of o.entryPoints) {
+    if (ids.has(spec.id)) {
+      throw new NervaError(
+        ErrorCode.INVALID_OPTIONS,
+        `Invalid options.entryPoints: two entry points are named "${spec.id}".`,
+        {
+          issues: [{ path: "options.entryPoints", message: `duplicate id "${spec.id}"` }],
+        },
+      );
+    }
+    ids.add(spec.id);
+    const entryNode = spec.entryNode ?? o.graph.entry;
+    if (!o.graph.nodes.has(entryNode)) {
+      throw new NervaError(
+        ErrorCode.INVALID_OPTIONS,
+        `Invalid entry point "${spec.id}": entryNode "${entryNode}" is not a node of graph "${o.graph.name}" (nodes: ${o.graph.nodeIds.join(", ")}).`,
+        {
+          issues: [{ path: `options.entryPoints.${spec.id}.entryNode`, message: "unknown node" }],
+        },
+      );
+    }
+    const ep: EntryPoint = { ...spec, entryNode, concurrency: spec.concurrency ?? o.concurrency };
+    const queue =
+      o.runner !== undefined
+        ? o.queue
+        : new RunQueue({
+            store: o.queue.store,
+            name: `${o.queue.name}.${ep.id}`.slice(0, 64),
+            maxStepBytes: o.queue.maxStepBytes,
+            retry: o.retry,
+            maxReclaims: o.maxReclaims,
+          });
+    const runner =
+      o.runner !== undefined
+        ? null
+        : new Runner({
+            queue,
+            runtime: handlers,
+            concurrency: ep.concurrency,
+            leaseSeconds: o.leaseSeconds,
+            heartbeatSeconds: o.heartbeatSeconds,
+            ...(o.workerId === undefined ? {} : { workerId: `${o.workerId}:${ep.id}` }),
+            onError: (e) => onError(e),
+          });
+    streams.push({
+      ep,
+      queue,
+      runner,
+      admitting: Promise.resolve(),
+      triggered: 0,
+      rateLimited: 0,
+    });
+  }
+  return streams;
+}
+
+/** RATE_LIMITED when `backlog` executions of the entry point already wait to start. */
+export async function checkBacklog(stream: Stream, graph: string): Promise<void> {
+  const limit = stream.ep.backlog;
+  let waiting = 0;
+  let cursor: string | null = null;
+  do {
+    const page = await stream.queue.list({
+      status: RunStatus.PENDING,
+      limit: Math.min(1000, limit + 1),
+      cursor,
+    });
+    waiting += page.runs.filter(
+      (r) => r.handlers[0] === graph && r.input.args.entryPoint === stream.ep.id,
+    ).length;
+    cursor = page.nextCursor;
+  } while (cursor !== null && waiting < limit);
+  if (waiting >= limit) {
+    stream.rateLimited += 1;
+    throw new NervaError(
+      ErrorCode.RATE_LIMITED,
+      `Entry point "${stream.ep.id}" has ${waiting} executions waiting to start, its backlog limit: try again later, or raise its backlog or concurrency.`,
+      { details: { entryPoint: stream.ep.id, waiting, backlog: limit, retryAfterSeconds: 1 } },
+    );
+  }
+}

@@ -1,0 +1,474 @@
+import type { ExecContext } from "../context/exec-context.js";
+import { ErrorCode, NervaError } from "../errors.js";
+import type { RunContext } from "../runs/run-context.js";
+import type { JsonValue } from "../types/agent.js";
+import { tokenUsageToWire, type TokenUsageWire } from "../types/usage.js";
+import { GraphErrorCode, GraphFailure, isUnwind, nodeFailure } from "./failure.js";
+import { createNodeContext, type GraphDeps, type GraphSnapshot } from "./node-context.js";
+import { GraphRunEvent, nodeStepKey } from "./run-events.js";
+import { isolatedShared } from "./shared-state.js";
+import { END, type Graph, type GraphNode, type GraphState, type SharedStateView } from "./types.js";
+
+/** Where an execution starts: a fresh start, or where a sessionState left off. */
+export interface GraphStart {
+  readonly state: Record<string, unknown>;
+  /** The node to start at (default: the graph's entry). */
+  readonly node?: string;
+  readonly visits?: Record<string, number>;
+  readonly path?: readonly string[];
+  readonly steps?: number;
+  /** An answer for the first question of the start node (a resumed pause). */
+  readonly answer?: JsonValue;
+  readonly usage?: TokenUsageWire;
+}
+
+/** What one committed node visit holds: the state after it and where to go next. */
+interface NodeCommit {
+  readonly state: Record<string, unknown>;
+  readonly next: readonly string[];
+  /** Token usage of the execution up to this node (when any was recorded). */
+  readonly usage?: TokenUsageWire;
+}
+
+const NO_USAGE: TokenUsageWire = {
+  prompt_tokens: 0,
+  completion_tokens: 0,
+  total_tokens: 0,
+  cost_usd: 0,
+};
+
+function addUsage(a: TokenUsageWire, b: TokenUsageWire, minus?: TokenUsageWire): TokenUsageWire {
+  const m = minus ?? NO_USAGE;
+  return {
+    prompt_tokens: a.prompt_tokens + b.prompt_tokens - m.prompt_tokens,
+    completion_tokens: a.completion_tokens + b.completion_tokens - m.completion_tokens,
+    total_tokens: a.total_tokens + b.total_tokens - m.total_tokens,
+    cost_usd: a.cost_usd + b.cost_usd - m.cost_usd,
+  };
+}
+
+/** What one committed fan-out branch holds: its update (or why an optional branch failed). */
+interface BranchCommit {
+  readonly update: Record<string, unknown> | null;
+  readonly failed?: string;
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" &&
+  v !== null &&
+  !Array.isArray(v) &&
+  (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null);
+
+/**
+ * Runs a graph inside a durable run (`ctx.run`): every node visit is a step keyed `node#visit`,
+ * committed with the state after it, so a run taken over after a crash replays the committed
+ * visits without running them and continues at the first unfinished node. Spans: one
+ * `graph.node` per visit under the caller's span.
+ *
+ * @example
+ * runtime.register("my_graph", async (input, ctx) => {
+ *   const done = await new GraphExecutor(graph, { runtime: agents }).execute({ state: {} }, ctx);
+ *   return JSON.stringify(done.state);
+ * });
+ */
+export class GraphExecutor<S extends GraphState = GraphState> {
+  readonly graph: Graph<S>;
+  readonly #deps: GraphDeps;
+  readonly #keys: ReadonlySet<string>;
+
+  constructor(graph: Graph<S>, deps: GraphDeps) {
+    this.graph = graph;
+    this.#deps = deps;
+    this.#keys = new Set(Object.keys(graph.state.shape));
+  }
+
+  /** Checks `state` against the state schema; INVALID_INPUT naming the key otherwise. */
+  parseState(state: unknown, label = "state"): Record<string, unknown> {
+    const parsed = this.graph.state.safeParse(state ?? {});
+    if (parsed.success) return parsed.data as Record<string, unknown>;
+    const issues = parsed.error.issues.map((i) => ({
+      path: [label, ...i.path.map(String)].join("."),
+      message: i.message,
+    }));
+    throw new NervaError(
+      ErrorCode.INVALID_INPUT,
+      `Invalid ${label} for graph "${this.graph.name}": ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}. Send the keys of its state schema (${[...this.#keys].join(", ")}).`,
+      { issues },
+    );
+  }
+
+  /**
+   * Executes the graph from `start` in the run of `ctx` and resolves with the final snapshot.
+   * Throws `RunPaused` when a node waits for input (let it propagate), `GraphFailure` when the
+   * execution fails.
+   */
+  async execute(
+    start: GraphStart,
+    ctx: ExecContext,
+    shared: SharedStateView = isolatedShared(),
+  ): Promise<GraphSnapshot> {
+    const run = ctx.run;
+    if (run === null) {
+      throw new NervaError(
+        ErrorCode.INVALID_STATE,
+        `Graph "${this.graph.name}" must execute inside a durable run (ctx.run is null): run it through createGraphRuntime, or register it as a handler of a Runner.`,
+      );
+    }
+    let state = this.parseState(start.state);
+    const visits: Record<string, number> = { ...start.visits };
+    const path = [...(start.path ?? [])];
+    let steps = start.steps ?? 0;
+    let done = steps;
+    let preset = start.answer === undefined ? null : { value: start.answer };
+    let current: readonly string[] = [start.node ?? this.graph.entry];
+    let running: { node: string; visit: number } | null = null;
+    let usage = start.usage ?? NO_USAGE;
+    let mark = ctx.tokenUsage;
+    /** Usage so far: the committed total plus what this attempt recorded since. */
+    const usageNow = (): TokenUsageWire => {
+      const now = ctx.tokenUsage;
+      if (now.totalTokens === mark.totalTokens && now.costUsd === mark.costUsd) return usage;
+      return addUsage(usage, tokenUsageToWire(now), tokenUsageToWire(mark));
+    };
+    const snapshot = (): GraphSnapshot => ({
+      usage: usageNow(),
+      state,
+      node: running?.node ?? null,
+      visit: running?.visit ?? null,
+      visits: { ...visits },
+      path: [...path],
+      // Committed visits only: a node admitted but not finished runs again on a resume.
+      steps: done,
+    });
+    const admit = (id: string): number => {
+      const node = this.graph.nodes.get(id) as GraphNode<S>;
+      if (steps + 1 > this.graph.maxSteps) {
+        throw new GraphFailure(
+          GraphErrorCode.MAX_STEPS,
+          `Graph "${this.graph.name}" stopped after maxSteps (${this.graph.maxSteps}) node executions, before "${id}": a loop that does not end? Raise maxSteps or fix the edge that loops.`,
+          false,
+          id,
+        );
+      }
+      const visit = (visits[id] ?? 0) + 1;
+      if (node.maxVisits !== undefined && visit > node.maxVisits) {
+        throw new GraphFailure(
+          GraphErrorCode.MAX_VISITS,
+          `Node "${id}" of graph "${this.graph.name}" would run a ${visit}th time, over its maxVisits (${node.maxVisits}).`,
+          false,
+          id,
+        );
+      }
+      steps += 1;
+      return visit;
+    };
+    try {
+      while (!(current.length === 1 && current[0] === END)) {
+        if (current.length === 1) {
+          const id = current[0] as string;
+          const visit = admit(id);
+          running = { node: id, visit };
+          const key = nodeStepKey(id, visit);
+          const given = preset;
+          preset = null;
+          const before = state;
+          const commit = await this.#guarded(run, id, visit, () =>
+            run.step<NodeCommit>(key, async () => {
+              const update = await this.#visit(
+                id,
+                visit,
+                before,
+                ctx,
+                run,
+                shared,
+                snapshot,
+                given,
+              );
+              const after = this.#merge(before, [[id, update]]);
+              const total = usageNow();
+              return {
+                state: after,
+                next: this.#route(id, after),
+                ...(total.total_tokens > 0 || total.cost_usd > 0 ? { usage: total } : {}),
+              };
+            }),
+          );
+          usage = commit.usage ?? usage;
+          mark = ctx.tokenUsage;
+          visits[id] = visit;
+          done += 1;
+          path.push(key);
+          state = commit.state;
+          current = commit.next;
+          running = null;
+          continue;
+        }
+        current = await this.#fanOut(
+          current,
+          () => state,
+          (s) => (state = s),
+          admit,
+          {
+            commit: () => void (done += 1),
+            ctx,
+            run,
+            shared,
+            snapshot,
+            visits,
+            path,
+          },
+        );
+      }
+    } catch (err) {
+      if (err instanceof GraphFailure && err.snapshot === null) err.snapshot = snapshot();
+      throw err;
+    }
+    return snapshot();
+  }
+
+  /** Runs the branches of a fan-out in parallel, each its own committed step; returns the join. */
+  async #fanOut(
+    branches: readonly string[],
+    getState: () => Record<string, unknown>,
+    setState: (s: Record<string, unknown>) => void,
+    admit: (id: string) => number,
+    c: {
+      commit: () => void;
+      ctx: ExecContext;
+      run: RunContext;
+      shared: SharedStateView;
+      snapshot: () => GraphSnapshot;
+      visits: Record<string, number>;
+      path: string[];
+    },
+  ): Promise<readonly string[]> {
+    const before = getState();
+    const planned = branches.map((id) => ({ id, visit: admit(id) }));
+    const settled = await Promise.allSettled(
+      planned.map(({ id, visit }) =>
+        this.#guarded(c.run, id, visit, () =>
+          c.run.step<BranchCommit>(nodeStepKey(id, visit), async () => {
+            const node = this.graph.nodes.get(id) as GraphNode<S>;
+            try {
+              const update = await this.#visit(
+                id,
+                visit,
+                before,
+                c.ctx,
+                c.run,
+                c.shared,
+                c.snapshot,
+                null,
+              );
+              return { update: this.#checkUpdate(id, update) };
+            } catch (err) {
+              if (node.optional !== true || isUnwind(err) || c.ctx.signal.aborted) throw err;
+              const failure = nodeFailure(err, id);
+              await this.#reportFailure(c.run, id, visit, failure);
+              return { update: null, failed: failure.message };
+            }
+          }),
+        ),
+      ),
+    );
+    const unwind = settled.find((s) => s.status === "rejected" && isUnwind(s.reason));
+    if (unwind !== undefined) throw (unwind as PromiseRejectedResult).reason;
+    const failed = settled.find((s) => s.status === "rejected");
+    if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
+    const updates: [string, Record<string, unknown>][] = [];
+    settled.forEach((s, i) => {
+      const { id, visit } = planned[i] as { id: string; visit: number };
+      c.visits[id] = visit;
+      c.commit();
+      c.path.push(nodeStepKey(id, visit));
+      const value = (s as PromiseFulfilledResult<BranchCommit>).value;
+      if (value.update !== null) updates.push([id, value.update]);
+    });
+    const after = this.#merge(before, updates);
+    setState(after);
+    const edge = this.graph.edges.get(branches[0] as string);
+    return [edge?.type === "static" ? edge.to : END];
+  }
+
+  /** Runs one visit of node `id` (the node's span, deadline and context) and returns its update. */
+  async #visit(
+    id: string,
+    visit: number,
+    state: Record<string, unknown>,
+    ctx: ExecContext,
+    run: RunContext,
+    shared: SharedStateView,
+    snapshot: () => GraphSnapshot,
+    preset: { value: JsonValue } | null,
+  ): Promise<unknown> {
+    const node = this.graph.nodes.get(id) as GraphNode<S>;
+    const span = ctx.startSpan("graph.node", { id, visit, kind: node.kind });
+    let fail: (reason: unknown) => void = () => undefined;
+    const ended = new Promise<never>((_, reject) => (fail = reject));
+    ended.catch(() => undefined);
+    const exec = ctx.fork({
+      span,
+      ...(node.timeoutSeconds === undefined ? {} : { timeoutSeconds: node.timeoutSeconds }),
+      onEnd: (reason) => fail(reason),
+    });
+    try {
+      const nodeCtx = createNodeContext({
+        graph: this.graph.name,
+        nodeId: id,
+        visit,
+        run,
+        exec,
+        deps: this.#deps,
+        stateKeys: this.#keys,
+        shared,
+        snapshot,
+        preset,
+      });
+      const view = node.reads === undefined ? state : pick(state, node.reads);
+      const answer = node.run(view as S, nodeCtx);
+      // A synchronous answer needs no race; a promise is raced against the node's end (cancel,
+      // timeout), so a node that ignores its signal still stops the execution at once.
+      const update = isThenable(answer) ? await Promise.race([answer, ended]) : answer;
+      span.end("ok");
+      return update;
+    } catch (err) {
+      span.end("error", err instanceof Error ? err.message : String(err));
+      throw err;
+    } finally {
+      exec.dispose();
+    }
+  }
+
+  /** Runs `fn` (a node's step); a failure is written as NODE_FAILED and thrown as GraphFailure. */
+  async #guarded<T>(run: RunContext, id: string, visit: number, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (isUnwind(err)) throw err;
+      const failure = nodeFailure(err, id);
+      await this.#reportFailure(run, id, visit, failure);
+      throw failure;
+    }
+  }
+
+  async #reportFailure(run: RunContext, id: string, visit: number, f: GraphFailure): Promise<void> {
+    await run
+      .emit(GraphRunEvent.NODE_FAILED, {
+        nodeId: id,
+        visit,
+        code: f.code,
+        error: f.message,
+        retriable: f.retriable,
+      })
+      .catch(() => undefined);
+  }
+
+  /** A node's answer as an object of state keys it may write; GraphFailure otherwise. */
+  #checkUpdate(id: string, update: unknown): Record<string, unknown> {
+    if (update === undefined || update === null) return {};
+    if (!isPlainObject(update)) {
+      throw new GraphFailure(
+        GraphErrorCode.INVALID_STATE_UPDATE,
+        `Node "${id}" returned ${Array.isArray(update) ? "an array" : `a ${typeof update}`}: a node returns an object of the state keys it changes (or nothing).`,
+        false,
+        id,
+      );
+    }
+    const node = this.graph.nodes.get(id) as GraphNode<S>;
+    const allowed = node.writes === undefined ? this.#keys : new Set<string>(node.writes);
+    const stray = Object.keys(update).filter((k) => !allowed.has(k));
+    if (stray.length > 0) {
+      throw new GraphFailure(
+        GraphErrorCode.INVALID_STATE_UPDATE,
+        `Node "${id}" wrote ${stray.map((k) => `"${k}"`).join(", ")}, which ${node.writes === undefined ? "the state schema does not have" : "it does not declare in writes"} (allowed: ${[...allowed].join(", ")}).`,
+        false,
+        id,
+      );
+    }
+    return update;
+  }
+
+  /** Applies updates in order (reducers per key), then checks the state schema. */
+  #merge(
+    before: Record<string, unknown>,
+    updates: readonly (readonly [string, unknown])[],
+  ): Record<string, unknown> {
+    const next: Record<string, unknown> = { ...before };
+    const writer = new Map<string, string>();
+    for (const [id, raw] of updates) {
+      const update = this.#checkUpdate(id, raw);
+      for (const [k, v] of Object.entries(update)) {
+        const reducer = this.graph.reducers.get(k);
+        if (reducer !== undefined) {
+          next[k] = reducer(next[k], v);
+          continue;
+        }
+        const other = writer.get(k);
+        if (other !== undefined) {
+          throw new GraphFailure(
+            GraphErrorCode.INVALID_STATE_UPDATE,
+            `Nodes "${other}" and "${id}" both wrote "${k}" in one fan-out, and "${k}" has no reducer to combine them (e.g. reducers: { ${k}: Reducers.append }).`,
+            false,
+            id,
+          );
+        }
+        writer.set(k, id);
+        next[k] = v;
+      }
+    }
+    const parsed = this.graph.state.safeParse(next);
+    if (!parsed.success) {
+      const id = updates.map(([n]) => `"${n}"`).join(", ");
+      throw new GraphFailure(
+        GraphErrorCode.INVALID_STATE_UPDATE,
+        `The state after node ${id} does not fit the state schema of graph "${this.graph.name}": ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}.`,
+        false,
+        updates[0]?.[0] ?? null,
+      );
+    }
+    return parsed.data as Record<string, unknown>;
+  }
+
+  /** The nodes after `id` given the state after it. */
+  #route(id: string, state: Record<string, unknown>): readonly string[] {
+    const edge = this.graph.edges.get(id);
+    if (edge === undefined) return [END];
+    if (edge.type === "static") return [edge.to];
+    if (edge.type === "fanout") return edge.to;
+    let next: unknown;
+    try {
+      next = edge.route(state as S);
+    } catch (err) {
+      throw new GraphFailure(
+        GraphErrorCode.INVALID_ROUTE,
+        `The conditional edge from "${id}" threw: ${err instanceof Error ? err.message : String(err)}`,
+        false,
+        id,
+        { cause: err },
+      );
+    }
+    const ok =
+      typeof next === "string" &&
+      (next === END || this.graph.nodes.has(next)) &&
+      (edge.targets === null || edge.targets.includes(next));
+    if (!ok) {
+      throw new GraphFailure(
+        GraphErrorCode.INVALID_ROUTE,
+        `The conditional edge from "${id}" chose ${JSON.stringify(next)}, which is not ${edge.targets === null ? "a node of the graph or END" : `one of its targets (${edge.targets.join(", ")})`}.`,
+        false,
+        id,
+      );
+    }
+    return [next as string];
+  }
+}
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return typeof (v as { then?: unknown } | null)?.then === "function";
+}
+
+function pick(state: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of keys) if (k in state) out[k] = state[k];
+  return out;
+}

@@ -1,0 +1,68 @@
+import { ErrorCode, isNervaError } from "../errors.js";
+import { RunPaused } from "../runs/run-context.js";
+import type { GraphSnapshot } from "./node-context.js";
+import { AgentNodeError } from "./nodes.js";
+
+/** Error codes an execution fails with, besides the ErrorCode values. */
+export const GraphErrorCode = {
+  /** `maxSteps` node executions were used up. */
+  MAX_STEPS: "MAX_STEPS",
+  /** A node was visited more than its `maxVisits`. */
+  MAX_VISITS: "MAX_VISITS",
+  /** A node failed (it threw, or its handler did not succeed). */
+  NODE_FAILED: "NODE_FAILED",
+  /** A node's answer or the state after it does not fit the state schema. */
+  INVALID_STATE_UPDATE: "INVALID_STATE_UPDATE",
+  /** A conditional edge chose a node that does not exist (or is not among its targets). */
+  INVALID_ROUTE: "INVALID_ROUTE",
+} as const;
+export type GraphErrorCode = (typeof GraphErrorCode)[keyof typeof GraphErrorCode];
+
+/** Why an execution (or one node of it) failed; `retriable: false` fails the run at once. */
+export class GraphFailure extends Error {
+  override readonly name = "GraphFailure";
+  /** Where the execution stood when it failed (set by the executor). */
+  snapshot: GraphSnapshot | null = null;
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly retriable: boolean,
+    readonly nodeId: string | null,
+    options: { cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+  }
+}
+
+const PERMANENT: ReadonlySet<string> = new Set([
+  ErrorCode.INVALID_INPUT,
+  ErrorCode.INVALID_OPTIONS,
+  ErrorCode.PERMISSION_DENIED,
+  ErrorCode.POLICY_DENIED,
+  ErrorCode.NOT_FOUND,
+  ErrorCode.UNAUTHENTICATED,
+]);
+
+/** Whether `err` only unwinds the handler (a pause, a lost lease): not a failure of the node. */
+export function isUnwind(err: unknown): boolean {
+  return err instanceof RunPaused || isNervaError(err, ErrorCode.LEASE_LOST);
+}
+
+/** `err`, thrown by node `nodeId`, as a GraphFailure. */
+export function nodeFailure(err: unknown, nodeId: string): GraphFailure {
+  if (err instanceof GraphFailure) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  const text = `Node "${nodeId}" failed: ${message}`;
+  if (err instanceof AgentNodeError) {
+    return new GraphFailure(GraphErrorCode.NODE_FAILED, text, err.retriable, nodeId, {
+      cause: err,
+    });
+  }
+  if (isNervaError(err)) {
+    return new GraphFailure(err.code, text, !PERMANENT.has(err.code), nodeId, { cause: err });
+  }
+  const flag = (err as { retriable?: unknown } | null)?.retriable;
+  return new GraphFailure(GraphErrorCode.NODE_FAILED, text, flag !== false, nodeId, {
+    cause: err,
+  });
+}

@@ -1,0 +1,70 @@
+import type { ExecContext } from "../context/exec-context.js";
+import { ErrorCode, NervaError } from "../errors.js";
+import { InProcessRuntime } from "../runtime/in-process-runtime.js";
+import type { AgentInput, JsonValue, PartialAgentResult } from "../types/agent.js";
+import { AgentStatus } from "../types/status.js";
+import type { GraphExecutor, GraphStart } from "./executor.js";
+import { GraphFailure, isUnwind, nodeFailure } from "./failure.js";
+import type { ParsedGraphRuntimeOptions } from "./runtime-options.js";
+import type { SharedStateView } from "./types.js";
+
+/**
+ * The handler every execution of a graph runs (under the graph's name): the executor inside the
+ * run. A completed graph is a success with its snapshot and output in `data`; a failed one an
+ * error result whose `data` says the code, the node and whether a retry can help.
+ */
+export function graphHandler(
+  executor: GraphExecutor,
+  shared: () => SharedStateView,
+  onStart: (ctx: ExecContext) => Promise<void>,
+): (input: AgentInput, ctx: ExecContext) => Promise<PartialAgentResult> {
+  const graph = executor.graph;
+  return async (input, ctx): Promise<PartialAgentResult> => {
+    const start = JSON.parse(input.message) as GraphStart;
+    await onStart(ctx);
+    try {
+      const snapshot = await executor.execute(start, ctx, shared());
+      const output = graph.output === null ? null : graph.output(snapshot.state);
+      return {
+        output: typeof output === "string" ? output : JSON.stringify(output),
+        data: { graph: snapshot as unknown as JsonValue, output },
+      };
+    } catch (err) {
+      if (isUnwind(err)) throw err;
+      const f = err instanceof GraphFailure ? err : nodeFailure(err, start.node ?? graph.entry);
+      return {
+        status: AgentStatus.ERROR,
+        error: f.message,
+        data: {
+          code: f.code,
+          retriable: f.retriable,
+          nodeId: f.nodeId,
+          ...(f.snapshot === null ? {} : { graph: f.snapshot as unknown as JsonValue }),
+        },
+      };
+    }
+  };
+}
+
+/**
+ * The runtime the runners execute the graph handler on: its own InProcessRuntime, or (with a
+ * shared `runner`) the InProcessRuntime that runner executes, the handler registered on it.
+ */
+export function handlerRuntime(
+  o: ParsedGraphRuntimeOptions,
+  handler: (input: AgentInput, ctx: ExecContext) => Promise<PartialAgentResult>,
+): InProcessRuntime {
+  const options = { timeoutSeconds: o.executionTimeoutSeconds, circuitBreaker: false as const };
+  if (o.runner === undefined) return new InProcessRuntime(options).register(o.graph.name, handler);
+  if (!(o.runtime instanceof InProcessRuntime)) {
+    throw new NervaError(
+      ErrorCode.INVALID_OPTIONS,
+      "Invalid options.runtime: with an existing runner, runtime must be the InProcessRuntime that runner executes (the graph registers its handler on it).",
+      { issues: [{ path: "options.runtime", message: "must be an InProcessRuntime" }] },
+    );
+  }
+  if (!o.runtime.handlerNames().includes(o.graph.name)) {
+    o.runtime.register(o.graph.name, handler, options);
+  }
+  return o.runtime;
+}

@@ -1,0 +1,237 @@
+import type { ExecContext } from "../context/exec-context.js";
+import { ErrorCode, NervaError } from "../errors.js";
+import type { Memory } from "../memory/types.js";
+import { createKit } from "../orchestrator/kit.js";
+import { askPolicy } from "../policy/check.js";
+import type { AgentKit } from "../orchestrator/types.js";
+import { Checkpoint, type PolicyEngine } from "../policy/types.js";
+import { ActiveRun } from "../runs/run-context.js";
+import type { RunContext } from "../runs/run-context.js";
+import type { AgentRuntime } from "../runtime/types.js";
+import type { ToolManager } from "../tools/types.js";
+import type { JsonValue } from "../types/agent.js";
+import type { TokenUsageWire } from "../types/usage.js";
+import { GraphRunEvent, nodeStepKey } from "./run-events.js";
+import type { InputRequest, NodeContext, SharedStateView } from "./types.js";
+
+/** What nodes reach besides the state: the primitives a graph runtime was built with. */
+export interface GraphDeps {
+  readonly runtime: AgentRuntime;
+  readonly tools?: ToolManager | null;
+  readonly memory?: Memory | null;
+  readonly policy?: PolicyEngine | null;
+}
+
+/** Where an execution stands: what a pause records and a sessionState carries. */
+export interface GraphSnapshot {
+  /** The state the current node was given (the state after the last committed node). */
+  readonly state: Record<string, unknown>;
+  /** The node running (or paused), `null` once finished. */
+  readonly node: string | null;
+  readonly visit: number | null;
+  /** Committed visits per node. */
+  readonly visits: Record<string, number>;
+  /** Step keys of the committed node visits, in order (`["intake#1", "lookup#1"]`). */
+  readonly path: readonly string[];
+  /** Node executions so far (what `maxSteps` counts). */
+  readonly steps: number;
+  /** Token usage of the execution so far. */
+  readonly usage: TokenUsageWire;
+}
+
+/** Everything one node visit needs to build its context. */
+export interface VisitScope {
+  readonly graph: string;
+  readonly nodeId: string;
+  readonly visit: number;
+  readonly run: RunContext;
+  readonly exec: ExecContext;
+  readonly deps: GraphDeps;
+  readonly stateKeys: ReadonlySet<string>;
+  readonly shared: SharedStateView;
+  /** The snapshot a pause at this visit records. */
+  readonly snapshot: () => GraphSnapshot;
+  /** An answer given ahead (a sessionState resume): used for the first question. */
+  readonly preset: { value: JsonValue } | null;
+}
+
+function snapshotJson(s: GraphSnapshot): Record<string, JsonValue> {
+  return {
+    state: s.state as Record<string, JsonValue>,
+    node: s.node,
+    visit: s.visit,
+    visits: s.visits,
+    path: [...s.path],
+    steps: s.steps,
+    usage: { ...s.usage },
+  };
+}
+
+/**
+ * The context of one node visit. Questions (`input`) are keyed by the visit (`review#2`, then
+ * `review#2#2`…), so a re-run node finds its earlier answers. Built for every visit, so the kit
+ * is made on first use only.
+ */
+class VisitContext implements NodeContext {
+  readonly graph: string;
+  readonly nodeId: string;
+  readonly visit: number;
+  readonly executionId: string;
+  readonly exec: ExecContext;
+  readonly runtime: AgentRuntime;
+  readonly stateKeys: ReadonlySet<string>;
+  readonly answers: readonly JsonValue[];
+  readonly shared: SharedStateView;
+  readonly #scope: VisitScope;
+  readonly #key: string;
+  readonly #active: ActiveRun | null;
+  #kit: AgentKit | null = null;
+  #asked = 0;
+
+  constructor(scope: VisitScope) {
+    this.#scope = scope;
+    this.graph = scope.graph;
+    this.nodeId = scope.nodeId;
+    this.visit = scope.visit;
+    this.executionId = scope.run.runId;
+    this.exec = scope.exec;
+    this.runtime = scope.deps.runtime;
+    this.stateKeys = scope.stateKeys;
+    this.shared = scope.shared;
+    this.#key = nodeStepKey(scope.nodeId, scope.visit);
+    this.#active = scope.run instanceof ActiveRun ? scope.run : null;
+    const answers: JsonValue[] =
+      this.#active === null ? [] : this.#active.takeAnswers<JsonValue>(this.#key);
+    if (scope.preset !== null && answers.length === 0) answers.push(scope.preset.value);
+    this.answers = answers;
+  }
+
+  get signal(): AbortSignal {
+    return this.exec.signal;
+  }
+
+  get policy(): PolicyEngine | null {
+    return this.#scope.deps.policy ?? null;
+  }
+
+  get kit(): AgentKit {
+    const { deps, run, nodeId } = this.#scope;
+    this.#kit ??= withToolEvents(
+      createKit(
+        {
+          runtime: deps.runtime,
+          tools: deps.tools ?? null,
+          memory: deps.memory ?? null,
+          policy: deps.policy ?? null,
+          stats: null,
+        },
+        this.exec,
+      ),
+      run,
+      nodeId,
+    );
+    return this.#kit;
+  }
+
+  async emit(chunk: string): Promise<void> {
+    if (typeof chunk !== "string") {
+      throw new NervaError(ErrorCode.INVALID_INPUT, "Invalid chunk: ctx.emit takes a string.", {
+        issues: [{ path: "chunk", message: "must be a string" }],
+      });
+    }
+    await this.exec.stream?.push(chunk);
+  }
+
+  async input<T = JsonValue>(request: InputRequest): Promise<T> {
+    let error: string | null = null;
+    while (this.#asked < this.answers.length) {
+      const answer = this.answers[this.#asked++];
+      if (request.schema === undefined) return answer as T;
+      const parsed = request.schema.safeParse(answer);
+      if (parsed.success) return parsed.data as T;
+      error = `The answer did not fit: ${parsed.error.issues.map((i) => `${i.path.join(".") || "value"}: ${i.message}`).join("; ")}`;
+    }
+    this.#asked += 1;
+    return this.#ask<T>(request, error);
+  }
+
+  step<T>(stepKey: string, fn: () => T | Promise<T>): Promise<T> {
+    return this.#scope.run.step(`${this.#key}/${stepKey}`, fn);
+  }
+
+  async #ask<T>(request: InputRequest, error: string | null): Promise<T> {
+    const { run, nodeId, visit } = this.#scope;
+    const data: Record<string, JsonValue> = {
+      ...(request.data ?? {}),
+      ...(error === null ? {} : { error }),
+    };
+    const prompt = String(request.prompt);
+    const kind = request.kind ?? "approval";
+    await run.emit(GraphRunEvent.INPUT_REQUESTED, { nodeId, visit, prompt, kind, data });
+    const pause = { prompt, kind, data: { ...data, graph: snapshotJson(this.#scope.snapshot()) } };
+    const active = this.#active;
+    if (active !== null)
+      return active.ask<T>(active.unique("i", this.#key), { key: this.#key, ...pause });
+    return run.waitForInput<T>(this.#key, pause);
+  }
+}
+
+/**
+ * Checks that the node's context may invoke agent `handler`: its permissions, then the graph
+ * runtime's policy (`before_invoke`, kind `agent`; a policy that throws refuses). Throws
+ * PERMISSION_DENIED or the policy's code.
+ */
+export async function authorizeAgent(
+  ctx: NodeContext,
+  handler: string,
+  message: string,
+): Promise<void> {
+  if (!ctx.exec.permissions.canUseAgent(handler)) {
+    throw new NervaError(
+      ErrorCode.PERMISSION_DENIED,
+      `The execution's permissions do not allow agent "${handler}" (node "${ctx.nodeId}").`,
+    );
+  }
+  const policy = ctx instanceof VisitContext ? ctx.policy : null;
+  const refused =
+    policy === null
+      ? null
+      : await askPolicy(
+          policy,
+          { checkpoint: Checkpoint.BEFORE_INVOKE, kind: "agent", name: handler, message },
+          ctx.exec,
+        );
+  if (refused !== null) {
+    throw new NervaError(
+      refused.code ?? ErrorCode.POLICY_DENIED,
+      `The policy refused agent "${handler}": ${refused.reason}`,
+    );
+  }
+}
+
+/** Builds the context of one node visit. */
+export function createNodeContext(scope: VisitScope): NodeContext {
+  return new VisitContext(scope);
+}
+
+/** The kit with each tool call written to the run as TOOL_CALL_STARTED / TOOL_CALL_COMPLETED. */
+function withToolEvents(kit: AgentKit, run: RunContext, nodeId: string): AgentKit {
+  return Object.freeze({
+    ...kit,
+    tools: Object.freeze({
+      discover: kit.tools.discover,
+      call: async (name: string, args: unknown = {}) => {
+        await run.emit(GraphRunEvent.TOOL_CALL_STARTED, { nodeId, tool: String(name) });
+        const result = await kit.tools.call(name, args);
+        await run.emit(GraphRunEvent.TOOL_CALL_COMPLETED, {
+          nodeId,
+          tool: String(name),
+          status: result.status,
+          durationMs: result.durationMs,
+          error: result.error,
+        });
+        return result;
+      },
+    }),
+  });
+}

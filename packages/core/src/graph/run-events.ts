@@ -1,0 +1,24 @@
+/**
+ * The custom run events graph executions write (besides the run's own `run.*`, `step.*` and
+ * `output.*` events): the event bus reads them back as typed events.
+ */
+export const GraphRunEvent = {
+  NODE_FAILED: "graph.node_failed",
+  TOOL_CALL_STARTED: "graph.tool_call_started",
+  TOOL_CALL_COMPLETED: "graph.tool_call_completed",
+  INPUT_REQUESTED: "graph.input_requested",
+} as const;
+export type GraphRunEvent = (typeof GraphRunEvent)[keyof typeof GraphRunEvent];
+
+/** The step key of a node visit: `review#2`. */
+export function nodeStepKey(nodeId: string, visit: number): string {
+  return `${nodeId}#${visit}`;
+}
+
+const NODE_KEY = /^([A-Za-z_][A-Za-z0-9_-]{0,63})#([1-9][0-9]*)$/;
+
+/** The node and visit of a node step key (or of a pause key `review#2#3`), or `null`. */
+export function parseNodeKey(key: string): { nodeId: string; visit: number } | null {
+  const m = NODE_KEY.exec(key) ?? NODE_KEY.exec(key.replace(/#[1-9][0-9]*$/, ""));
+  return m === null ? null : { nodeId: m[1] as string, visit: Number(m[2]) };
+}

@@ -1,0 +1,100 @@
+import type { EntryPoint } from "./entry-points.js";
+import type { GraphEvent } from "./events.js";
+import type { GraphRuntime } from "./graph-runtime.js";
+import { nextSlot, parseCron, type Cron } from "./schedule.js";
+
+interface Timer {
+  readonly ep: EntryPoint;
+  readonly cron: Cron | undefined;
+  readonly intervalMs: number | undefined;
+  handle: ReturnType<typeof setTimeout> | null;
+}
+
+/** Longest single setTimeout (about 24.8 days); longer waits are chained. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * The timer and event entry points of a graph runtime. Timers fire once per schedule slot across
+ * every process sharing the store: each slot's execution has the idempotency key `timer:<slot>`.
+ * Event entry points trigger on typed events, never for an execution their own entry point
+ * caused (directly or through other event entry points), at most `maxDepth` hops deep.
+ */
+export class Triggers {
+  readonly #timers: Timer[];
+  readonly #events: EntryPoint[];
+  readonly #runtime: GraphRuntime;
+  readonly #onError: (err: unknown) => void;
+  #on = false;
+
+  constructor(runtime: GraphRuntime, eps: readonly EntryPoint[], onError: (err: unknown) => void) {
+    this.#runtime = runtime;
+    this.#onError = onError;
+    this.#timers = eps
+      .filter((ep) => ep.trigger.type === "timer")
+      .map((ep) => {
+        const t = ep.trigger as { cron?: string; intervalSeconds?: number };
+        return {
+          ep,
+          cron: t.cron === undefined ? undefined : parseCron(t.cron),
+          intervalMs: t.intervalSeconds === undefined ? undefined : t.intervalSeconds * 1000,
+          handle: null,
+        };
+      });
+    this.#events = eps.filter((ep) => ep.trigger.type === "event");
+  }
+
+  /** Whether event entry points need the bus fed. */
+  get listens(): boolean {
+    return this.#on && this.#events.length > 0;
+  }
+
+  start(): void {
+    this.#on = true;
+    for (const t of this.#timers) this.#arm(t, Date.now());
+  }
+
+  stop(): void {
+    this.#on = false;
+    for (const t of this.#timers) {
+      if (t.handle !== null) clearTimeout(t.handle);
+      t.handle = null;
+    }
+  }
+
+  #arm(t: Timer, after: number): void {
+    if (!this.#on) return;
+    const slot = nextSlot(t, after);
+    const wait = Math.min(MAX_TIMER_MS, Math.max(0, slot - Date.now()));
+    t.handle = setTimeout(() => {
+      t.handle = null;
+      if (Date.now() < slot) return this.#arm(t, after);
+      this.#fire(t, slot);
+      this.#arm(t, slot);
+    }, wait);
+  }
+
+  #fire(t: Timer, slot: number): void {
+    const input = t.ep.input?.({ type: "timer", slot }) ?? {};
+    this.#runtime.triggerSlot(t.ep, slot, input).catch((err: unknown) => this.#onError(err));
+  }
+
+  /** Called with every event the runtime publishes. */
+  onEvent(event: GraphEvent): void {
+    if (!this.#on) return;
+    for (const ep of this.#events) {
+      const trigger = ep.trigger as {
+        events: readonly string[];
+        from?: readonly string[];
+        maxDepth: number;
+      };
+      if (!trigger.events.includes(event.type)) continue;
+      if (trigger.from !== undefined && !trigger.from.includes(event.entryPoint)) continue;
+      const chain = this.#runtime.chainOf(event.executionId);
+      // The loop guard: this entry point already caused the execution the event comes from.
+      if (chain.includes(ep.id) || event.entryPoint === ep.id || chain.length >= trigger.maxDepth)
+        continue;
+      const input = ep.input?.({ type: "event", event }) ?? {};
+      this.#runtime.triggerFromEvent(ep, event, input).catch((err: unknown) => this.#onError(err));
+    }
+  }
+}

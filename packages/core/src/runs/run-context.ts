@@ -1,0 +1,311 @@
+import { ErrorCode, NervaError, isNervaError } from "../errors.js";
+import type { JsonValue } from "../types/agent.js";
+import { toJsonText } from "./json-value.js";
+import type { ClaimedRun, LeaseRef, RunStore } from "./store.js";
+import { RESERVED_EVENT_PREFIXES, RunEventType, type RunPause } from "./types.js";
+
+/** What a paused question carries (see {@link RunContext.waitForInput}). */
+export interface WaitForInputOptions {
+  /** Shown to whoever answers, e.g. "Refund 42.00?". */
+  prompt?: string;
+  /** What is asked, e.g. "approval" (the default) or "text". */
+  kind?: string;
+  /** Anything the answerer needs, as JSON. */
+  data?: Record<string, JsonValue>;
+}
+
+/**
+ * The durable run a handler executes in, as `ctx.run` (`null` outside a run). Every write is
+ * fenced: once another worker took the run over, it throws `NervaError` LEASE_LOST and the
+ * handler's `ctx.signal` aborts.
+ *
+ * @example
+ * runtime.register("refund_agent", async (input, ctx) => {
+ *   const order = await ctx.run!.step("load-order", () => loadOrder(input.args.orderId));
+ *   return (await ctx.run!.step("refund", () => refund(order, ctx.signal))).id;
+ * });
+ */
+export interface RunContext {
+  readonly runId: string;
+  /** 1-based attempt number (retries count; reclaims and resumes do not). */
+  readonly attempt: number;
+  /** The fence of this worker's lease; it grows with every claim. */
+  readonly fence: number;
+  /**
+   * Runs `fn` once and commits its JSON result before returning it. Any later execution of the
+   * run, on any worker, gets the committed value without running `fn`. A key used twice in one
+   * execution becomes `key#2`, `key#3`…
+   */
+  step<T>(key: string, fn: () => T | Promise<T>): Promise<T>;
+  /**
+   * The answer given to `queue.resume(id, value, { key })`. Without one yet, the run pauses,
+   * this call throws (let it propagate: the handler unwinds) and the lease is released; after
+   * the resume the handler runs again, its committed steps skipped, and this call returns.
+   */
+  waitForInput<T = JsonValue>(key: string, options?: WaitForInputOptions): Promise<T>;
+  /** Saves a state that later executions read with {@link lastCheckpoint}. */
+  checkpoint(state: JsonValue): Promise<void>;
+  /** The last checkpoint saved by any execution of this run, or `null`. */
+  lastCheckpoint<T = JsonValue>(): T | null;
+  /** Appends a custom event (`run.`, `step.` and `output.` are reserved). */
+  emit(type: string, data?: Record<string, JsonValue>): Promise<void>;
+}
+
+/** Thrown by `waitForInput` after the run paused: unwinds the handler. Not an agent failure. */
+export class RunPaused extends Error {
+  override readonly name = "RunPaused";
+  constructor(readonly key: string) {
+    super(`The run paused to wait for input "${key}"; rethrow this so the handler unwinds.`);
+  }
+}
+
+const KEY_FIX = 'Use a short, stable name such as "load-order" (not starting with "$").';
+
+function checkKey(key: unknown, label: string): string {
+  if (typeof key !== "string" || key.length === 0 || key.length > 200 || key.startsWith("$")) {
+    throw new NervaError(
+      ErrorCode.INVALID_INPUT,
+      `Invalid ${label}: must be a string of 1-200 characters not starting with "$" (got ${JSON.stringify(key)}). ${KEY_FIX}`,
+      { issues: [{ path: label, message: "must be 1-200 characters, not starting with $" }] },
+    );
+  }
+  return key;
+}
+
+function parse<T>(text: string): T {
+  return (text === "" ? undefined : JSON.parse(text)) as T;
+}
+
+/** Codes of errors retrying cannot fix. */
+const PERMANENT: ReadonlySet<string> = new Set([
+  ErrorCode.INVALID_INPUT,
+  ErrorCode.INVALID_OPTIONS,
+  ErrorCode.PERMISSION_DENIED,
+  ErrorCode.POLICY_DENIED,
+  ErrorCode.NOT_FOUND,
+  ErrorCode.UNAUTHENTICATED,
+]);
+
+/** An error seen thrown inside the run, with whether retrying may help. */
+export interface ThrownError {
+  readonly code: string;
+  readonly message: string;
+  readonly retriable: boolean;
+}
+
+/**
+ * One execution of a claimed run: the {@link RunContext} the Runner puts in `ctx.run`. Holds the
+ * lease, the committed steps and answers loaded at claim, and the write path to the store.
+ */
+export class ActiveRun implements RunContext {
+  readonly runId: string;
+  readonly attempt: number;
+  readonly fence: number;
+  readonly lease: LeaseRef;
+  readonly #store: RunStore;
+  readonly #maxBytes: number;
+  readonly #steps: Map<string, string>;
+  readonly #inputs: ReadonlyMap<string, string>;
+  readonly #used = new Map<string, number>();
+  #checkpoint: string | null;
+  /** Set once a write was refused: nothing more is written. */
+  lost: NervaError | null = null;
+  /** Set once the run paused. */
+  paused: string | null = null;
+  /** The last error thrown through a RunContext call (the runtime only keeps its message). */
+  thrown: ThrownError | null = null;
+  /** Called once when the lease is found lost (aborts the handler's context). */
+  onLost: (err: NervaError) => void = () => undefined;
+
+  constructor(store: RunStore, claimed: ClaimedRun, maxStepBytes: number) {
+    this.#store = store;
+    this.lease = claimed.lease;
+    this.runId = claimed.run.id;
+    this.attempt = claimed.run.attempt;
+    this.fence = claimed.lease.fence;
+    this.#maxBytes = maxStepBytes;
+    this.#steps = new Map(claimed.steps);
+    this.#inputs = claimed.inputs;
+    this.#checkpoint = claimed.checkpoint;
+  }
+
+  step<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+    return this.#guard(async () => {
+      checkKey(key, "step key");
+      if (typeof fn !== "function") {
+        throw new NervaError(
+          ErrorCode.INVALID_INPUT,
+          `Invalid step "${key}": fn must be a function returning the step's JSON value.`,
+          { issues: [{ path: "fn", message: "must be a function" }] },
+        );
+      }
+      return this.memo<T>(this.unique("s", key), fn);
+    });
+  }
+
+  /** `step` without the key rules, for the Runner's own `$` keys. */
+  async memo<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+    const done = this.#steps.get(key);
+    if (done !== undefined) return parse<T>(done);
+    await this.#write(() => this.#store.append(this.lease, RunEventType.STEP_STARTED, { key }));
+    let value: T;
+    try {
+      value = await fn();
+    } catch (err) {
+      this.note(err);
+      throw err;
+    }
+    const text =
+      value === undefined
+        ? ""
+        : toJsonText(
+            value,
+            `value of step "${key}"`,
+            this.#maxBytes,
+            "Return plain JSON (objects, arrays, strings, finite numbers, booleans, null) within maxStepBytes.",
+          );
+    const committed = await this.#write(() => this.#store.commitStep(this.lease, key, text));
+    this.#steps.set(key, committed);
+    return parse<T>(committed);
+  }
+
+  /** Whether `key` was committed (a memoized chain step), and its value. */
+  committed<T>(key: string): T | undefined {
+    const done = this.#steps.get(key);
+    return done === undefined ? undefined : parse<T>(done);
+  }
+
+  waitForInput<T = JsonValue>(key: string, options: WaitForInputOptions = {}): Promise<T> {
+    return this.#guard(async () => {
+      checkKey(key, "input key");
+      const prompt = options.prompt ?? null;
+      if (prompt !== null && typeof prompt !== "string") {
+        throw new NervaError(ErrorCode.INVALID_INPUT, "Invalid options.prompt: must be a string.", {
+          issues: [{ path: "options.prompt", message: "must be a string" }],
+        });
+      }
+      const data = options.data ?? {};
+      toJsonText(data, "options.data", this.#maxBytes, "Pass a plain JSON object.");
+      return this.ask<T>(this.unique("i", key), {
+        key,
+        prompt,
+        kind: options.kind ?? "approval",
+        data,
+      });
+    });
+  }
+
+  /**
+   * The answers already given to `key`, `key#2`, … in order, marking those keys used: what a
+   * replay applies before asking again.
+   */
+  takeAnswers<T>(key: string): T[] {
+    const out: T[] = [];
+    for (;;) {
+      const id = `i\u0000${key}`;
+      const n = (this.#used.get(id) ?? 0) + 1;
+      const text = this.#inputs.get(n === 1 ? key : `${key}#${n}`);
+      if (text === undefined) return out;
+      this.#used.set(id, n);
+      out.push(parse<T>(text));
+    }
+  }
+
+  /** The answer to `pause.key` (made unique by the caller), or pause the run and throw RunPaused. */
+  async ask<T>(uniqueKey: string, pause: RunPause): Promise<T> {
+    const answer = this.#inputs.get(uniqueKey);
+    if (answer !== undefined) return parse<T>(answer);
+    await this.#write(() => this.#store.pause(this.lease, { ...pause, key: uniqueKey }));
+    this.paused = uniqueKey;
+    throw new RunPaused(uniqueKey);
+  }
+
+  checkpoint(state: JsonValue): Promise<void> {
+    return this.#guard(async () => {
+      const text = toJsonText(state, "checkpoint state", this.#maxBytes, "Pass plain JSON.");
+      await this.#write(() => this.#store.checkpoint(this.lease, text));
+      this.#checkpoint = text;
+    });
+  }
+
+  lastCheckpoint<T = JsonValue>(): T | null {
+    return this.#checkpoint === null ? null : parse<T>(this.#checkpoint);
+  }
+
+  emit(type: string, data: Record<string, JsonValue> = {}): Promise<void> {
+    return this.#guard(async () => {
+      if (
+        typeof type !== "string" ||
+        type.length === 0 ||
+        type.length > 100 ||
+        RESERVED_EVENT_PREFIXES.some((p) => type.startsWith(p))
+      ) {
+        throw new NervaError(
+          ErrorCode.INVALID_INPUT,
+          `Invalid event type ${JSON.stringify(type)}: must be 1-100 characters and not start with ${RESERVED_EVENT_PREFIXES.join(", ")} (reserved for Nerva). Use your own prefix, e.g. "app.progress".`,
+          { issues: [{ path: "type", message: "reserved or empty" }] },
+        );
+      }
+      const obj: unknown = data;
+      if (typeof obj !== "object" || obj === null || Array.isArray(obj)) {
+        throw new NervaError(ErrorCode.INVALID_INPUT, "Invalid data: must be a JSON object.", {
+          issues: [{ path: "data", message: "must be a JSON object" }],
+        });
+      }
+      toJsonText(data, "data", this.#maxBytes, "Pass a plain JSON object.");
+      await this.#write(() => this.#store.append(this.lease, type, data));
+    });
+  }
+
+  /** Appends an `output.delta` event for a streamed chunk. */
+  async delta(chunk: string): Promise<void> {
+    await this.#write(() => this.#store.append(this.lease, RunEventType.OUTPUT_DELTA, { chunk }));
+  }
+
+  /** Remembers an error thrown inside the run, with whether a retry can help. */
+  note(err: unknown): void {
+    if (err instanceof RunPaused) return;
+    const message = err instanceof Error ? err.message : String(err);
+    if (isNervaError(err)) {
+      this.thrown = { code: err.code, message, retriable: !PERMANENT.has(err.code) };
+    } else {
+      const flag = (err as { retriable?: unknown } | null)?.retriable;
+      this.thrown = { code: "HANDLER_ERROR", message, retriable: flag !== false };
+    }
+  }
+
+  /** Marks the lease lost (once) and tells the Runner. */
+  lose(err: NervaError): void {
+    if (this.lost !== null) return;
+    this.lost = err;
+    this.onLost(err);
+  }
+
+  /** `key` the first time in this execution, then `key#2`, `key#3`… (per kind of key). */
+  unique(space: string, key: string): string {
+    const id = `${space}\u0000${key}`;
+    const n = (this.#used.get(id) ?? 0) + 1;
+    this.#used.set(id, n);
+    return n === 1 ? key : `${key}#${n}`;
+  }
+
+  async #guard<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      this.note(err);
+      throw err;
+    }
+  }
+
+  async #write<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.lost !== null) throw this.lost;
+    if (this.paused !== null) throw new RunPaused(this.paused);
+    try {
+      return await fn();
+    } catch (err) {
+      if (isNervaError(err, ErrorCode.LEASE_LOST)) this.lose(err);
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,329 @@
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
+import { createAgentInput, type AgentInputInit } from "../types/agent.js";
+import { toJsonText } from "./json-value.js";
+import {
+  EnqueueOptionsSchema,
+  EventsOptionsSchema,
+  ListOptionsSchema,
+  RetryOptionsSchema,
+  RunQueueOptionsSchema,
+  WaitOptionsSchema,
+  type EnqueueOptions,
+  type EventsOptions,
+  type ListOptions,
+  type RunQueueOptions,
+  type WaitOptions,
+} from "./options.js";
+import type { RunStore } from "./store.js";
+import { runNotFound } from "./transitions.js";
+import {
+  FINAL_EVENT_TYPES,
+  RUN_STATUSES,
+  isFinalStatus,
+  type RunEvent,
+  type RunPage,
+  type RunRecord,
+} from "./types.js";
+
+const FIX_ENQUEUE =
+  "See EnqueueOptions: { handler | handlers, input: { message }, ctx, idempotencyKey?, priority?, delaySeconds?, timeoutSeconds?, retry? }.";
+const FINAL = RUN_STATUSES.filter(isFinalStatus);
+const EVENT_PAGE = 500;
+
+/** A new run id: sortable by creation time, 128 bits of randomness after it. */
+export function newRunId(): string {
+  return `run_${Date.now().toString(36).padStart(9, "0")}${randomBytes(10).toString("hex")}`;
+}
+
+function checkId(id: unknown): string {
+  if (typeof id !== "string" || id.length === 0 || id.length > 200) {
+    throw new NervaError(
+      ErrorCode.INVALID_INPUT,
+      `Invalid id: must be the run id enqueue() returned (got ${JSON.stringify(id)}).`,
+      { issues: [{ path: "id", message: "must be a non-empty string" }] },
+    );
+  }
+  return id;
+}
+
+const ChainAnswerSchema = z.object({ args: z.record(z.string(), z.string()) }).strict();
+
+/**
+ * The producer side of durable runs: enqueue runs, read them, follow their events, cancel,
+ * resume, redrive and prune. Any number of processes may share one queue through its store;
+ * `Runner`s execute the runs.
+ *
+ * @example
+ * const queue = new RunQueue({ store: new InMemoryRunStore(), name: "default" });
+ * const run = await queue.enqueue({ handler: "my_agent", input: { message: "hi" }, ctx });
+ * const done = await queue.wait(run.id, { timeoutSeconds: 30 });
+ */
+export class RunQueue {
+  readonly name: string;
+  readonly store: RunStore;
+  /** Largest step value, checkpoint, resume value or input, in bytes of JSON. */
+  readonly maxStepBytes: number;
+  readonly #options: z.output<typeof RunQueueOptionsSchema>;
+
+  constructor(options: RunQueueOptions) {
+    this.#options = parseOrThrow(
+      RunQueueOptionsSchema,
+      options,
+      ErrorCode.INVALID_OPTIONS,
+      "options",
+      "Pass { store: a RunStore, name?: string, maxStepBytes?: number, retry?: {...}, maxReclaims?: number }.",
+    );
+    this.name = this.#options.name;
+    this.store = this.#options.store;
+    this.maxStepBytes = this.#options.maxStepBytes;
+  }
+
+  /**
+   * Queues a run of `handler` (or the chain `handlers`) with `input`, as the identity of `ctx`.
+   * With an `idempotencyKey` already used in this queue, returns that run instead.
+   *
+   * @example
+   * const run = await queue.enqueue({ handler: "refund_agent", input: { message: "refund" }, ctx, idempotencyKey: "refund-42" });
+   */
+  async enqueue(options: EnqueueOptions): Promise<RunRecord> {
+    const o = parseOrThrow(
+      EnqueueOptionsSchema,
+      options,
+      ErrorCode.INVALID_INPUT,
+      "options",
+      FIX_ENQUEUE,
+    );
+    const input = createAgentInput(o.input as AgentInputInit);
+    const wireInput = {
+      message: input.message,
+      args: { ...input.args },
+      tools: input.tools.map((t) => ({ ...t })),
+      history: input.history.map((h) => ({ ...h })),
+    };
+    toJsonText(wireInput, "options.input", this.maxStepBytes, "Send a smaller input.");
+    const retry = parseOrThrow(
+      RetryOptionsSchema,
+      { ...this.#options.retry, ...o.retry },
+      ErrorCode.INVALID_INPUT,
+      "options.retry",
+      "maxAttempts >= 1, delays >= 0 seconds, backoffFactor >= 1, jitter in [0, 1].",
+    );
+    const { run } = await this.store.create({
+      id: newRunId(),
+      queue: this.name,
+      handlers: o.handlers ?? [o.handler as string],
+      input: wireInput,
+      retry,
+      maxReclaims: o.maxReclaims ?? this.#options.maxReclaims,
+      priority: o.priority,
+      timeoutSeconds: o.timeoutSeconds ?? null,
+      idempotencyKey: o.idempotencyKey ?? null,
+      context: { ...o.ctx.toWire(), cancelled: false },
+      delayMs: Math.round(o.delaySeconds * 1000),
+    });
+    return run;
+  }
+
+  /** The run `id`, or `null` when there is none (never was, or pruned). */
+  async get(id: string): Promise<RunRecord | null> {
+    return this.store.get(checkId(id));
+  }
+
+  /**
+   * Waits until the run reaches one of `until` (the final statuses by default) and returns it.
+   * Throws TIMEOUT after `timeoutSeconds`, NOT_FOUND for an unknown id.
+   *
+   * @example
+   * const paused = await queue.wait(run.id, { until: ["paused"], timeoutSeconds: 10 });
+   */
+  async wait(id: string, options: WaitOptions = {}): Promise<RunRecord> {
+    checkId(id);
+    const o = parseOrThrow(
+      WaitOptionsSchema,
+      options,
+      ErrorCode.INVALID_INPUT,
+      "options",
+      "Pass { timeoutSeconds?, until?: RunStatus[], signal? }.",
+    );
+    const until: readonly string[] = o.until ?? FINAL;
+    const deadline =
+      o.timeoutSeconds === undefined ? Infinity : Date.now() + o.timeoutSeconds * 1000;
+    for (;;) {
+      const run = await this.store.get(id);
+      if (run === null) throw runNotFound(id);
+      if (until.includes(run.status)) return run;
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new NervaError(
+          ErrorCode.TIMEOUT,
+          `Run ${id} is still ${run.status} after ${o.timeoutSeconds} s (waited for ${until.join(" | ")}).`,
+          { details: { runId: id, status: run.status } },
+        );
+      }
+      if (o.signal?.aborted === true) {
+        throw new NervaError(ErrorCode.CANCELLED, `Waiting for run ${id} was cancelled.`);
+      }
+      await this.store.waitForEvents(id, run.lastSeq, {
+        timeoutMs: Math.min(left, 30_000),
+        ...(o.signal === undefined ? {} : { signal: o.signal }),
+      });
+    }
+  }
+
+  /**
+   * Cancels the run: a pending or paused run ends `cancelled` at once; the worker of a running
+   * one aborts its `ctx.signal` within a heartbeat and it ends `cancelled`. A finished run stays.
+   *
+   * @example
+   * await queue.cancel(run.id, { reason: "user left" });
+   */
+  async cancel(id: string, options: { reason?: string } = {}): Promise<RunRecord> {
+    const reason = options.reason ?? null;
+    if (reason !== null && (typeof reason !== "string" || reason.length > 1000)) {
+      throw new NervaError(
+        ErrorCode.INVALID_INPUT,
+        "Invalid options.reason: must be a string of at most 1000 characters.",
+        {
+          issues: [{ path: "options.reason", message: "must be a string (max 1000)" }],
+        },
+      );
+    }
+    return this.store.cancel(checkId(id), reason);
+  }
+
+  /**
+   * Answers a paused run: `value` becomes what its `waitForInput(key)` returns (for a chain that
+   * paused on `needs_data`/`needs_credentials`, `{ args }` merged into the handler's args).
+   * INVALID_STATE when the run is not paused; INVALID_INPUT for another key.
+   *
+   * @example
+   * await queue.resume(run.id, { approved: true }, { key: "approve" });
+   */
+  async resume(id: string, value: unknown, options: { key?: string } = {}): Promise<RunRecord> {
+    checkId(id);
+    const key = options.key ?? null;
+    if (key !== null && (typeof key !== "string" || key.length === 0)) {
+      throw new NervaError(
+        ErrorCode.INVALID_INPUT,
+        "Invalid options.key: must be a non-empty string.",
+        {
+          issues: [{ path: "options.key", message: "must be a non-empty string" }],
+        },
+      );
+    }
+    const text = toJsonText(value ?? null, "value", this.maxStepBytes, "Resume with plain JSON.");
+    const waiting = (await this.store.get(id))?.pause?.key ?? "";
+    if (waiting.startsWith("$chain/")) {
+      parseOrThrow(
+        ChainAnswerSchema,
+        value,
+        ErrorCode.INVALID_INPUT,
+        "value",
+        'A chain waiting for data takes { args: { name: "value" } }.',
+      );
+    }
+    return this.store.resume(id, key, text);
+  }
+
+  /**
+   * The run's events with `seq > afterSeq`, then new ones as they are written, ending after the
+   * final event. Stops quietly when `signal` aborts. NOT_FOUND for an unknown id.
+   *
+   * @example
+   * for await (const e of queue.events(run.id, { afterSeq: 0 })) console.log(e.seq, e.type, e.data);
+   */
+  async *events(
+    id: string,
+    options: EventsOptions = {},
+  ): AsyncGenerator<RunEvent, void, undefined> {
+    checkId(id);
+    const o = parseOrThrow(
+      EventsOptionsSchema,
+      options,
+      ErrorCode.INVALID_INPUT,
+      "options",
+      "Pass { afterSeq?: number >= 0, signal?: AbortSignal }.",
+    );
+    let after = o.afterSeq;
+    if ((await this.store.get(id)) === null) throw runNotFound(id);
+    for (;;) {
+      if (o.signal?.aborted === true) return;
+      const batch = await this.store.readEvents(id, after, EVENT_PAGE);
+      for (const event of batch) {
+        yield event;
+        after = event.seq;
+        if (FINAL_EVENT_TYPES.has(event.type) && (await this.#endsAt(id, event.seq))) return;
+      }
+      if (batch.length === EVENT_PAGE) continue;
+      if (batch.length === 0) {
+        const run = await this.store.get(id);
+        if (run === null || (isFinalStatus(run.status) && run.lastSeq <= after)) return;
+      }
+      await this.store.waitForEvents(id, after, {
+        timeoutMs: 30_000,
+        ...(o.signal === undefined ? {} : { signal: o.signal }),
+      });
+    }
+  }
+
+  /** Whether the run's history ends at `seq` (it was not redriven since). */
+  async #endsAt(id: string, seq: number): Promise<boolean> {
+    const run = await this.store.get(id);
+    return run === null || (isFinalStatus(run.status) && run.lastSeq <= seq);
+  }
+
+  /**
+   * Runs of this queue, newest first. `list({ status: "failed" })` is the dead-letter list.
+   *
+   * @example
+   * const { runs, nextCursor } = await queue.list({ status: "failed", limit: 50 });
+   */
+  async list(options: ListOptions = {}): Promise<RunPage> {
+    const o = parseOrThrow(
+      ListOptionsSchema,
+      options,
+      ErrorCode.INVALID_INPUT,
+      "options",
+      "Pass { status?, handler?, userId?, limit? (1-1000), cursor? }.",
+    );
+    return this.store.list({
+      queue: this.name,
+      limit: o.limit,
+      cursor: o.cursor ?? null,
+      ...(o.status === undefined ? {} : { status: o.status }),
+      ...(o.handler === undefined ? {} : { handler: o.handler }),
+      ...(o.userId === undefined ? {} : { userId: o.userId }),
+    });
+  }
+
+  /**
+   * Queues a failed, timed-out or cancelled run again with fresh attempts; its committed steps
+   * are kept, so it resumes where it failed.
+   *
+   * @example
+   * for (const run of (await queue.list({ status: "failed" })).runs) await queue.redrive(run.id);
+   */
+  async redrive(id: string): Promise<RunRecord> {
+    return this.store.redrive(checkId(id));
+  }
+
+  /**
+   * Deletes this queue's runs that finished more than `olderThanSeconds` ago, with their steps and
+   * history. Returns how many.
+   *
+   * @example
+   * await queue.prune({ olderThanSeconds: 7 * 24 * 3600 });
+   */
+  async prune(options: { olderThanSeconds: number }): Promise<number> {
+    const o = parseOrThrow(
+      z.object({ olderThanSeconds: z.number().nonnegative().finite() }).strict(),
+      options,
+      ErrorCode.INVALID_INPUT,
+      "options",
+      "Pass { olderThanSeconds: number >= 0 }.",
+    );
+    return this.store.prune(this.name, Date.now() - o.olderThanSeconds * 1000);
+  }
+}

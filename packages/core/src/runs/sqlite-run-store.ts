@@ -1,0 +1,532 @@
+import { z } from "zod";
+import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
+import { openDatabase, TABLE_PREFIX, type SqliteDatabase } from "../sqlite/driver.js";
+import type { JsonValue } from "../types/agent.js";
+import { decodeCursor, encodeCursor } from "./list-cursor.js";
+import { ensureRunSchema, runTables } from "./sqlite-schema.js";
+import type {
+  ClaimRequest,
+  ClaimedRun,
+  LeaseRef,
+  NewRun,
+  RunListQuery,
+  RunOutcome,
+  RunStore,
+} from "./store.js";
+import {
+  appendEvent,
+  cancelRun,
+  checkFence,
+  claimRun,
+  createRun,
+  finishRun,
+  heartbeatRun,
+  leaseLost,
+  pauseRun,
+  redriveRun,
+  releaseRun,
+  resumeKey,
+  resumeRun,
+  retryRun,
+  runNotFound,
+  type Transition,
+} from "./transitions.js";
+import {
+  RunEventType,
+  RunStatus,
+  type RunError,
+  type RunEvent,
+  type RunPage,
+  type RunPause,
+  type RunRecord,
+} from "./types.js";
+import { Wakeups } from "./wakeups.js";
+
+export const SqliteRunStoreOptionsSchema = z
+  .object({
+    /** The SQLite file (created if missing); `":memory:"` for a private, volatile one. */
+    path: z.string().min(1),
+    tablePrefix: z.string().regex(TABLE_PREFIX, "must be a SQL identifier").default("nerva_"),
+    /** How long a write waits for another process's lock before UNAVAILABLE. */
+    busyTimeoutMs: z.number().int().min(0).max(600_000).default(5_000),
+    /** How often a waiting tail or claim looks for other processes' commits (ms). */
+    pollMs: z.number().int().min(1).max(1_000).default(20),
+  })
+  .strict();
+/** Options of {@link SqliteRunStore}. */
+export type SqliteRunStoreOptions = z.input<typeof SqliteRunStoreOptionsSchema>;
+
+interface RunRow {
+  doc: string;
+}
+interface EventRow {
+  seq: number;
+  type: string;
+  at: number;
+  attempt: number;
+  data: string;
+}
+
+/** Where a run can be claimed: its due time while pending or running, else nothing. */
+function claimableAt(run: RunRecord): number | null {
+  if (run.status === RunStatus.PENDING) return run.availableAt;
+  if (run.status === RunStatus.RUNNING && run.lease !== null) return run.lease.expiresAt;
+  return null;
+}
+
+function unavailable(err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && /^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|PROTOCOL)/.test(code)) {
+    return new NervaError(
+      ErrorCode.UNAVAILABLE,
+      `The run store's SQLite file is unavailable (${code}): another process holds its write lock, or the disk failed. Retry later.`,
+      { cause: err, details: { retryAfterSeconds: 1, sqliteCode: code } },
+    );
+  }
+  return err;
+}
+
+/** Every statement the store runs, prepared once. */
+function prepareStatements(db: SqliteDatabase, t: ReturnType<typeof runTables>) {
+  return {
+    get: db.prepare(`SELECT doc FROM ${t.runs} WHERE id = ?`),
+    byKey: db.prepare(`SELECT doc FROM ${t.runs} WHERE queue = ? AND idempotency_key = ?`),
+    insert: db.prepare(
+      `INSERT INTO ${t.runs} (id, queue, status, priority, claimable_at, idempotency_key, user_id, created_at, finished_at, last_seq, doc)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    update: db.prepare(
+      `UPDATE ${t.runs} SET status = ?, priority = ?, claimable_at = ?, finished_at = ?, last_seq = ?, doc = ? WHERE id = ?`,
+    ),
+    next: db.prepare(
+      `SELECT doc FROM ${t.runs} WHERE queue = ? AND claimable_at IS NOT NULL AND claimable_at <= ?
+       ORDER BY priority, claimable_at, created_at, id LIMIT 1`,
+    ),
+    nextDue: db.prepare(
+      `SELECT MIN(claimable_at) AS due FROM ${t.runs} WHERE queue = ? AND claimable_at IS NOT NULL`,
+    ),
+    lastSeq: db.prepare(`SELECT last_seq FROM ${t.runs} WHERE id = ?`),
+    event: db.prepare(
+      `INSERT INTO ${t.events} (run_id, seq, type, at, attempt, data) VALUES (?, ?, ?, ?, ?, ?)`,
+    ),
+    events: db.prepare(
+      `SELECT seq, type, at, attempt, data FROM ${t.events} WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+    ),
+    value: db.prepare(`SELECT value FROM ${t.values} WHERE run_id = ? AND kind = ? AND key = ?`),
+    values: db.prepare(`SELECT kind, key, value FROM ${t.values} WHERE run_id = ?`),
+    putValue: db.prepare(
+      `INSERT INTO ${t.values} (run_id, kind, key, value) VALUES (?, ?, ?, ?)
+       ON CONFLICT (run_id, kind, key) DO UPDATE SET value = excluded.value`,
+    ),
+    prunable: db.prepare(
+      `SELECT id FROM ${t.runs} WHERE queue = ? AND finished_at IS NOT NULL AND finished_at < ?
+       AND status IN ('succeeded', 'failed', 'timed_out', 'cancelled') LIMIT 500`,
+    ),
+    deleteRun: db.prepare(`DELETE FROM ${t.runs} WHERE id = ?`),
+    deleteEvents: db.prepare(`DELETE FROM ${t.events} WHERE run_id = ?`),
+    deleteValues: db.prepare(`DELETE FROM ${t.values} WHERE run_id = ?`),
+  };
+}
+type Statements = ReturnType<typeof prepareStatements>;
+
+/**
+ * A {@link RunStore} in one SQLite file (better-sqlite3 12, WAL): one `BEGIN IMMEDIATE`
+ * transaction per transition, so any number of worker and producer processes on one machine can
+ * share the file. Waiting claims and event tails see other processes' commits within `pollMs`
+ * (they watch SQLite's `data_version`, and only while someone waits); this process's own writes
+ * wake them at once.
+ *
+ * @example
+ * const queue = new RunQueue({ store: new SqliteRunStore({ path: "runs.db" }), name: "default" });
+ */
+export class SqliteRunStore implements RunStore {
+  readonly #db: SqliteDatabase;
+  readonly #pollMs: number;
+  readonly #events = new Wakeups();
+  readonly #work = new Wakeups();
+  readonly #s: Statements;
+  readonly #tx: <A extends unknown[], R>(fn: (...args: A) => R) => (...args: A) => R;
+  #poller: ReturnType<typeof setInterval> | null = null;
+  #dataVersion = 0;
+  #closed = false;
+
+  constructor(options: SqliteRunStoreOptions) {
+    const o = parseOrThrow(
+      SqliteRunStoreOptionsSchema,
+      options,
+      ErrorCode.INVALID_OPTIONS,
+      "options",
+      'Pass { path: "runs.db", tablePrefix?, busyTimeoutMs?, pollMs? }.',
+    );
+    this.#pollMs = o.pollMs;
+    const db = openDatabase(o.path, "options.path", "SqliteRunStore");
+    this.#db = db;
+    try {
+      db.pragma(`busy_timeout = ${o.busyTimeoutMs}`);
+      const t = runTables(o.tablePrefix);
+      ensureRunSchema(db, t, o.path);
+      this.#s = prepareStatements(db, t);
+      this.#listSql = `SELECT doc FROM ${t.runs} WHERE queue = ?`;
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    this.#tx = (fn) => {
+      const tx = db.transaction(fn);
+      return (...args) => {
+        try {
+          return tx.immediate(...args);
+        } catch (err) {
+          throw unavailable(err);
+        }
+      };
+    };
+    this.#dataVersion = this.#version();
+  }
+
+  readonly #listSql: string;
+
+  async create(init: NewRun): Promise<{ run: RunRecord; created: boolean }> {
+    const result = this.#tx(() => {
+      if (init.idempotencyKey !== null) {
+        const row = this.#s.byKey.get(init.queue, init.idempotencyKey) as RunRow | undefined;
+        if (row !== undefined) return { run: JSON.parse(row.doc) as RunRecord, created: false };
+      }
+      const t = createRun(init, Date.now());
+      const r = t.run;
+      this.#s.insert.run(
+        r.id,
+        r.queue,
+        r.status,
+        r.priority,
+        claimableAt(r),
+        r.idempotencyKey,
+        r.userId,
+        r.createdAt,
+        r.finishedAt,
+        r.lastSeq,
+        JSON.stringify(r),
+      );
+      this.#writeEvents(t);
+      return { run: r as RunRecord, created: true };
+    })();
+    if (result.created) this.#wake(result.run);
+    return result;
+  }
+
+  async get(runId: string): Promise<RunRecord | null> {
+    return this.#read(runId);
+  }
+
+  async list(query: RunListQuery): Promise<RunPage> {
+    const after = decodeCursor(query.cursor ?? null);
+    let sql = this.#listSql;
+    const params: unknown[] = [query.queue];
+    if (query.status !== undefined) {
+      sql += " AND status = ?";
+      params.push(query.status);
+    }
+    if (query.userId !== undefined) {
+      sql += " AND user_id = ?";
+      params.push(query.userId);
+    }
+    if (query.handler !== undefined) {
+      sql +=
+        " AND EXISTS (SELECT 1 FROM json_each(json_extract(doc, '$.handlers')) WHERE value = ?)";
+      params.push(query.handler);
+    }
+    if (after !== null) {
+      sql += " AND (created_at < ? OR (created_at = ? AND id < ?))";
+      params.push(after.createdAt, after.createdAt, after.id);
+    }
+    sql += " ORDER BY created_at DESC, id DESC LIMIT ?";
+    params.push(query.limit + 1);
+    const rows = this.#db.prepare(sql).all(...params) as RunRow[];
+    const runs = rows.slice(0, query.limit).map((r) => JSON.parse(r.doc) as RunRecord);
+    const last = runs[runs.length - 1];
+    return {
+      runs,
+      nextCursor: rows.length > query.limit && last !== undefined ? encodeCursor(last) : null,
+    };
+  }
+
+  async claim(request: ClaimRequest): Promise<ClaimedRun | null> {
+    const deadline = Date.now() + request.waitMs;
+    const take = this.#tx((now: number): ClaimedRun | null | "again" => {
+      const row = this.#s.next.get(request.queue, now) as RunRow | undefined;
+      if (row === undefined) return null;
+      const t = claimRun(JSON.parse(row.doc) as RunRecord, request.workerId, request.leaseMs, now);
+      this.#save(t);
+      if (!t.claimed) return "again";
+      const steps = new Map<string, string>();
+      const inputs = new Map<string, string>();
+      let checkpoint: string | null = null;
+      for (const v of this.#s.values.all(t.run.id) as {
+        kind: string;
+        key: string;
+        value: string;
+      }[]) {
+        if (v.kind === "step") steps.set(v.key, v.value);
+        else if (v.kind === "input") inputs.set(v.key, v.value);
+        else if (v.kind === "checkpoint") checkpoint = v.value;
+      }
+      return {
+        run: t.run,
+        lease: { runId: t.run.id, workerId: request.workerId, fence: t.run.fence },
+        steps,
+        inputs,
+        checkpoint,
+      };
+    });
+    for (;;) {
+      if (this.#closed || request.signal?.aborted === true) return null;
+      const now = Date.now();
+      const got = take(now);
+      if (got === "again") continue;
+      if (got !== null) {
+        this.#events.wake(got.run.id);
+        return got;
+      }
+      if (now >= deadline) return null;
+      const due = (this.#s.nextDue.get(request.queue) as { due: number | null }).due;
+      const until = Math.min(deadline, due === null ? Infinity : Math.max(due, now + 1));
+      await this.#waitFor(this.#work, `q:${request.queue}`, until - now, request.signal);
+    }
+  }
+
+  async heartbeat(lease: LeaseRef, leaseMs: number): Promise<{ cancelRequested: boolean }> {
+    return this.#tx(() => {
+      const run = this.#held(lease);
+      const next = heartbeatRun(run, lease, leaseMs, Date.now());
+      this.#save({ run: next, events: [] });
+      return { cancelRequested: next.cancelRequested };
+    })();
+  }
+
+  async append(lease: LeaseRef, type: string, data: Record<string, JsonValue>): Promise<RunEvent> {
+    const t = this.#tx(() => {
+      const t = appendEvent(this.#held(lease), lease, type, data, Date.now());
+      this.#save(t);
+      return t;
+    })();
+    this.#wake(t.run);
+    const e = t.events[0]!;
+    return { runId: lease.runId, ...e };
+  }
+
+  async commitStep(lease: LeaseRef, key: string, value: string): Promise<string> {
+    const [committed, t] = this.#tx((): [string, Transition | null] => {
+      const run = checkFence(this.#held(lease), lease);
+      const existing = this.#s.value.get(run.id, "step", key) as { value: string } | undefined;
+      if (existing !== undefined) return [existing.value, null];
+      this.#s.putValue.run(run.id, "step", key, value);
+      const t = appendEvent(run, lease, RunEventType.STEP_COMPLETED, { key }, Date.now());
+      this.#save(t);
+      return [value, t];
+    })();
+    if (t !== null) this.#wake(t.run);
+    return committed;
+  }
+
+  async checkpoint(lease: LeaseRef, state: string): Promise<void> {
+    const t = this.#tx(() => {
+      const run = this.#held(lease);
+      const t = appendEvent(
+        run,
+        lease,
+        RunEventType.CHECKPOINT,
+        { bytes: Buffer.byteLength(state) },
+        Date.now(),
+      );
+      this.#s.putValue.run(run.id, "checkpoint", "", state);
+      this.#save(t);
+      return t;
+    })();
+    this.#wake(t.run);
+  }
+
+  async pause(lease: LeaseRef, pause: RunPause): Promise<RunRecord> {
+    return this.#leased(lease, (run, now) => pauseRun(run, lease, pause, now));
+  }
+
+  async finish(lease: LeaseRef, outcome: RunOutcome): Promise<RunRecord> {
+    return this.#leased(lease, (run, now) => finishRun(run, lease, outcome, now));
+  }
+
+  async retry(lease: LeaseRef, delayMs: number, error: RunError): Promise<RunRecord> {
+    return this.#leased(lease, (run, now) => retryRun(run, lease, delayMs, error, now));
+  }
+
+  async release(lease: LeaseRef): Promise<RunRecord> {
+    return this.#leased(lease, (run, now) => releaseRun(run, lease, now));
+  }
+
+  async cancel(runId: string, reason: string | null): Promise<RunRecord> {
+    return this.#change(runId, (run, now) => cancelRun(run, reason, now));
+  }
+
+  async resume(runId: string, key: string | null, value: string): Promise<RunRecord> {
+    return this.#change(runId, (run, now) => {
+      const answered = resumeKey(run, key);
+      this.#s.putValue.run(runId, "input", answered, value);
+      return resumeRun(run, answered, now);
+    });
+  }
+
+  async redrive(runId: string): Promise<RunRecord> {
+    return this.#change(runId, (run, now) => redriveRun(run, now));
+  }
+
+  async prune(queue: string, beforeMs: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const ids = this.#tx(() => {
+        const rows = this.#s.prunable.all(queue, beforeMs) as { id: string }[];
+        for (const { id } of rows) {
+          this.#s.deleteRun.run(id);
+          this.#s.deleteEvents.run(id);
+          this.#s.deleteValues.run(id);
+        }
+        return rows.map((r) => r.id);
+      })();
+      for (const id of ids) this.#events.wake(id);
+      total += ids.length;
+      if (ids.length < 500) return total;
+    }
+  }
+
+  async readEvents(runId: string, afterSeq: number, limit: number): Promise<RunEvent[]> {
+    const rows = this.#s.events.all(runId, afterSeq, limit) as EventRow[];
+    return rows.map((r) => ({
+      runId,
+      seq: r.seq,
+      type: r.type,
+      at: r.at,
+      attempt: r.attempt,
+      data: JSON.parse(r.data) as Record<string, JsonValue>,
+    }));
+  }
+
+  async waitForEvents(
+    runId: string,
+    afterSeq: number,
+    options: { signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<void> {
+    const deadline = Date.now() + (options.timeoutMs ?? Infinity);
+    for (;;) {
+      if (this.#closed || options.signal?.aborted === true) return;
+      const row = this.#s.lastSeq.get(runId) as { last_seq: number } | undefined;
+      if (row === undefined || row.last_seq > afterSeq) return;
+      const left = deadline - Date.now();
+      if (left <= 0) return;
+      await this.#waitFor(this.#events, runId, left, options.signal);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#poller !== null) clearInterval(this.#poller);
+    this.#poller = null;
+    this.#events.wakeAll();
+    this.#work.wakeAll();
+    this.#db.close();
+  }
+
+  // ---- internals -------------------------------------------------------------------------
+
+  #read(runId: string): RunRecord | null {
+    const row = this.#s.get.get(runId) as RunRow | undefined;
+    return row === undefined ? null : (JSON.parse(row.doc) as RunRecord);
+  }
+
+  #held(lease: LeaseRef): RunRecord {
+    const run = this.#read(lease.runId);
+    if (run === null) throw leaseLost(lease, null);
+    return run;
+  }
+
+  #save(t: { run: RunRecord; events: Transition["events"] }): void {
+    const r = t.run;
+    this.#s.update.run(
+      r.status,
+      r.priority,
+      claimableAt(r),
+      r.finishedAt,
+      r.lastSeq,
+      JSON.stringify(r),
+      r.id,
+    );
+    this.#writeEvents(t);
+  }
+
+  #writeEvents(t: { run: RunRecord; events: Transition["events"] }): void {
+    for (const e of t.events) {
+      this.#s.event.run(t.run.id, e.seq, e.type, e.at, e.attempt, JSON.stringify(e.data));
+    }
+  }
+
+  #leased(lease: LeaseRef, apply: (run: RunRecord, now: number) => Transition): Promise<RunRecord> {
+    const t = this.#tx(() => {
+      const t = apply(this.#held(lease), Date.now());
+      this.#save(t);
+      return t;
+    })();
+    this.#wake(t.run);
+    return Promise.resolve(t.run);
+  }
+
+  #change(runId: string, apply: (run: RunRecord, now: number) => Transition): Promise<RunRecord> {
+    const t = this.#tx(() => {
+      const run = this.#read(runId);
+      if (run === null) throw runNotFound(runId);
+      const t = apply(run, Date.now());
+      if (t.events.length > 0) this.#save(t);
+      return t;
+    })();
+    this.#wake(t.run);
+    return Promise.resolve(t.run);
+  }
+
+  #wake(run: RunRecord): void {
+    this.#events.wake(run.id);
+    if (run.status === RunStatus.PENDING) this.#work.wake(`q:${run.queue}`);
+  }
+
+  #version(): number {
+    return this.#db.pragma("data_version", { simple: true }) as number;
+  }
+
+  /** Waits on `wakeups` while watching for other processes' commits. */
+  async #waitFor(
+    wakeups: Wakeups,
+    key: string,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    this.#poller ??= setInterval(() => this.#poll(), this.#pollMs);
+    try {
+      await wakeups.wait(key, timeoutMs, signal);
+    } finally {
+      if (this.#events.size === 0 && this.#work.size === 0 && this.#poller !== null) {
+        clearInterval(this.#poller);
+        this.#poller = null;
+      }
+    }
+  }
+
+  /** Another connection committed: wake every waiter, each re-reads what it waits for. */
+  #poll(): void {
+    if (this.#closed) return;
+    let version: number;
+    try {
+      version = this.#version();
+    } catch {
+      return;
+    }
+    if (version === this.#dataVersion) return;
+    this.#dataVersion = version;
+    this.#events.wakeAll();
+    this.#work.wakeAll();
+  }
+}

@@ -1,0 +1,114 @@
+import { ErrorCode, NervaError } from "../errors.js";
+import type { SqliteDatabase } from "../sqlite/driver.js";
+
+/** The schema version this code writes. A file with a newer one is refused, never rewritten. */
+export const RUNS_SCHEMA_VERSION = 1;
+const SCHEMA_NAME = "nerva-runs";
+
+/** Table names for a prefix. */
+export interface RunTables {
+  readonly meta: string;
+  readonly runs: string;
+  readonly events: string;
+  readonly values: string;
+}
+
+export function runTables(prefix: string): RunTables {
+  return {
+    meta: `${prefix}runs_meta`,
+    runs: `${prefix}runs`,
+    events: `${prefix}run_events`,
+    values: `${prefix}run_values`,
+  };
+}
+
+function refuse(path: string, message: string): NervaError {
+  return new NervaError(ErrorCode.INVALID_OPTIONS, `Invalid options.path: ${message}`, {
+    issues: [{ path: "options.path", message }],
+    details: { path },
+  });
+}
+
+/**
+ * Creates the tables on a new file, checks the version on an existing one. Runs in an immediate
+ * transaction so several processes opening one new file at once create it once. A file whose
+ * tables were not made by this code, or by a newer version of it, is refused with
+ * INVALID_OPTIONS saying what to do.
+ */
+export function ensureRunSchema(db: SqliteDatabase, t: RunTables, path: string): void {
+  const exists = (name: string): boolean =>
+    db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !==
+    undefined;
+  db.transaction(() => {
+    if (exists(t.meta)) {
+      const rows = db.prepare(`SELECT key, value FROM ${t.meta}`).all() as {
+        key: string;
+        value: string;
+      }[];
+      const meta = new Map(rows.map((r) => [r.key, r.value]));
+      if (meta.get("schema") !== SCHEMA_NAME) {
+        throw refuse(
+          path,
+          `table ${t.meta} in "${path}" was not written by Nerva's SqliteRunStore. Use another file or another tablePrefix.`,
+        );
+      }
+      const version = Number(meta.get("version"));
+      if (!(version <= RUNS_SCHEMA_VERSION)) {
+        throw refuse(
+          path,
+          `"${path}" holds runs in schema version ${meta.get("version")}, newer than this Nerva understands (${RUNS_SCHEMA_VERSION}). Upgrade @nerva/core in this process, or point it at another file.`,
+        );
+      }
+      return;
+    }
+    for (const table of [t.runs, t.events, t.values]) {
+      if (exists(table)) {
+        throw refuse(
+          path,
+          `"${path}" already has a table ${table} that Nerva's SqliteRunStore did not create. Use another file or another tablePrefix.`,
+        );
+      }
+    }
+    db.exec(`
+      CREATE TABLE ${t.meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE ${t.runs} (
+        id TEXT PRIMARY KEY,
+        queue TEXT NOT NULL,
+        status TEXT NOT NULL,
+        priority INTEGER NOT NULL,
+        claimable_at INTEGER,
+        idempotency_key TEXT,
+        user_id TEXT,
+        created_at INTEGER NOT NULL,
+        finished_at INTEGER,
+        last_seq INTEGER NOT NULL,
+        doc TEXT NOT NULL,
+        UNIQUE (queue, idempotency_key)
+      );
+      CREATE INDEX ${t.runs}_claim ON ${t.runs} (queue, priority, claimable_at)
+        WHERE claimable_at IS NOT NULL;
+      CREATE INDEX ${t.runs}_list ON ${t.runs} (queue, created_at, id);
+      CREATE INDEX ${t.runs}_finished ON ${t.runs} (queue, finished_at)
+        WHERE finished_at IS NOT NULL;
+      CREATE TABLE ${t.events} (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+      ) WITHOUT ROWID;
+      CREATE TABLE ${t.values} (
+        run_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (run_id, kind, key)
+      ) WITHOUT ROWID;
+    `);
+    const put = db.prepare(`INSERT INTO ${t.meta} (key, value) VALUES (?, ?)`);
+    put.run("schema", SCHEMA_NAME);
+    put.run("version", String(RUNS_SCHEMA_VERSION));
+  }).immediate();
+}

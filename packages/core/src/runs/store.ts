@@ -1,0 +1,137 @@
+import type { AgentResult, JsonValue } from "../types/agent.js";
+import type { ExecContextWire } from "../types/context-wire.js";
+import type {
+  RetryPolicy,
+  RunError,
+  RunEvent,
+  RunInput,
+  RunPage,
+  RunPause,
+  RunRecord,
+  RunStatus,
+} from "./types.js";
+
+/** What `RunStore.create` needs: everything of a new run the store does not fill itself. */
+export interface NewRun {
+  readonly id: string;
+  readonly queue: string;
+  readonly handlers: readonly string[];
+  readonly input: RunInput;
+  readonly retry: RetryPolicy;
+  readonly maxReclaims: number;
+  readonly priority: number;
+  readonly timeoutSeconds: number | null;
+  readonly idempotencyKey: string | null;
+  readonly context: ExecContextWire;
+  readonly delayMs: number;
+}
+
+/** The proof of holding a run: every worker write carries it and is refused when it is stale. */
+export interface LeaseRef {
+  readonly runId: string;
+  readonly workerId: string;
+  readonly fence: number;
+}
+
+/** A run a worker just claimed, with what a replay needs. */
+export interface ClaimedRun {
+  readonly run: RunRecord;
+  readonly lease: LeaseRef;
+  /** Committed step values (JSON text) by step key. */
+  readonly steps: ReadonlyMap<string, string>;
+  /** Values given to `resume`, by pause key (JSON text). */
+  readonly inputs: ReadonlyMap<string, string>;
+  /** The last checkpoint (JSON text), or `null`. */
+  readonly checkpoint: string | null;
+}
+
+/** Options of `RunStore.claim`. */
+export interface ClaimRequest {
+  readonly queue: string;
+  readonly workerId: string;
+  readonly leaseMs: number;
+  /** Wait up to this long for a claimable run before answering `null`. */
+  readonly waitMs: number;
+  /** Aborting it ends the wait with `null`. */
+  readonly signal?: AbortSignal;
+}
+
+/** How a worker ends an attempt. */
+export type RunOutcome =
+  | { readonly status: typeof RunStatus.SUCCEEDED; readonly result: AgentResult }
+  | {
+      readonly status:
+        typeof RunStatus.FAILED | typeof RunStatus.TIMED_OUT | typeof RunStatus.CANCELLED;
+      readonly result: AgentResult | null;
+      readonly error: RunError;
+    };
+
+/** Filter of `RunStore.list`. */
+export interface RunListQuery {
+  readonly queue: string;
+  readonly status?: RunStatus;
+  readonly handler?: string;
+  readonly userId?: string;
+  readonly limit: number;
+  readonly cursor?: string | null;
+}
+
+/**
+ * Where runs, their steps and their history live. Every write a worker makes is one atomic call
+ * that checks the caller's fence (`LeaseRef`) and appends the event it causes; a stale caller
+ * gets `NervaError` LEASE_LOST and nothing it sent is kept. `describeRunStoreContract` from
+ * `@nerva/core/testing` checks an implementation.
+ *
+ * @example
+ * const queue = new RunQueue({ store: new InMemoryRunStore(), name: "default" });
+ */
+export interface RunStore {
+  /** Creates a run, or returns the queue's run with the same idempotency key (`created: false`). */
+  create(run: NewRun): Promise<{ run: RunRecord; created: boolean }>;
+  get(runId: string): Promise<RunRecord | null>;
+  list(query: RunListQuery): Promise<RunPage>;
+  /**
+   * Takes the most urgent claimable run of `queue` (lowest priority, then earliest
+   * `availableAt`): a pending run that is due, or a running run whose lease expired (a reclaim).
+   * Increments its fence. Waits up to `waitMs` for one; `null` when none came.
+   */
+  claim(request: ClaimRequest): Promise<ClaimedRun | null>;
+  /** Extends the lease; says whether a cancel was asked. LEASE_LOST when it is stale. */
+  heartbeat(lease: LeaseRef, leaseMs: number): Promise<{ cancelRequested: boolean }>;
+  /** Appends an event (step.started, output.delta, custom) for the lease holder. */
+  append(lease: LeaseRef, type: string, data: Record<string, JsonValue>): Promise<RunEvent>;
+  /**
+   * Commits a step's value (JSON text) with its `step.completed` event. A key committed before
+   * keeps its first value, which is returned.
+   */
+  commitStep(lease: LeaseRef, key: string, value: string): Promise<string>;
+  checkpoint(lease: LeaseRef, state: string): Promise<void>;
+  /** The run becomes paused and its lease is released. */
+  pause(lease: LeaseRef, pause: RunPause): Promise<RunRecord>;
+  /** Ends the run. A run whose cancel was asked ends `cancelled`, whatever `outcome` says. */
+  finish(lease: LeaseRef, outcome: RunOutcome): Promise<RunRecord>;
+  /** Back to pending after `delayMs` with the next attempt number. */
+  retry(lease: LeaseRef, delayMs: number, error: RunError): Promise<RunRecord>;
+  /** Back to pending now, the attempt not counted (a worker stopping). */
+  release(lease: LeaseRef): Promise<RunRecord>;
+  /** Pending and paused runs end `cancelled`; a running one is flagged for its holder. */
+  cancel(runId: string, reason: string | null): Promise<RunRecord>;
+  /** A paused run becomes pending with `value` (JSON text) recorded under its pause key. */
+  resume(runId: string, key: string | null, value: string): Promise<RunRecord>;
+  /** A failed, timed-out or cancelled run is queued again with fresh attempts, its steps kept. */
+  redrive(runId: string): Promise<RunRecord>;
+  /** Deletes finished runs (and their steps and history) that finished before `beforeMs`. */
+  prune(queue: string, beforeMs: number): Promise<number>;
+  /** Events with `seq > afterSeq`, in order, at most `limit`. */
+  readEvents(runId: string, afterSeq: number, limit: number): Promise<RunEvent[]>;
+  /**
+   * Resolves when the run has an event after `afterSeq`, was deleted, `signal` aborted or
+   * `timeoutMs` passed: a wake-up, never a promise of data (read again after it).
+   */
+  waitForEvents(
+    runId: string,
+    afterSeq: number,
+    options: { signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<void>;
+  close(): Promise<void>;
+}
