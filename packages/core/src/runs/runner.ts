@@ -160,6 +160,7 @@ export class Runner {
           workerId: this.workerId,
           leaseMs: this.#leaseMs,
           waitMs: this.#idleMs,
+          heartbeatMs: this.#heartbeatMs,
           signal,
         });
         failures = 0;
@@ -182,16 +183,31 @@ export class Runner {
     const run = claimed.run;
     const active = new ActiveRun(this.#store, claimed, this.#queue.maxStepBytes);
     const nowSeconds = Date.now() / 1000;
-    const ctx = ExecContext.fromWire(
-      {
-        ...run.context,
-        request_id: newRequestId(),
-        created_at: nowSeconds,
-        timeout_at: run.timeoutSeconds === null ? null : nowSeconds + run.timeoutSeconds,
-        cancelled: false,
-      },
-      { stream: { push: (chunk) => active.delta(chunk) } },
-    );
+    let ctx: ExecContext;
+    try {
+      ctx = ExecContext.fromWire(
+        {
+          ...run.context,
+          request_id: newRequestId(),
+          created_at: nowSeconds,
+          timeout_at: run.timeoutSeconds === null ? null : nowSeconds + run.timeoutSeconds,
+          cancelled: false,
+        },
+        { stream: { push: (chunk) => active.delta(chunk) } },
+      );
+    } catch (err) {
+      // A stored context this code cannot read (written by another version, or edited): the run
+      // fails now rather than being reclaimed until maxReclaims.
+      const error: RunError = {
+        code: ErrorCode.INVALID_INPUT,
+        message: `Run ${run.id}: its stored context cannot be restored (${messageOf(err)}).`,
+        retriable: false,
+      };
+      void this.#persist(active, () =>
+        this.#store.finish(active.lease, { status: RunStatus.FAILED, result: null, error }),
+      ).catch((e: unknown) => this.#onError(e));
+      return;
+    }
     ctx.setLocal(kRunContext, active);
     const execution: Execution = {
       active,
@@ -217,6 +233,7 @@ export class Runner {
     const { active, ctx } = execution;
     const run = claimed.run;
     const beat = setInterval(() => this.#beat(execution), this.#heartbeatMs);
+    const unwatch = this.#store.watchCancel?.(run.id, () => this.#cancelled(execution));
     try {
       if (run.cancelRequested) {
         execution.cancelled = true;
@@ -263,6 +280,7 @@ export class Runner {
       }
     } finally {
       clearInterval(beat);
+      unwatch?.();
     }
   }
 
@@ -327,16 +345,20 @@ export class Runner {
     }
   }
 
+  /** A cancel was asked: abort the handler; the run will end `cancelled`. */
+  #cancelled(execution: Execution): void {
+    if (execution.cancelled) return;
+    execution.cancelled = true;
+    execution.ctx.cancel("the run was cancelled");
+  }
+
   #beat(execution: Execution): void {
     if (execution.beating || execution.active.lost !== null) return;
     execution.beating = true;
     this.#store.heartbeat(execution.active.lease, this.#leaseMs).then(
       ({ cancelRequested }) => {
         execution.beating = false;
-        if (cancelRequested && !execution.cancelled) {
-          execution.cancelled = true;
-          execution.ctx.cancel("the run was cancelled");
-        }
+        if (cancelRequested) this.#cancelled(execution);
       },
       (err: unknown) => {
         execution.beating = false;
