@@ -78,7 +78,9 @@ export class Runner {
   readonly #active = new Map<string, { execution: Execution; done: Promise<void> }>();
   #loop: Promise<void> | null = null;
   #stopping: AbortController | null = null;
-  #slotFreed: (() => void) | null = null;
+  /** Claims in flight: each holds a slot, so active + claiming never exceeds `concurrency`. */
+  #claiming = 0;
+  #slotWaiters: (() => void)[] = [];
 
   constructor(options: RunnerOptions & { onError?: (err: unknown) => void }) {
     const { onError, ...rest } = options;
@@ -131,7 +133,7 @@ export class Runner {
     const graceMs = Math.max(0, (options.graceSeconds ?? 30) * 1000);
     if (this.#loop === null) return;
     this.#stopping?.abort();
-    this.#slotFreed?.();
+    this.#freeSlot();
     await this.#loop;
     this.#loop = null;
     const all = (): Promise<unknown> => Promise.all([...this.#active.values()].map((a) => a.done));
@@ -145,15 +147,28 @@ export class Runner {
     await all();
   }
 
+  /**
+   * Up to 4 claimers run at once, each holding a free slot while it claims: a claim costs a few
+   * store round trips, and overlapping them keeps the slots busy (stores serialise what must be).
+   */
   async #claimLoop(signal: AbortSignal): Promise<void> {
+    const claimers = Math.min(this.#concurrency, 4);
+    await Promise.all(Array.from({ length: claimers }, () => this.#claimer(signal)));
+  }
+
+  #freeSlot(): void {
+    for (const wake of this.#slotWaiters.splice(0)) wake();
+  }
+
+  async #claimer(signal: AbortSignal): Promise<void> {
     let failures = 0;
     while (!signal.aborted) {
-      if (this.#active.size >= this.#concurrency) {
-        await new Promise<void>((resolve) => (this.#slotFreed = resolve));
-        this.#slotFreed = null;
+      if (this.#active.size + this.#claiming >= this.#concurrency) {
+        await new Promise<void>((resolve) => this.#slotWaiters.push(resolve));
         continue;
       }
       let claimed: ClaimedRun | null;
+      this.#claiming += 1;
       try {
         claimed = await this.#store.claim({
           queue: this.#queue.name,
@@ -169,8 +184,13 @@ export class Runner {
         failures += 1;
         await sleep(Math.min(2000, 50 * 2 ** failures), signal);
         continue;
+      } finally {
+        this.#claiming -= 1;
       }
-      if (claimed === null) continue;
+      if (claimed === null) {
+        this.#freeSlot();
+        continue;
+      }
       if (signal.aborted) {
         await this.#store.release(claimed.lease).catch((err: unknown) => this.#onError(err));
         break;
@@ -225,7 +245,7 @@ export class Runner {
     void done.finally(() => {
       this.#active.delete(run.id);
       ctx.dispose();
-      this.#slotFreed?.();
+      this.#freeSlot();
     });
   }
 

@@ -140,6 +140,8 @@ export class RedisRunStore implements RunStore {
   readonly #subscribed = new Map<string, number>();
   readonly #cancelWatchers = new Map<string, Set<() => void>>();
   readonly #sweepers: ReturnType<typeof setInterval>[] = [];
+  /** One getNextJob at a time per store: BullMQ blocks only one caller while the queue is empty. */
+  #fetching: Promise<unknown> = Promise.resolve();
   #closed = false;
 
   constructor(options: RedisRunStoreOptions = {}) {
@@ -556,9 +558,14 @@ export class RedisRunStore implements RunStore {
     const deadline = Date.now() + request.waitMs;
     while (!this.#closed && request.signal?.aborted !== true) {
       const token = `${request.workerId}:${randomBytes(6).toString("hex")}`;
-      const next = worker.getNextJob(token, { block: request.waitMs > 0 }).catch((e: unknown) => {
-        throw toUnavailable(e);
-      });
+      const next = this.#fetching.then(() =>
+        request.signal?.aborted === true || this.#closed
+          ? undefined
+          : worker.getNextJob(token, { block: request.waitMs > 0 }).catch((e: unknown) => {
+              throw toUnavailable(e);
+            }),
+      );
+      this.#fetching = next.catch(() => undefined);
       const job = await this.#raceAbort(next, request.signal, token);
       if (job === undefined || job === null) {
         if (Date.now() >= deadline) return null;
@@ -644,7 +651,6 @@ export class RedisRunStore implements RunStore {
       await drop();
       return null;
     }
-    await job.extendLock(token, request.leaseMs).catch(() => 0);
     this.#held.set(runId, { run: t.run, v: Number(nv), job, token });
     return {
       run: t.run,
