@@ -63,11 +63,15 @@ const workerSource = (path, concurrency) => `
 `;
 
 function startWorker(path, concurrency, env = {}) {
-  const child = spawn(process.execPath, ["--expose-gc", "--input-type=module", "-e", workerSource(path, concurrency)], {
-    cwd: process.cwd(),
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const child = spawn(
+    process.execPath,
+    ["--expose-gc", "--input-type=module", "-e", workerSource(path, concurrency)],
+    {
+      cwd: process.cwd(),
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
   const lines = [];
   let buffer = "";
   const ready = new Promise((resolve, reject) => {
@@ -83,7 +87,12 @@ function startWorker(path, concurrency, env = {}) {
     child.on("exit", (code) => reject(new Error(`worker exited ${code}`)));
   });
   ready.catch(() => undefined);
-  return { child, ready, lines, stop: () => new Promise((r) => (child.once("exit", r), child.kill("SIGTERM"))) };
+  return {
+    child,
+    ready,
+    lines,
+    stop: () => new Promise((r) => (child.once("exit", r), child.kill("SIGTERM"))),
+  };
 }
 
 async function enqueueAll(queue, n, handler, concurrency = 64) {
@@ -132,7 +141,8 @@ async function sqliteTail() {
   await worker.ready;
   const run = await queue.enqueue({ handler: "ticker", input: { message: "x" }, ctx });
   const latencies = [];
-  for await (const e of queue.events(run.id)) if (e.type === "bench.tick") latencies.push(Date.now() - e.data.t);
+  for await (const e of queue.events(run.id))
+    if (e.type === "bench.tick") latencies.push(Date.now() - e.data.t);
   await worker.stop();
   await store.close();
   return { p50_ms: pct(latencies, 50), p99_ms: pct(latencies, 99), events: latencies.length };
@@ -154,7 +164,9 @@ async function sqliteHeap() {
       await queue.prune({ olderThanSeconds: 0 });
     }
     await new Promise((r) => setTimeout(r, 1_500));
-    heapAt[`after_${mark}_runs_mb`] = +(Number(worker.lines.at(-1)?.split(" ")[1] ?? 0) / 1048576).toFixed(1);
+    heapAt[`after_${mark}_runs_mb`] = +(
+      Number(worker.lines.at(-1)?.split(" ")[1] ?? 0) / 1048576
+    ).toFixed(1);
   }
   await worker.stop();
   await store.close();
@@ -177,7 +189,10 @@ async function dropPrefix(prefix) {
 async function rawBullmq(concurrency, n) {
   const prefix = `nerva-bench:${randomBytes(4).toString("hex")}`;
   const connection = { url: REDIS_URL, maxRetriesPerRequest: null };
-  const queue = new Queue("raw", { connection: new Redis(REDIS_URL, { maxRetriesPerRequest: null }), prefix });
+  const queue = new Queue("raw", {
+    connection: new Redis(REDIS_URL, { maxRetriesPerRequest: null }),
+    prefix,
+  });
   let completed = 0;
   let finished;
   const allDone = new Promise((r) => (finished = r));
@@ -216,7 +231,13 @@ async function nervaRedis(concurrency, n) {
   const queue = new RunQueue({ store, name: "bench" });
   const runtime = new InProcessRuntime({ circuitBreaker: false });
   runtime.register("trivial", async (input) => "ok:" + input.message);
-  const runner = new Runner({ queue, runtime, concurrency, leaseSeconds: 30, heartbeatSeconds: 10 });
+  const runner = new Runner({
+    queue,
+    runtime,
+    concurrency,
+    leaseSeconds: 30,
+    heartbeatSeconds: 10,
+  });
   await runner.start();
   await waitAll(queue, await enqueueAll(queue, 100, "trivial"));
   const t0 = performance.now();
@@ -241,13 +262,23 @@ async function redisTail() {
     }
     return "ticked";
   });
-  const runner = new Runner({ queue, runtime, concurrency: 1, leaseSeconds: 30, heartbeatSeconds: 10 });
+  const runner = new Runner({
+    queue,
+    runtime,
+    concurrency: 1,
+    leaseSeconds: 30,
+    heartbeatSeconds: 10,
+  });
   await runner.start();
   // The tail reads through its own store (its own connections), as a server process would.
-  const reader = new RunQueue({ store: new RedisRunStore({ url: REDIS_URL, prefix }), name: "bench" });
+  const reader = new RunQueue({
+    store: new RedisRunStore({ url: REDIS_URL, prefix }),
+    name: "bench",
+  });
   const run = await queue.enqueue({ handler: "ticker", input: { message: "x" }, ctx });
   const latencies = [];
-  for await (const e of reader.events(run.id)) if (e.type === "bench.tick") latencies.push(Date.now() - e.data.t);
+  for await (const e of reader.events(run.id))
+    if (e.type === "bench.tick") latencies.push(Date.now() - e.data.t);
   await runner.stop({ graceSeconds: 1 });
   await reader.store.close();
   await store.close();
@@ -260,7 +291,12 @@ const result = { bench: "runs" };
 try {
   if (only.includes("sqlite")) {
     result.sqlite = [];
-    for (const [workers, handler] of [[1, "trivial"], [2, "trivial"], [1, "three_steps"], [2, "three_steps"]]) {
+    for (const [workers, handler] of [
+      [1, "trivial"],
+      [2, "trivial"],
+      [1, "three_steps"],
+      [2, "three_steps"],
+    ]) {
       const r = await sqliteThroughput(workers, handler, SQLITE_RUNS);
       log(`sqlite ${workers} worker process(es), ${handler}: ${r.runs_per_s} runs/s`);
       result.sqlite.push(r);
@@ -284,7 +320,9 @@ try {
         nerva_runs_per_s: Math.max(...ours),
         ratio: +(Math.max(...ours) / Math.max(...raw)).toFixed(3),
       };
-      log(`redis concurrency ${concurrency}: raw ${r.raw_bullmq_jobs_per_s}/s, nerva ${r.nerva_runs_per_s}/s, ratio ${r.ratio}`);
+      log(
+        `redis concurrency ${concurrency}: raw ${r.raw_bullmq_jobs_per_s}/s, nerva ${r.nerva_runs_per_s}/s, ratio ${r.ratio}`,
+      );
       result.redis.push(r);
     }
   }
