@@ -20,7 +20,8 @@ const USAGE = `Usage:
   nerva runs resume <id> --store runs.db --value JSON [--key key]
   nerva runs cancel <id> --store runs.db [--reason text]
 
---store is a SQLite file (a Redis URL needs @nerva/core/redis, not part of this build).`;
+--store is a SQLite file, or a Redis URL (redis://host:port) for a queue on RedisRunStore; with
+Redis, --prefix names the key prefix the app's store uses (default "nerva").`;
 
 /** Exit codes: 0 done, 1 the execution failed, 2 bad usage or input. */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
@@ -33,6 +34,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         input: { type: "string" },
         entry: { type: "string" },
         store: { type: "string" },
+        prefix: { type: "string" },
         queue: { type: "string" },
         status: { type: "string" },
         limit: { type: "string" },

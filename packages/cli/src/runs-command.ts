@@ -8,15 +8,13 @@ async function openStore(values: Values): Promise<RunStore> {
   if (typeof where !== "string") {
     throw new NervaError(
       ErrorCode.INVALID_INPUT,
-      "--store is required: the SQLite file of the queue (e.g. --store runs.db).",
+      "--store is required: the SQLite file of the queue (e.g. --store runs.db) or its Redis URL (e.g. --store redis://127.0.0.1:6379).",
     );
   }
   if (/^rediss?:\/\//.test(where)) {
-    throw new NervaError(
-      ErrorCode.MISSING_DEPENDENCY,
-      "A Redis store needs RedisRunStore (@nerva/core/redis), which this build does not have yet; use the SQLite file.",
-      { details: { package: "bullmq" } },
-    );
+    const { RedisRunStore } = await import("@nerva/core/redis");
+    const prefix = values.prefix;
+    return new RedisRunStore(typeof prefix === "string" ? { url: where, prefix } : { url: where });
   }
   const { SqliteRunStore } = await import("@nerva/core/sqlite");
   return new SqliteRunStore({ path: where });

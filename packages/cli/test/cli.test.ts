@@ -110,7 +110,34 @@ describe("nerva runs", () => {
     const missing = nerva(["runs", "show", "run_nope", "--store", db]);
     expect(missing.status).toBe(2);
     expect(missing.stderr).toMatch(/NOT_FOUND/);
-    const redis = nerva(["runs", "list", "--store", "redis://127.0.0.1:6379"]);
-    expect(redis.stderr).toMatch(/RedisRunStore/);
   });
+
+  it("works the same against a queue on Redis (--store redis://..., --prefix)", async () => {
+    const url = process.env["NERVA_REDIS_URL"] ?? "redis://127.0.0.1:6379";
+    const prefix = `nerva-test:cli:${process.pid}`;
+    const { ExecContext, RunQueue } = await import("@nerva/core");
+    const { RedisRunStore } = await import("@nerva/core/redis");
+    const store = new RedisRunStore({ url, prefix });
+    try {
+      const queue = new RunQueue({ store, name: "cli" });
+      const run = await queue.enqueue({
+        handler: "refund_agent",
+        input: { message: "refund" },
+        ctx: ExecContext.create({ userId: "u1" }),
+      });
+      const at = ["--store", url, "--prefix", prefix];
+      const list = nerva(["runs", "list", ...at, "--queue", "cli"]);
+      expect(list.stderr).toBe("");
+      expect(list.stdout).toMatch(new RegExp(`${run.id}\\s+pending\\s+refund_agent`));
+      const cancelled = nerva(["runs", "cancel", run.id, ...at, "--reason", "test"]);
+      expect(cancelled.stdout).toMatch(new RegExp(`${run.id}\\s+cancelled`));
+      expect((await queue.get(run.id))?.status).toBe("cancelled");
+    } finally {
+      await store.close();
+      spawnSync("bash", [
+        "-c",
+        `redis-cli -u ${url} --scan --pattern '${prefix}:*' | xargs -r redis-cli -u ${url} del`,
+      ]);
+    }
+  }, 60_000);
 });

@@ -35,7 +35,8 @@ async function openStore(): Promise<RunStore> {
       ...(config.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: config.busyTimeoutMs }),
     });
   }
-  throw new Error(`store ${config.store} is not supported by this fixture yet`);
+  const { RedisRunStore } = await import("./redis/redis-run-store.js");
+  return new RedisRunStore({ url: config.redisUrl as string, prefix: config.prefix as string });
 }
 
 const store = await openStore();

@@ -78,7 +78,9 @@ export class Runner {
   readonly #active = new Map<string, { execution: Execution; done: Promise<void> }>();
   #loop: Promise<void> | null = null;
   #stopping: AbortController | null = null;
-  #slotFreed: (() => void) | null = null;
+  /** Claims in flight: each holds a slot, so active + claiming never exceeds `concurrency`. */
+  #claiming = 0;
+  #slotWaiters: (() => void)[] = [];
 
   constructor(options: RunnerOptions & { onError?: (err: unknown) => void }) {
     const { onError, ...rest } = options;
@@ -131,7 +133,7 @@ export class Runner {
     const graceMs = Math.max(0, (options.graceSeconds ?? 30) * 1000);
     if (this.#loop === null) return;
     this.#stopping?.abort();
-    this.#slotFreed?.();
+    this.#freeSlot();
     await this.#loop;
     this.#loop = null;
     const all = (): Promise<unknown> => Promise.all([...this.#active.values()].map((a) => a.done));
@@ -145,21 +147,35 @@ export class Runner {
     await all();
   }
 
+  /**
+   * Up to 4 claimers run at once, each holding a free slot while it claims: a claim costs a few
+   * store round trips, and overlapping them keeps the slots busy (stores serialise what must be).
+   */
   async #claimLoop(signal: AbortSignal): Promise<void> {
+    const claimers = Math.min(this.#concurrency, 4);
+    await Promise.all(Array.from({ length: claimers }, () => this.#claimer(signal)));
+  }
+
+  #freeSlot(): void {
+    for (const wake of this.#slotWaiters.splice(0)) wake();
+  }
+
+  async #claimer(signal: AbortSignal): Promise<void> {
     let failures = 0;
     while (!signal.aborted) {
-      if (this.#active.size >= this.#concurrency) {
-        await new Promise<void>((resolve) => (this.#slotFreed = resolve));
-        this.#slotFreed = null;
+      if (this.#active.size + this.#claiming >= this.#concurrency) {
+        await new Promise<void>((resolve) => this.#slotWaiters.push(resolve));
         continue;
       }
       let claimed: ClaimedRun | null;
+      this.#claiming += 1;
       try {
         claimed = await this.#store.claim({
           queue: this.#queue.name,
           workerId: this.workerId,
           leaseMs: this.#leaseMs,
           waitMs: this.#idleMs,
+          heartbeatMs: this.#heartbeatMs,
           signal,
         });
         failures = 0;
@@ -168,8 +184,13 @@ export class Runner {
         failures += 1;
         await sleep(Math.min(2000, 50 * 2 ** failures), signal);
         continue;
+      } finally {
+        this.#claiming -= 1;
       }
-      if (claimed === null) continue;
+      if (claimed === null) {
+        this.#freeSlot();
+        continue;
+      }
       if (signal.aborted) {
         await this.#store.release(claimed.lease).catch((err: unknown) => this.#onError(err));
         break;
@@ -182,16 +203,31 @@ export class Runner {
     const run = claimed.run;
     const active = new ActiveRun(this.#store, claimed, this.#queue.maxStepBytes);
     const nowSeconds = Date.now() / 1000;
-    const ctx = ExecContext.fromWire(
-      {
-        ...run.context,
-        request_id: newRequestId(),
-        created_at: nowSeconds,
-        timeout_at: run.timeoutSeconds === null ? null : nowSeconds + run.timeoutSeconds,
-        cancelled: false,
-      },
-      { stream: { push: (chunk) => active.delta(chunk) } },
-    );
+    let ctx: ExecContext;
+    try {
+      ctx = ExecContext.fromWire(
+        {
+          ...run.context,
+          request_id: newRequestId(),
+          created_at: nowSeconds,
+          timeout_at: run.timeoutSeconds === null ? null : nowSeconds + run.timeoutSeconds,
+          cancelled: false,
+        },
+        { stream: { push: (chunk) => active.delta(chunk) } },
+      );
+    } catch (err) {
+      // A stored context this code cannot read (written by another version, or edited): the run
+      // fails now rather than being reclaimed until maxReclaims.
+      const error: RunError = {
+        code: ErrorCode.INVALID_INPUT,
+        message: `Run ${run.id}: its stored context cannot be restored (${messageOf(err)}).`,
+        retriable: false,
+      };
+      void this.#persist(active, () =>
+        this.#store.finish(active.lease, { status: RunStatus.FAILED, result: null, error }),
+      ).catch((e: unknown) => this.#onError(e));
+      return;
+    }
     ctx.setLocal(kRunContext, active);
     const execution: Execution = {
       active,
@@ -209,7 +245,7 @@ export class Runner {
     void done.finally(() => {
       this.#active.delete(run.id);
       ctx.dispose();
-      this.#slotFreed?.();
+      this.#freeSlot();
     });
   }
 
@@ -217,6 +253,7 @@ export class Runner {
     const { active, ctx } = execution;
     const run = claimed.run;
     const beat = setInterval(() => this.#beat(execution), this.#heartbeatMs);
+    const unwatch = this.#store.watchCancel?.(run.id, () => this.#cancelled(execution));
     try {
       if (run.cancelRequested) {
         execution.cancelled = true;
@@ -263,6 +300,7 @@ export class Runner {
       }
     } finally {
       clearInterval(beat);
+      unwatch?.();
     }
   }
 
@@ -327,16 +365,20 @@ export class Runner {
     }
   }
 
+  /** A cancel was asked: abort the handler; the run will end `cancelled`. */
+  #cancelled(execution: Execution): void {
+    if (execution.cancelled) return;
+    execution.cancelled = true;
+    execution.ctx.cancel("the run was cancelled");
+  }
+
   #beat(execution: Execution): void {
     if (execution.beating || execution.active.lost !== null) return;
     execution.beating = true;
     this.#store.heartbeat(execution.active.lease, this.#leaseMs).then(
       ({ cancelRequested }) => {
         execution.beating = false;
-        if (cancelRequested && !execution.cancelled) {
-          execution.cancelled = true;
-          execution.ctx.cancel("the run was cancelled");
-        }
+        if (cancelRequested) this.#cancelled(execution);
       },
       (err: unknown) => {
         execution.beating = false;

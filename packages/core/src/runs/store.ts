@@ -54,6 +54,8 @@ export interface ClaimRequest {
   readonly waitMs: number;
   /** Aborting it ends the wait with `null`. */
   readonly signal?: AbortSignal;
+  /** How often the claimer heartbeats (stores that detect lost workers themselves use it). */
+  readonly heartbeatMs?: number;
 }
 
 /** How a worker ends an attempt. */
@@ -133,5 +135,10 @@ export interface RunStore {
     afterSeq: number,
     options: { signal?: AbortSignal; timeoutMs?: number },
   ): Promise<void>;
+  /**
+   * Optional: calls `listener` as soon as a cancel of `runId` is asked, from any process, so the
+   * holder need not wait for its next heartbeat. Returns a function that stops listening.
+   */
+  watchCancel?(runId: string, listener: () => void): () => void;
   close(): Promise<void>;
 }

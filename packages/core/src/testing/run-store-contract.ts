@@ -141,7 +141,8 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       const lease = (stale as { lease: LeaseRef }).lease;
       await store.append(lease, RunEventType.STEP_STARTED, { key: "a" });
       await sleep(150);
-      const fresh = await claimOf(store, "w2", 5_000);
+      // Reclaimed once the lease lapsed (a store may take up to a heartbeat to notice).
+      const fresh = await claimOf(store, "w2", 5_000, 3_000);
       expect(fresh?.lease.fence).toBe(2);
       expect(fresh?.run.reclaims).toBe(1);
       const before = await allEvents(store, run.id);
@@ -203,10 +204,10 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       const { run } = await store.create(newRun({ maxReclaims: 1 }));
       expect(await claimOf(store, "w1", 50)).not.toBeNull();
       await sleep(80);
-      const second = await claimOf(store, "w2", 50);
+      const second = await claimOf(store, "w2", 50, 3_000);
       expect(second?.run.reclaims).toBe(1);
       await sleep(80);
-      expect(await claimOf(store, "w3", 50)).toBeNull();
+      expect(await claimOf(store, "w3", 50, 1_500)).toBeNull();
       const failed = await store.get(run.id);
       expect(failed).toMatchObject({ status: "failed", reclaims: 2, lease: null });
       expect(failed?.error?.code).toBe(ErrorCode.LEASE_LOST);

@@ -1,0 +1,186 @@
+// Durable runs behind plain HTTP: an enqueue route, a run route, an SSE route that maps the
+// browser's Last-Event-ID to `afterSeq` (a reconnecting client misses nothing and sees nothing
+// twice), resume and cancel routes, and the worker that executes the runs. Any framework works
+// the same way; node:http keeps the example to what matters.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import {
+  ErrorCode,
+  ExecContext,
+  InProcessRuntime,
+  NervaError,
+  RunQueue,
+  Runner,
+  type RunStore,
+} from "@nerva/core";
+import { toHttpError } from "@nerva/core/http";
+
+/** The agent the example runs: loads an order, asks a human to approve, refunds. */
+export function createRuntime(): InProcessRuntime {
+  const runtime = new InProcessRuntime({ timeoutSeconds: 60 });
+  runtime.register("refund_agent", async (input, ctx) => {
+    const run = ctx.run;
+    if (run === null) throw new Error("refund_agent runs as a durable run (enqueue it)");
+    const order = await run.step("load-order", () => ({
+      id: input.args.orderId ?? "?",
+      total: 42,
+    }));
+    const answer = await run.waitForInput<{ approved: boolean }>("approve", {
+      prompt: `Refund ${order.total} for order ${order.id}?`,
+      kind: "approval",
+      data: { orderId: order.id, total: order.total },
+    });
+    if (!answer.approved) return "declined";
+    const refund = await run.step("refund", () => ({ id: `rf-${order.id}` }));
+    return `refunded ${refund.id}`;
+  });
+  return runtime;
+}
+
+/** The worker: in production its own process (`node dist/main.js worker`). */
+export function createWorker(queue: RunQueue): Runner {
+  return new Runner({
+    queue,
+    runtime: createRuntime(),
+    concurrency: 4,
+    leaseSeconds: 30,
+    heartbeatSeconds: 10,
+  });
+}
+
+const MAX_BODY_BYTES = 64 * 1024;
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  let size = 0;
+  const chunks: Buffer[] = [];
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) {
+      throw new NervaError(
+        ErrorCode.INVALID_INPUT,
+        `Invalid body: larger than ${MAX_BODY_BYTES} bytes.`,
+      );
+    }
+    chunks.push(chunk);
+  }
+  if (size === 0) return {};
+  try {
+    const value: unknown = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+      return value as Record<string, unknown>;
+    }
+  } catch {
+    // Answered below: the body is not a JSON object.
+  }
+  throw new NervaError(ErrorCode.INVALID_INPUT, "Invalid body: send a JSON object.");
+}
+
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  res
+    .writeHead(status, { ...headers, "content-type": "application/json" })
+    .end(JSON.stringify(body));
+}
+
+/** `Last-Event-ID` (or `?afterSeq=`) as the seq to resume after; 0 for a fresh stream. */
+function afterSeqOf(req: IncomingMessage, url: URL): number {
+  const raw = req.headers["last-event-id"] ?? url.searchParams.get("afterSeq") ?? "0";
+  const seq = Number(Array.isArray(raw) ? raw[0] : raw);
+  if (!Number.isSafeInteger(seq) || seq < 0) {
+    throw new NervaError(
+      ErrorCode.INVALID_INPUT,
+      "Invalid Last-Event-ID: must be the id of an event this stream sent.",
+    );
+  }
+  return seq;
+}
+
+async function streamEvents(
+  queue: RunQueue,
+  id: string,
+  afterSeq: number,
+  res: ServerResponse,
+): Promise<void> {
+  const closed = new AbortController();
+  res.on("close", () => closed.abort());
+  const events = queue.events(id, { afterSeq, signal: closed.signal });
+  // The first read comes before the headers: an unknown id is still an ordinary 404.
+  let next = await events.next();
+  res.writeHead(200, {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    connection: "keep-alive",
+  });
+  while (next.done !== true && !closed.signal.aborted) {
+    const e = next.value;
+    const frame = `id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
+    // Pull at the client's pace: a slow reader never grows this process's memory.
+    if (!res.write(frame)) {
+      await new Promise((resolve) => res.once("drain", resolve).once("close", resolve));
+    }
+    next = await events.next();
+  }
+  await events.return(undefined);
+  res.end();
+}
+
+/**
+ * The HTTP side. Identity: a real app builds the context from its own authentication (see the
+ * bridges); this example runs every request as one demo user.
+ */
+export function createServerFor(queue: RunQueue): Server {
+  return createServer((req, res) => {
+    void handle(queue, req, res).catch((err: unknown) => {
+      const { status, headers, body } = toHttpError(err);
+      if (res.headersSent) res.end();
+      else send(res, status, body, headers);
+    });
+  });
+}
+
+async function handle(queue: RunQueue, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? "/", "http://localhost");
+  const parts = url.pathname.split("/").filter(Boolean);
+  if (parts[0] !== "runs")
+    return send(res, 404, { error: { code: "NOT_FOUND", message: "No such route." } });
+  const id = parts[1];
+  const action = parts[2];
+  if (req.method === "POST" && id === undefined) {
+    const body = await readJson(req);
+    const key = req.headers["idempotency-key"];
+    const run = await queue.enqueue({
+      handler: "refund_agent",
+      input: {
+        message: String(body.message ?? "refund"),
+        args: { orderId: String(body.orderId ?? "") },
+      },
+      ctx: ExecContext.create({ userId: "demo-user" }),
+      ...(typeof key === "string" && key !== "" ? { idempotencyKey: key } : {}),
+    });
+    return send(res, 202, { id: run.id, status: run.status, events: `/runs/${run.id}/events` });
+  }
+  if (id === undefined)
+    return send(res, 405, { error: { code: "METHOD_NOT_ALLOWED", message: "POST /runs" } });
+  if (req.method === "GET" && action === undefined) {
+    const run = await queue.get(id);
+    if (run === null) throw new NervaError(ErrorCode.NOT_FOUND, `Run "${id}" does not exist.`);
+    return send(res, 200, run);
+  }
+  if (req.method === "GET" && action === "events")
+    return streamEvents(queue, id, afterSeqOf(req, url), res);
+  if (req.method === "POST" && action === "resume") {
+    const body = await readJson(req);
+    return send(res, 200, await queue.resume(id, { approved: body.approved === true }));
+  }
+  if (req.method === "POST" && action === "cancel")
+    return send(res, 200, await queue.cancel(id, { reason: "cancelled over HTTP" }));
+  return send(res, 404, { error: { code: "NOT_FOUND", message: "No such route." } });
+}
+
+/** The queue the server and the worker share. */
+export function createQueue(store: RunStore): RunQueue {
+  return new RunQueue({ store, name: "refunds" });
+}
