@@ -6,7 +6,7 @@ import { afterAll, describe, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import type { Scope } from "../types/status.js";
 import { InMemoryMemoryStore } from "./in-memory-store.js";
-import { wordEmbedder } from "./memory-contract.js";
+import { wordEmbedder } from "../testing/memory-contract.js";
 import { SqliteMemoryStore } from "./sqlite-memory-store.js";
 import { TieredMemory } from "./tiered-memory.js";
 import type { MemoryStore } from "./types.js";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
-import { describeMemoryContract } from "./memory-contract.js";
+import { describeMemoryContract } from "../testing/memory-contract.js";
 import { SqliteMemoryStore } from "./sqlite-memory-store.js";
 import { TieredMemory } from "./tiered-memory.js";
 

@@ -1,7 +1,7 @@
 // Contract suites for implementers of Nerva interfaces: run one against your own runtime, memory
 // store or registry from a vitest file. Needs vitest (an optional peer dependency).
 export { describeRuntimeContract, type RuntimeContractSetup } from "./runtime-contract.js";
-export { describeMemoryContract, type MemoryContractSetup } from "../memory/memory-contract.js";
+export { describeMemoryContract, type MemoryContractSetup } from "./memory-contract.js";
 export { describeRegistryContract, type RegistryContractSetup } from "./registry-contract.js";
 export {
   BRIDGE_CONTRACT_JWT_SECRET,

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ExecContext, type ExecContextOptions } from "../context/exec-context.js";
 import { ErrorCode } from "../errors.js";
-import { TieredMemory, type TieredMemoryOptions } from "./tiered-memory.js";
-import type { EmbedFn, MemoryStore } from "./types.js";
-import { rejection } from "../testing/rejection.js";
+import { TieredMemory, type TieredMemoryOptions } from "../memory/tiered-memory.js";
+import type { EmbedFn, MemoryStore } from "../memory/types.js";
+import { rejection } from "./rejection.js";
 
 /**
  * Builds a fresh, empty store for one test. `reopen` (for persistent stores) closes nothing and
