@@ -1,6 +1,22 @@
 // The Lua scripts of RedisRunStore. Each runs atomically in Redis: a transition of a run is
 // written only if the record is still at the version the writer read (compare-and-set), so a
 // worker whose lease was taken over (the record changed under it) never overwrites anything.
+//
+// Key layout under the store's prefix `p` (the scripts build the same names as redisKey):
+//   p:run:<id>              hash: doc (record JSON), v (version), status, seq, job, idem
+//   p:ev:<id>               stream of the run's events; also the channel that announces them
+//   p:steps:<id>            hash of committed steps; p:in:<id> hash of answers; p:cp:<id> checkpoint
+//   p:idem:<queue>:<key>    the run id that took an idempotency key
+//   p:list:<queue>          zset of the queue's runs by createdAt; p:st:<queue>:<status> by status
+//   p:pend:<queue>          zset of pending runs by availableAt; p:act:<queue> running runs by
+//                           lease expiry; p:fin:<queue> final runs by finishedAt
+//   p:cancel                channel of cancel requests (message: the run id)
+//   p:bull:...              BullMQ's own keys
+
+/** The key `<prefix>:<parts...>` (see the layout above). */
+export function redisKey(prefix: string, ...parts: string[]): string {
+  return [prefix, ...parts].join(":");
+}
 
 /**
  * Applies one transition. KEYS[1]: the run hash. ARGV: 1 prefix, 2 run id, 3 queue,

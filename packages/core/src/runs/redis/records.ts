@@ -1,0 +1,245 @@
+import type { Redis } from "ioredis";
+import { ErrorCode, NervaError } from "../../errors.js";
+import { decodeCursor, encodeCursor, matchesQuery } from "../list-cursor.js";
+import type { RunListQuery } from "../store.js";
+import type { Transition } from "../transitions.js";
+import { RunStatus, type RunEvent, type RunPage, type RunRecord } from "../types.js";
+import { COMMIT_LUA, PRUNE_LUA, redisKey } from "./scripts.js";
+import { toUnavailable } from "./unavailable.js";
+
+/** A record as read, with its version (for compare-and-set) and the id of its BullMQ job. */
+export interface Loaded {
+  readonly run: RunRecord;
+  readonly v: number;
+  readonly job: string | null;
+}
+
+/** What a claim reads of a run in one round trip; `run` is `null` when there is no record. */
+export interface ClaimRead {
+  readonly run: RunRecord | null;
+  readonly v: number;
+  /** The run's current BullMQ job id as stored (a delivered job with another id is stale). */
+  readonly job: unknown;
+  readonly steps: Map<string, string>;
+  readonly inputs: Map<string, string>;
+  readonly checkpoint: string | null;
+}
+
+/** The write a commit makes beside the record: none, a step, an answer, a checkpoint, or a create. */
+export type Op =
+  | { kind: "" }
+  | { kind: "step" | "input" | "checkpoint"; key: string; value: string }
+  | { kind: "create"; idem: string | null };
+
+const MAX_CAS_TRIES = 50;
+
+/**
+ * The run records of a RedisRunStore: reads them (as JSON under `<prefix>:run:<id>`) and writes
+ * them only through the compare-and-set commit script (scripts.ts), whose arguments encode the
+ * record, its index scores, the extra write and the new events.
+ */
+export class RedisRecords {
+  /** The command connection (the store's own; pub/sub and BullMQ use duplicates of it). */
+  readonly redis: Redis;
+  readonly prefix: string;
+
+  constructor(redis: Redis, prefix: string) {
+    this.redis = redis;
+    this.prefix = prefix;
+    redis.defineCommand("nervaCommit", { numberOfKeys: 1, lua: COMMIT_LUA });
+    redis.defineCommand("nervaPrune", { numberOfKeys: 0, lua: PRUNE_LUA });
+  }
+
+  key(...parts: string[]): string {
+    return redisKey(this.prefix, ...parts);
+  }
+
+  async load(runId: string): Promise<Loaded | null> {
+    const [doc, v, job] = (await this.redis
+      .hmget(this.key("run", runId), "doc", "v", "job")
+      .catch((e: unknown) => {
+        throw toUnavailable(e);
+      })) as (string | null)[];
+    if (doc === null || doc === undefined || v === null || v === undefined) return null;
+    return { run: JSON.parse(doc) as RunRecord, v: Number(v), job: job ?? null };
+  }
+
+  /** Runs the commit script; its raw answer. */
+  async commit(
+    run: RunRecord,
+    expected: number | null,
+    events: Transition["events"],
+    op: Op,
+    job: string | null = null,
+  ): Promise<[number, string | number | undefined]> {
+    const args: (string | number)[] = [
+      this.prefix,
+      run.id,
+      run.queue,
+      expected === null ? "" : String(expected),
+      JSON.stringify(run),
+      run.status,
+      run.lastSeq,
+      run.createdAt,
+      run.status === RunStatus.PENDING ? run.availableAt : "",
+      run.status === RunStatus.RUNNING && run.lease !== null ? run.lease.expiresAt : "",
+      run.finishedAt ?? "",
+      job ?? "",
+      op.kind === "create" ? "" : op.kind,
+      op.kind === "" || op.kind === "create" ? "" : op.key,
+      op.kind === "" || op.kind === "create" ? "" : op.value,
+      op.kind === "create" && op.idem !== null ? this.key("idem", run.queue, op.idem) : "",
+      events.length,
+    ];
+    for (const e of events) {
+      args.push(
+        e.seq,
+        JSON.stringify({ type: e.type, at: e.at, attempt: e.attempt, data: e.data }),
+      );
+    }
+    try {
+      const commit = (
+        this.redis as unknown as {
+          nervaCommit: (...a: unknown[]) => Promise<[number, string | number]>;
+        }
+      ).nervaCommit;
+      return await commit.call(this.redis, this.key("run", run.id), ...args);
+    } catch (err) {
+      throw toUnavailable(err);
+    }
+  }
+
+  /**
+   * Applies `apply` to the record and writes it if nobody changed the record meanwhile; re-reads
+   * and re-applies on a conflict (`apply` throws LEASE_LOST, INVALID_STATE... when the fresh
+   * record no longer allows it).
+   */
+  async mutate(
+    runId: string,
+    apply: (run: RunRecord) => Transition,
+    options: {
+      op?: Op | (() => Op);
+      job?: string | null;
+      held?: { run: RunRecord; v: number };
+      missing: () => NervaError;
+    },
+  ): Promise<{ t: Transition; v: number; existing?: string }> {
+    let current: { run: RunRecord; v: number } | null = options.held ?? null;
+    for (let i = 0; i < MAX_CAS_TRIES; i++) {
+      current ??= await this.load(runId);
+      if (current === null) throw options.missing();
+      const t = apply(current.run);
+      if (t.events.length === 0 && t.run === current.run) return { t, v: current.v };
+      const op = typeof options.op === "function" ? options.op() : (options.op ?? { kind: "" });
+      const [code, value] = await this.commit(t.run, current.v, t.events, op, options.job ?? null);
+      if (code === 1) return { t, v: Number(value) };
+      if (code === 2) return { t, v: current.v, existing: String(value) };
+      if (code === -1) throw options.missing();
+      current = null;
+    }
+    throw new NervaError(
+      ErrorCode.UNAVAILABLE,
+      `Run ${runId} changed ${MAX_CAS_TRIES} times while being written; retry.`,
+      {
+        details: { retryAfterSeconds: 1 },
+      },
+    );
+  }
+
+  /** The record, version, job, steps, answers and checkpoint a claim needs, in one round trip. */
+  async readForClaim(runId: string): Promise<ClaimRead> {
+    const rk = this.key("run", runId);
+    const answers = ((await this.redis
+      .pipeline([
+        ["hget", rk, "doc"],
+        ["hget", rk, "v"],
+        ["hget", rk, "job"],
+        ["hgetall", this.key("steps", runId)],
+        ["hgetall", this.key("in", runId)],
+        ["get", this.key("cp", runId)],
+      ])
+      .exec()
+      .catch((e: unknown) => {
+        throw toUnavailable(e);
+      })) ?? []) as [unknown, unknown][];
+    const [doc, v, job, steps, inputs, checkpoint] = answers.map((a) => a[1]);
+    return {
+      run: typeof doc === "string" ? (JSON.parse(doc) as RunRecord) : null,
+      v: Number(v),
+      job,
+      steps: new Map(Object.entries((steps as Record<string, string> | null) ?? {})),
+      inputs: new Map(Object.entries((inputs as Record<string, string> | null) ?? {})),
+      checkpoint: typeof checkpoint === "string" ? checkpoint : null,
+    };
+  }
+
+  async list(query: RunListQuery): Promise<RunPage> {
+    const after = decodeCursor(query.cursor ?? null);
+    const index =
+      query.status === undefined
+        ? this.key("list", query.queue)
+        : this.key("st", query.queue, query.status);
+    const runs: RunRecord[] = [];
+    const max = after === null ? "+inf" : String(after.createdAt);
+    let offset = 0;
+    for (;;) {
+      const page = await this.redis
+        .zrevrangebyscore(index, max, "-inf", "LIMIT", offset, 200)
+        .catch((e: unknown) => {
+          throw toUnavailable(e);
+        });
+      if (page.length === 0) break;
+      offset += page.length;
+      const docs = await this.redis
+        .pipeline(page.map((id) => ["hget", this.key("run", id), "doc"]))
+        .exec();
+      for (const [, doc] of docs ?? []) {
+        if (typeof doc !== "string") continue;
+        const run = JSON.parse(doc) as RunRecord;
+        if (matchesQuery(run, query, after)) runs.push(run);
+      }
+      if (runs.length > query.limit) break;
+      if (page.length < 200) break;
+    }
+    const out = runs.slice(0, query.limit);
+    const last = out[out.length - 1];
+    return {
+      runs: out,
+      nextCursor: runs.length > query.limit && last !== undefined ? encodeCursor(last) : null,
+    };
+  }
+
+  async prune(queue: string, beforeMs: number): Promise<number> {
+    let total = 0;
+    const prune = (this.redis as unknown as { nervaPrune: (...a: unknown[]) => Promise<number> })
+      .nervaPrune;
+    for (;;) {
+      const n = await prune
+        .call(this.redis, this.prefix, queue, beforeMs, 200)
+        .catch((e: unknown) => {
+          throw toUnavailable(e);
+        });
+      total += n;
+      if (n < 200) return total;
+    }
+  }
+
+  async readEvents(runId: string, afterSeq: number, limit: number): Promise<RunEvent[]> {
+    const entries = await this.redis
+      .xrange(this.key("ev", runId), `${afterSeq + 1}-0`, "+", "COUNT", limit)
+      .catch((e: unknown) => {
+        throw toUnavailable(e);
+      });
+    return entries.map(([id, fields]) => {
+      const e = JSON.parse(fields[1] as string) as Omit<RunEvent, "runId" | "seq">;
+      return {
+        runId,
+        seq: Number(id.split("-")[0]),
+        type: e.type,
+        at: e.at,
+        attempt: e.attempt,
+        data: e.data,
+      };
+    });
+  }
+}
