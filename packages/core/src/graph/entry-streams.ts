@@ -3,8 +3,9 @@ import { RunQueue } from "../runs/run-queue.js";
 import { Runner } from "../runs/runner.js";
 import { RunStatus } from "../runs/types.js";
 import type { InProcessRuntime } from "../runtime/in-process-runtime.js";
-import type { EntryPoint } from "./entry-points.js";
+import type { EntryPoint, EntryPointInfo } from "./entry-points.js";
 import type { ParsedGraphRuntimeOptions } from "./runtime-options.js";
+import type { Graph } from "./types.js";
 
 /** One entry point's stream: its queue and the runner executing it (the seed's ExecutionStream). */
 export interface Stream {
@@ -109,4 +110,33 @@ export async function checkBacklog(stream: Stream, graph: string): Promise<void>
       { details: { entryPoint: stream.ep.id, waiting, backlog: limit, retryAfterSeconds: 1 } },
     );
   }
+}
+
+/** What `getEntryPoints` says of each stream. */
+export function entryPointInfos(streams: Iterable<Stream>, graph: Graph): EntryPointInfo[] {
+  return [...streams].map((s) => ({
+    id: s.ep.id,
+    name: s.ep.name ?? s.ep.id,
+    entryNode: s.ep.entryNode ?? graph.entry,
+    trigger: s.ep.trigger,
+    concurrency: s.ep.concurrency,
+    backlog: s.ep.backlog,
+    queue: s.queue.name,
+  }));
+}
+
+/** The counters of each stream, by entry point id (`getStats().entryPoints`). */
+export function streamCounters(
+  streams: Iterable<Stream>,
+): Record<string, { triggered: number; rateLimited: number; active: number }> {
+  return Object.fromEntries(
+    [...streams].map((s) => [
+      s.ep.id,
+      {
+        triggered: s.triggered,
+        rateLimited: s.rateLimited,
+        active: s.runner?.activeCount ?? 0,
+      },
+    ]),
+  );
 }

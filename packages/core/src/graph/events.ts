@@ -1,5 +1,6 @@
 import type { JsonValue } from "../types/agent.js";
-import { RunEventType, type RunEvent } from "../runs/types.js";
+import type { RunQueue } from "../runs/run-queue.js";
+import { RunEventType, type RunEvent, type RunRecord } from "../runs/types.js";
 import { GraphRunEvent, parseNodeKey } from "./run-events.js";
 
 /**
@@ -140,5 +141,28 @@ export class EventProjector {
     const node = parseNodeKey(key);
     if (node === null || (this.nodeIds !== null && !this.nodeIds.has(node.nodeId))) return null;
     return node;
+  }
+}
+
+/**
+ * The typed events of `run` from the durable log: those after `afterSeq`, then live ones until
+ * it ends (or `signal` aborts).
+ */
+export async function* replayEvents(
+  queue: RunQueue,
+  run: RunRecord,
+  nodeIds: ReadonlySet<string>,
+  options: { afterSeq?: number; types?: readonly EventType[]; signal?: AbortSignal },
+): AsyncGenerator<GraphEvent, void, undefined> {
+  const projector = new EventProjector(run.id, run.input.args.entryPoint ?? "default", nodeIds);
+  const types = options.types === undefined ? null : new Set<string>(options.types);
+  // Replay from the start so the projector knows which nodes run, then skip what was asked.
+  const after = options.afterSeq ?? 0;
+  for await (const e of queue.events(
+    run.id,
+    options.signal === undefined ? {} : { signal: options.signal },
+  )) {
+    const g = projector.project(e);
+    if (g !== null && e.seq > after && (types === null || types.has(g.type))) yield g;
   }
 }

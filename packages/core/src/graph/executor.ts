@@ -3,10 +3,13 @@ import { ErrorCode, NervaError } from "../errors.js";
 import type { RunContext } from "../runs/run-context.js";
 import type { JsonValue } from "../types/agent.js";
 import { tokenUsageToWire, type TokenUsageWire } from "../types/usage.js";
+import { joinTarget, routeAfter } from "./edge-routing.js";
 import { GraphErrorCode, GraphFailure, isUnwind, nodeFailure } from "./failure.js";
-import { createNodeContext, type GraphDeps, type GraphSnapshot } from "./node-context.js";
-import { GraphRunEvent, nodeStepKey } from "./run-events.js";
+import type { GraphDeps, GraphSnapshot } from "./node-context.js";
+import { guardedStep, reportNodeFailure, visitNode } from "./node-visit.js";
+import { nodeStepKey } from "./run-events.js";
 import { isolatedShared } from "./shared-state.js";
+import { checkUpdate, mergeUpdates } from "./state-merge.js";
 import { END, type Graph, type GraphNode, type GraphState, type SharedStateView } from "./types.js";
 
 /** Where an execution starts: a fresh start, or where a sessionState left off. */
@@ -53,12 +56,6 @@ interface BranchCommit {
   readonly failed?: string;
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" &&
-  v !== null &&
-  !Array.isArray(v) &&
-  (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null);
-
 /**
  * Runs a graph inside a durable run (`ctx.run`): every node visit is a step keyed `node#visit`,
  * committed with the state after it, so a run taken over after a crash replays the committed
@@ -73,13 +70,14 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> =>
  */
 export class GraphExecutor<S extends GraphState = GraphState> {
   readonly graph: Graph<S>;
-  readonly #deps: GraphDeps;
   readonly #keys: ReadonlySet<string>;
+  /** What every node visit shares (built once, spread into each visit). */
+  readonly #scope: { graph: Graph<S>; deps: GraphDeps; keys: ReadonlySet<string> };
 
   constructor(graph: Graph<S>, deps: GraphDeps) {
     this.graph = graph;
-    this.#deps = deps;
     this.#keys = new Set(Object.keys(graph.state.shape));
+    this.#scope = { graph, deps, keys: this.#keys };
   }
 
   /** Checks `state` against the state schema; INVALID_INPUT naming the key otherwise. */
@@ -172,23 +170,24 @@ export class GraphExecutor<S extends GraphState = GraphState> {
           const given = preset;
           preset = null;
           const before = state;
-          const commit = await this.#guarded(run, id, visit, () =>
+          const commit = await guardedStep(run, id, visit, () =>
             run.step<NodeCommit>(key, async () => {
-              const update = await this.#visit(
+              const update = await visitNode({
+                ...this.#scope,
                 id,
                 visit,
-                before,
+                state: before,
                 ctx,
                 run,
                 shared,
                 snapshot,
-                given,
-              );
-              const after = this.#merge(before, [[id, update]]);
+                preset: given,
+              });
+              const after = mergeUpdates(this.graph, this.#keys, before, [[id, update]]);
               const total = usageNow();
               return {
                 state: after,
-                next: this.#route(id, after),
+                next: routeAfter(this.graph, id, after),
                 ...(total.total_tokens > 0 || total.cost_usd > 0 ? { usage: total } : {}),
               };
             }),
@@ -246,25 +245,26 @@ export class GraphExecutor<S extends GraphState = GraphState> {
     const planned = branches.map((id) => ({ id, visit: admit(id) }));
     const settled = await Promise.allSettled(
       planned.map(({ id, visit }) =>
-        this.#guarded(c.run, id, visit, () =>
+        guardedStep(c.run, id, visit, () =>
           c.run.step<BranchCommit>(nodeStepKey(id, visit), async () => {
             const node = this.graph.nodes.get(id) as GraphNode<S>;
             try {
-              const update = await this.#visit(
+              const update = await visitNode({
+                ...this.#scope,
                 id,
                 visit,
-                before,
-                c.ctx,
-                c.run,
-                c.shared,
-                c.snapshot,
-                null,
-              );
-              return { update: this.#checkUpdate(id, update) };
+                state: before,
+                ctx: c.ctx,
+                run: c.run,
+                shared: c.shared,
+                snapshot: c.snapshot,
+                preset: null,
+              });
+              return { update: checkUpdate(this.graph, this.#keys, id, update) };
             } catch (err) {
               if (node.optional !== true || isUnwind(err) || c.ctx.signal.aborted) throw err;
               const failure = nodeFailure(err, id);
-              await this.#reportFailure(c.run, id, visit, failure);
+              await reportNodeFailure(c.run, id, visit, failure);
               return { update: null, failed: failure.message };
             }
           }),
@@ -284,191 +284,8 @@ export class GraphExecutor<S extends GraphState = GraphState> {
       const value = (s as PromiseFulfilledResult<BranchCommit>).value;
       if (value.update !== null) updates.push([id, value.update]);
     });
-    const after = this.#merge(before, updates);
+    const after = mergeUpdates(this.graph, this.#keys, before, updates);
     setState(after);
-    const edge = this.graph.edges.get(branches[0] as string);
-    return [edge?.type === "static" ? edge.to : END];
+    return joinTarget(this.graph, branches);
   }
-
-  /** Runs one visit of node `id` (the node's span, deadline and context) and returns its update. */
-  async #visit(
-    id: string,
-    visit: number,
-    state: Record<string, unknown>,
-    ctx: ExecContext,
-    run: RunContext,
-    shared: SharedStateView,
-    snapshot: () => GraphSnapshot,
-    preset: { value: JsonValue } | null,
-  ): Promise<unknown> {
-    const node = this.graph.nodes.get(id) as GraphNode<S>;
-    const span = ctx.startSpan("graph.node", { id, visit, kind: node.kind });
-    let fail: (reason: unknown) => void = () => undefined;
-    const ended = new Promise<never>((_, reject) => (fail = reject));
-    ended.catch(() => undefined);
-    const exec = ctx.fork({
-      span,
-      ...(node.timeoutSeconds === undefined ? {} : { timeoutSeconds: node.timeoutSeconds }),
-      onEnd: (reason) => fail(reason),
-    });
-    try {
-      const nodeCtx = createNodeContext({
-        graph: this.graph.name,
-        nodeId: id,
-        visit,
-        run,
-        exec,
-        deps: this.#deps,
-        stateKeys: this.#keys,
-        shared,
-        snapshot,
-        preset,
-      });
-      const view = node.reads === undefined ? state : pick(state, node.reads);
-      const answer = node.run(view as S, nodeCtx);
-      // A synchronous answer needs no race; a promise is raced against the node's end (cancel,
-      // timeout), so a node that ignores its signal still stops the execution at once.
-      const update = isThenable(answer) ? await Promise.race([answer, ended]) : answer;
-      span.end("ok");
-      return update;
-    } catch (err) {
-      span.end("error", err instanceof Error ? err.message : String(err));
-      throw err;
-    } finally {
-      exec.dispose();
-    }
-  }
-
-  /** Runs `fn` (a node's step); a failure is written as NODE_FAILED and thrown as GraphFailure. */
-  async #guarded<T>(run: RunContext, id: string, visit: number, fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      if (isUnwind(err)) throw err;
-      const failure = nodeFailure(err, id);
-      await this.#reportFailure(run, id, visit, failure);
-      throw failure;
-    }
-  }
-
-  async #reportFailure(run: RunContext, id: string, visit: number, f: GraphFailure): Promise<void> {
-    await run
-      .emit(GraphRunEvent.NODE_FAILED, {
-        nodeId: id,
-        visit,
-        code: f.code,
-        error: f.message,
-        retriable: f.retriable,
-      })
-      .catch(() => undefined);
-  }
-
-  /** A node's answer as an object of state keys it may write; GraphFailure otherwise. */
-  #checkUpdate(id: string, update: unknown): Record<string, unknown> {
-    if (update === undefined || update === null) return {};
-    if (!isPlainObject(update)) {
-      throw new GraphFailure(
-        GraphErrorCode.INVALID_STATE_UPDATE,
-        `Node "${id}" returned ${Array.isArray(update) ? "an array" : `a ${typeof update}`}: a node returns an object of the state keys it changes (or nothing).`,
-        false,
-        id,
-      );
-    }
-    const node = this.graph.nodes.get(id) as GraphNode<S>;
-    const allowed = node.writes === undefined ? this.#keys : new Set<string>(node.writes);
-    const stray = Object.keys(update).filter((k) => !allowed.has(k));
-    if (stray.length > 0) {
-      throw new GraphFailure(
-        GraphErrorCode.INVALID_STATE_UPDATE,
-        `Node "${id}" wrote ${stray.map((k) => `"${k}"`).join(", ")}, which ${node.writes === undefined ? "the state schema does not have" : "it does not declare in writes"} (allowed: ${[...allowed].join(", ")}).`,
-        false,
-        id,
-      );
-    }
-    return update;
-  }
-
-  /** Applies updates in order (reducers per key), then checks the state schema. */
-  #merge(
-    before: Record<string, unknown>,
-    updates: readonly (readonly [string, unknown])[],
-  ): Record<string, unknown> {
-    const next: Record<string, unknown> = { ...before };
-    const writer = new Map<string, string>();
-    for (const [id, raw] of updates) {
-      const update = this.#checkUpdate(id, raw);
-      for (const [k, v] of Object.entries(update)) {
-        const reducer = this.graph.reducers.get(k);
-        if (reducer !== undefined) {
-          next[k] = reducer(next[k], v);
-          continue;
-        }
-        const other = writer.get(k);
-        if (other !== undefined) {
-          throw new GraphFailure(
-            GraphErrorCode.INVALID_STATE_UPDATE,
-            `Nodes "${other}" and "${id}" both wrote "${k}" in one fan-out, and "${k}" has no reducer to combine them (e.g. reducers: { ${k}: Reducers.append }).`,
-            false,
-            id,
-          );
-        }
-        writer.set(k, id);
-        next[k] = v;
-      }
-    }
-    const parsed = this.graph.state.safeParse(next);
-    if (!parsed.success) {
-      const id = updates.map(([n]) => `"${n}"`).join(", ");
-      throw new GraphFailure(
-        GraphErrorCode.INVALID_STATE_UPDATE,
-        `The state after node ${id} does not fit the state schema of graph "${this.graph.name}": ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}.`,
-        false,
-        updates[0]?.[0] ?? null,
-      );
-    }
-    return parsed.data as Record<string, unknown>;
-  }
-
-  /** The nodes after `id` given the state after it. */
-  #route(id: string, state: Record<string, unknown>): readonly string[] {
-    const edge = this.graph.edges.get(id);
-    if (edge === undefined) return [END];
-    if (edge.type === "static") return [edge.to];
-    if (edge.type === "fanout") return edge.to;
-    let next: unknown;
-    try {
-      next = edge.route(state as S);
-    } catch (err) {
-      throw new GraphFailure(
-        GraphErrorCode.INVALID_ROUTE,
-        `The conditional edge from "${id}" threw: ${err instanceof Error ? err.message : String(err)}`,
-        false,
-        id,
-        { cause: err },
-      );
-    }
-    const ok =
-      typeof next === "string" &&
-      (next === END || this.graph.nodes.has(next)) &&
-      (edge.targets === null || edge.targets.includes(next));
-    if (!ok) {
-      throw new GraphFailure(
-        GraphErrorCode.INVALID_ROUTE,
-        `The conditional edge from "${id}" chose ${JSON.stringify(next)}, which is not ${edge.targets === null ? "a node of the graph or END" : `one of its targets (${edge.targets.join(", ")})`}.`,
-        false,
-        id,
-      );
-    }
-    return [next as string];
-  }
-}
-
-function isThenable(v: unknown): v is PromiseLike<unknown> {
-  return typeof (v as { then?: unknown } | null)?.then === "function";
-}
-
-function pick(state: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const k of keys) if (k in state) out[k] = state[k];
-  return out;
 }

@@ -1,14 +1,18 @@
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
-import { checkUntrustedJson } from "../internal/json-limits.js";
-import { toJsonText } from "../runs/json-value.js";
-import { RunQueue } from "../runs/run-queue.js";
 import { RunStatus, type RunRecord } from "../runs/types.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
+import {
+  admitExecution,
+  admitFromEvent,
+  admitSlot,
+  type AdmissionScope,
+  type TriggerOptions,
+} from "./admission.js";
 import type { EntryPoint, EntryPointInfo } from "./entry-points.js";
 import { EventBus, type EventHandler, type SubscribeOptions } from "./event-bus.js";
-import { EventProjector, EventType, type GraphEvent } from "./events.js";
-import { toExecutionResult, type ExecutionResult } from "./execution-result.js";
+import { replayEvents, type EventType, type GraphEvent } from "./events.js";
+import type { ExecutionResult } from "./execution-result.js";
 import { GraphExecutor } from "./executor.js";
 import {
   GraphRuntimeOptionsSchema,
@@ -17,28 +21,14 @@ import {
 } from "./runtime-options.js";
 import { Triggers } from "./triggers.js";
 import { checkAnswer } from "./answers.js";
-import { buildStreams, checkBacklog, type Stream } from "./entry-streams.js";
+import { buildStreams, entryPointInfos, streamCounters, type Stream } from "./entry-streams.js";
 import { ExecutionWatcher } from "./execution-watcher.js";
 import { graphHandler, handlerRuntime } from "./graph-handler.js";
-import { FIX_STATE, planStart } from "./session-start.js";
-import {
-  signSession,
-  storedSessionKey,
-  type SessionPayload,
-  type SessionState,
-} from "./session-state.js";
+import { SessionSigner } from "./session-signer.js";
 import { SharedState } from "./shared-state.js";
 import type { Graph } from "./types.js";
 
-/** Per-call options of `trigger` and `triggerAndWait`. */
-export interface TriggerOptions {
-  /** Resume a paused execution from its portable, signed state. */
-  readonly sessionState?: unknown;
-  /** One execution per key and entry point (e.g. a webhook delivery id). */
-  readonly idempotencyKey?: string;
-  /** For `triggerAndWait`: give up waiting (TIMEOUT) after this long; the execution goes on. */
-  readonly timeoutSeconds?: number;
-}
+export type { TriggerOptions };
 
 /**
  * The graph-level runtime (the seed's `AgentRuntime`; named `GraphRuntime` here because Nerva's
@@ -63,7 +53,8 @@ export class GraphRuntime {
   readonly #watcher: ExecutionWatcher;
   readonly #triggers: Triggers;
   readonly #nodeIds: ReadonlySet<string>;
-  #key: Promise<Buffer> | null = null;
+  readonly #sessions: SessionSigner;
+  readonly #admission: AdmissionScope;
   #running = false;
   #published = 0;
 
@@ -86,6 +77,7 @@ export class GraphRuntime {
     });
     this.#bus = new EventBus({ bufferSize: o.eventBufferSize, onError: (e) => this.#error(e) });
     this.#shared = new SharedState(o.sharedState);
+    this.#sessions = new SessionSigner(o.queue, o.sessionKey);
     this.#handlers = handlerRuntime(
       o,
       graphHandler(
@@ -113,6 +105,14 @@ export class GraphRuntime {
       [...this.#streams.values()].map((s) => s.ep),
       (e) => this.#error(e),
     );
+    this.#admission = {
+      graph: this.graph,
+      executor: this.#executor,
+      queue: o.queue,
+      streams: this.#streams,
+      watcher: this.#watcher,
+      sessionKey: () => this.#sessions.key(),
+    };
   }
 
   /** Whether `start()` ran and `stop()` did not. */
@@ -162,7 +162,7 @@ export class GraphRuntime {
     ctx: ExecContext = ExecContext.create(),
     options: TriggerOptions = {},
   ): Promise<string> {
-    return (await this.#admit(entryPointId, input, ctx, options, [])).id;
+    return (await admitExecution(this.#admission, entryPointId, input, ctx, options, [])).id;
   }
 
   /** `trigger`, then waits until the execution pauses or ends, and returns its result. */
@@ -210,19 +210,19 @@ export class GraphRuntime {
         RunStatus.TIMED_OUT,
       ],
     });
-    return this.#result(run);
+    return this.#sessions.result(run);
   }
 
   /** The execution `id` as it is now (`null` for an unknown id). */
   async getExecution(id: string): Promise<ExecutionResult | null> {
     const run = await this.#o.queue.get(id);
-    return run === null || run.handlers[0] !== this.graph.name ? null : this.#result(run);
+    return run === null || run.handlers[0] !== this.graph.name ? null : this.#sessions.result(run);
   }
 
   /** Cancels execution `id`: a running node's `ctx.signal` aborts; it ends `cancelled`. */
   async cancel(id: string, options: { reason?: string } = {}): Promise<ExecutionResult> {
     await this.#known(id);
-    return this.#result(await this.#o.queue.cancel(id, options));
+    return this.#sessions.result(await this.#o.queue.cancel(id, options));
   }
 
   /**
@@ -240,7 +240,7 @@ export class GraphRuntime {
       key: run.pause?.key as string,
     });
     this.#watcher.watch(resumed);
-    return this.#result(resumed);
+    return this.#sessions.result(resumed);
   }
 
   /**
@@ -271,30 +271,11 @@ export class GraphRuntime {
     id: string,
     options: { afterSeq?: number; types?: readonly EventType[]; signal?: AbortSignal } = {},
   ): AsyncGenerator<GraphEvent, void, undefined> {
-    const run = await this.#known(id);
-    const projector = new EventProjector(id, run.input.args.entryPoint ?? "default", this.#nodeIds);
-    const types = options.types === undefined ? null : new Set<string>(options.types);
-    // Replay from the start so the projector knows which nodes run, then skip what was asked.
-    const after = options.afterSeq ?? 0;
-    for await (const e of this.#o.queue.events(
-      id,
-      options.signal === undefined ? {} : { signal: options.signal },
-    )) {
-      const g = projector.project(e);
-      if (g !== null && e.seq > after && (types === null || types.has(g.type))) yield g;
-    }
+    yield* replayEvents(this.#o.queue, await this.#known(id), this.#nodeIds, options);
   }
 
   getEntryPoints(): EntryPointInfo[] {
-    return [...this.#streams.values()].map((s) => ({
-      id: s.ep.id,
-      name: s.ep.name ?? s.ep.id,
-      entryNode: s.ep.entryNode ?? this.graph.entry,
-      trigger: s.ep.trigger,
-      concurrency: s.ep.concurrency,
-      backlog: s.ep.backlog,
-      queue: s.queue.name,
-    }));
+    return entryPointInfos(this.#streams.values(), this.graph);
   }
 
   /** Counters of this process: per entry point, subscribers, events. */
@@ -307,16 +288,7 @@ export class GraphRuntime {
   } {
     return {
       running: this.#running,
-      entryPoints: Object.fromEntries(
-        [...this.#streams.values()].map((s) => [
-          s.ep.id,
-          {
-            triggered: s.triggered,
-            rateLimited: s.rateLimited,
-            active: s.runner?.activeCount ?? 0,
-          },
-        ]),
-      ),
+      entryPoints: streamCounters(this.#streams.values()),
       watched: this.#watcher.size,
       subscribers: this.#bus.size,
       eventsPublished: this.#published,
@@ -328,76 +300,7 @@ export class GraphRuntime {
     return this.#bus.stats(id)?.missedTotal ?? null;
   }
 
-  /** Admits one execution (backlog check, then enqueue) for trigger, timers and events. */
-  async #admit(
-    entryPointId: string,
-    input: unknown,
-    ctx: ExecContext,
-    options: TriggerOptions,
-    chain: readonly string[],
-  ): Promise<RunRecord> {
-    const stream = this.#streams.get(entryPointId);
-    if (stream === undefined) {
-      throw new NervaError(
-        ErrorCode.NOT_FOUND,
-        `Unknown entry point "${entryPointId}" (entry points: ${[...this.#streams.keys()].join(", ")}).`,
-      );
-    }
-    if (!(ctx instanceof ExecContext)) {
-      throw new NervaError(ErrorCode.INVALID_INPUT, "Invalid ctx: must be an ExecContext.", {
-        issues: [{ path: "ctx", message: "must be an ExecContext" }],
-      });
-    }
-    checkUntrustedJson(input, "input", FIX_STATE);
-    const start = await planStart(
-      this.graph,
-      this.#executor,
-      stream.ep.entryNode ?? this.graph.entry,
-      input,
-      options.sessionState,
-      () => this.#sessionKey(),
-    );
-    const message = toJsonText(start.payload, "input", stream.queue.maxStepBytes, FIX_STATE);
-    const idempotencyKey = options.idempotencyKey ?? start.idempotencyKey;
-    const admit = async (): Promise<RunRecord> => {
-      await checkBacklog(stream, this.graph.name);
-      const run = await stream.queue.enqueue({
-        handler: this.graph.name,
-        input: {
-          message,
-          args: {
-            graph: this.graph.name,
-            entryPoint: stream.ep.id,
-            trigger: stream.ep.trigger.type,
-            chain: [...chain, stream.ep.id].join(","),
-          },
-        },
-        ctx,
-        priority: stream.ep.priority,
-        ...(idempotencyKey === undefined
-          ? {}
-          : { idempotencyKey: `${stream.ep.id}:${idempotencyKey}` }),
-        ...(stream.ep.timeoutSeconds === undefined
-          ? {}
-          : { timeoutSeconds: stream.ep.timeoutSeconds }),
-      });
-      stream.triggered += 1;
-      return run;
-    };
-    const done = stream.admitting.then(admit, admit);
-    stream.admitting = done.catch(() => undefined);
-    const run = await done;
-    this.#watcher.watch(run);
-    if (start.supersedes !== null) {
-      // The paused run the sessionState came from, if it lives in this store, is done with.
-      await this.#o.queue
-        .cancel(start.supersedes, { reason: `resumed from its sessionState as ${run.id}` })
-        .catch(() => undefined);
-    }
-    return run;
-  }
-
-  /** The start payload of an execution: a fresh state, or a verified sessionState. */
+  /** Execution `id` of this graph; NOT_FOUND otherwise. */
   async #known(id: string): Promise<RunRecord> {
     const run = await this.#o.queue.get(id);
     if (run === null || run.handlers[0] !== this.graph.name) {
@@ -407,28 +310,6 @@ export class GraphRuntime {
       );
     }
     return run;
-  }
-
-  #result(run: RunRecord): Promise<ExecutionResult> {
-    if (run.status !== RunStatus.PAUSED) return Promise.resolve(toExecutionResult(run, unsigned));
-    return this.#sessionKey().then((key) =>
-      toExecutionResult(run, (p: SessionPayload) => signSession(key, p)),
-    );
-  }
-
-  #sessionKey(): Promise<Buffer> {
-    const given = this.#o.sessionKey;
-    this.#key ??=
-      given !== undefined
-        ? Promise.resolve(Buffer.from(given))
-        : storedSessionKey(
-            new RunQueue({
-              store: this.#o.queue.store,
-              name: `${this.#o.queue.name}.keys`.slice(0, 64),
-            }),
-            ExecContext.create(),
-          );
-    return this.#key;
   }
 
   /** Entry points that led to execution `id` (for the event loop guard). */
@@ -442,28 +323,12 @@ export class GraphRuntime {
     event: GraphEvent,
     input: Record<string, unknown>,
   ): Promise<RunRecord> {
-    return this.#admit(
-      ep.id,
-      input,
-      ExecContext.create({ metadata: { trigger: "event" } }),
-      {
-        idempotencyKey: `event:${event.executionId}:${event.seq}`,
-      },
-      this.chainOf(event.executionId),
-    );
+    return admitFromEvent(this.#admission, ep, event, input, this.chainOf(event.executionId));
   }
 
   /** Used by timers: admits the execution of one schedule slot. */
   triggerSlot(ep: EntryPoint, slot: number, input: Record<string, unknown>): Promise<RunRecord> {
-    return this.#admit(
-      ep.id,
-      input,
-      ExecContext.create({ metadata: { trigger: "timer" } }),
-      {
-        idempotencyKey: `timer:${slot}`,
-      },
-      [],
-    );
+    return admitSlot(this.#admission, ep, slot, input);
   }
 
   /** An execution starts in this process: follow it on the bus when anybody listens. */
@@ -477,10 +342,6 @@ export class GraphRuntime {
   #error(err: unknown): void {
     this.#o.onError?.(err);
   }
-}
-
-function unsigned(p: SessionPayload): SessionState {
-  return { ...p, sig: "" };
 }
 
 /**

@@ -1,9 +1,18 @@
 import { z } from "zod";
-import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
+import { ErrorCode, parseOrThrow } from "../errors.js";
 import { openDatabase, TABLE_PREFIX, type SqliteDatabase } from "../sqlite/driver.js";
 import type { JsonValue } from "../types/agent.js";
 import { decodeCursor, encodeCursor } from "./list-cursor.js";
 import { ensureRunSchema, runTables } from "./sqlite-schema.js";
+import {
+  claimableAt,
+  prepareStatements,
+  unavailable,
+  type EventRow,
+  type RunRow,
+  type Statements,
+} from "./sqlite-statements.js";
+import { SqliteWaiters } from "./sqlite-waiters.js";
 import type {
   ClaimRequest,
   ClaimedRun,
@@ -33,14 +42,12 @@ import {
 } from "./transitions.js";
 import {
   RunEventType,
-  RunStatus,
   type RunError,
   type RunEvent,
   type RunPage,
   type RunPause,
   type RunRecord,
 } from "./types.js";
-import { Wakeups } from "./wakeups.js";
 
 export const SqliteRunStoreOptionsSchema = z
   .object({
@@ -56,79 +63,6 @@ export const SqliteRunStoreOptionsSchema = z
 /** Options of {@link SqliteRunStore}. */
 export type SqliteRunStoreOptions = z.input<typeof SqliteRunStoreOptionsSchema>;
 
-interface RunRow {
-  doc: string;
-}
-interface EventRow {
-  seq: number;
-  type: string;
-  at: number;
-  attempt: number;
-  data: string;
-}
-
-/** Where a run can be claimed: its due time while pending or running, else nothing. */
-function claimableAt(run: RunRecord): number | null {
-  if (run.status === RunStatus.PENDING) return run.availableAt;
-  if (run.status === RunStatus.RUNNING && run.lease !== null) return run.lease.expiresAt;
-  return null;
-}
-
-function unavailable(err: unknown): unknown {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === "string" && /^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|PROTOCOL)/.test(code)) {
-    return new NervaError(
-      ErrorCode.UNAVAILABLE,
-      `The run store's SQLite file is unavailable (${code}): another process holds its write lock, or the disk failed. Retry later.`,
-      { cause: err, details: { retryAfterSeconds: 1, sqliteCode: code } },
-    );
-  }
-  return err;
-}
-
-/** Every statement the store runs, prepared once. */
-function prepareStatements(db: SqliteDatabase, t: ReturnType<typeof runTables>) {
-  return {
-    get: db.prepare(`SELECT doc FROM ${t.runs} WHERE id = ?`),
-    byKey: db.prepare(`SELECT doc FROM ${t.runs} WHERE queue = ? AND idempotency_key = ?`),
-    insert: db.prepare(
-      `INSERT INTO ${t.runs} (id, queue, status, priority, claimable_at, idempotency_key, user_id, created_at, finished_at, last_seq, doc)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
-    update: db.prepare(
-      `UPDATE ${t.runs} SET status = ?, priority = ?, claimable_at = ?, finished_at = ?, last_seq = ?, doc = ? WHERE id = ?`,
-    ),
-    next: db.prepare(
-      `SELECT doc FROM ${t.runs} WHERE queue = ? AND claimable_at IS NOT NULL AND claimable_at <= ?
-       ORDER BY priority, claimable_at, created_at, id LIMIT 1`,
-    ),
-    nextDue: db.prepare(
-      `SELECT MIN(claimable_at) AS due FROM ${t.runs} WHERE queue = ? AND claimable_at IS NOT NULL`,
-    ),
-    lastSeq: db.prepare(`SELECT last_seq FROM ${t.runs} WHERE id = ?`),
-    event: db.prepare(
-      `INSERT INTO ${t.events} (run_id, seq, type, at, attempt, data) VALUES (?, ?, ?, ?, ?, ?)`,
-    ),
-    events: db.prepare(
-      `SELECT seq, type, at, attempt, data FROM ${t.events} WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
-    ),
-    value: db.prepare(`SELECT value FROM ${t.values} WHERE run_id = ? AND kind = ? AND key = ?`),
-    values: db.prepare(`SELECT kind, key, value FROM ${t.values} WHERE run_id = ?`),
-    putValue: db.prepare(
-      `INSERT INTO ${t.values} (run_id, kind, key, value) VALUES (?, ?, ?, ?)
-       ON CONFLICT (run_id, kind, key) DO UPDATE SET value = excluded.value`,
-    ),
-    prunable: db.prepare(
-      `SELECT id FROM ${t.runs} WHERE queue = ? AND finished_at IS NOT NULL AND finished_at < ?
-       AND status IN ('succeeded', 'failed', 'timed_out', 'cancelled') LIMIT 500`,
-    ),
-    deleteRun: db.prepare(`DELETE FROM ${t.runs} WHERE id = ?`),
-    deleteEvents: db.prepare(`DELETE FROM ${t.events} WHERE run_id = ?`),
-    deleteValues: db.prepare(`DELETE FROM ${t.values} WHERE run_id = ?`),
-  };
-}
-type Statements = ReturnType<typeof prepareStatements>;
-
 /**
  * A {@link RunStore} in one SQLite file (better-sqlite3 12, WAL): one `BEGIN IMMEDIATE`
  * transaction per transition, so any number of worker and producer processes on one machine can
@@ -141,13 +75,10 @@ type Statements = ReturnType<typeof prepareStatements>;
  */
 export class SqliteRunStore implements RunStore {
   readonly #db: SqliteDatabase;
-  readonly #pollMs: number;
-  readonly #events = new Wakeups();
-  readonly #work = new Wakeups();
   readonly #s: Statements;
   readonly #tx: <A extends unknown[], R>(fn: (...args: A) => R) => (...args: A) => R;
-  #poller: ReturnType<typeof setInterval> | null = null;
-  #dataVersion = 0;
+  /** Waiting claims and event tails, and what wakes them. */
+  readonly #waiters: SqliteWaiters;
   #closed = false;
 
   constructor(options: SqliteRunStoreOptions) {
@@ -158,7 +89,6 @@ export class SqliteRunStore implements RunStore {
       "options",
       'Pass { path: "runs.db", tablePrefix?, busyTimeoutMs?, pollMs? }.',
     );
-    this.#pollMs = o.pollMs;
     const db = openDatabase(o.path, "options.path", "SqliteRunStore");
     this.#db = db;
     try {
@@ -181,7 +111,10 @@ export class SqliteRunStore implements RunStore {
         }
       };
     };
-    this.#dataVersion = this.#version();
+    this.#waiters = new SqliteWaiters(
+      o.pollMs,
+      () => db.pragma("data_version", { simple: true }) as number,
+    );
   }
 
   readonly #listSql: string;
@@ -210,7 +143,7 @@ export class SqliteRunStore implements RunStore {
       this.#writeEvents(t);
       return { run: r as RunRecord, created: true };
     })();
-    if (result.created) this.#wake(result.run);
+    if (result.created) this.#waiters.wake(result.run);
     return result;
   }
 
@@ -284,13 +217,18 @@ export class SqliteRunStore implements RunStore {
       const got = take(now);
       if (got === "again") continue;
       if (got !== null) {
-        this.#events.wake(got.run.id);
+        this.#waiters.events.wake(got.run.id);
         return got;
       }
       if (now >= deadline) return null;
       const due = (this.#s.nextDue.get(request.queue) as { due: number | null }).due;
       const until = Math.min(deadline, due === null ? Infinity : Math.max(due, now + 1));
-      await this.#waitFor(this.#work, `q:${request.queue}`, until - now, request.signal);
+      await this.#waiters.waitFor(
+        this.#waiters.work,
+        `q:${request.queue}`,
+        until - now,
+        request.signal,
+      );
     }
   }
 
@@ -309,7 +247,7 @@ export class SqliteRunStore implements RunStore {
       this.#save(t);
       return t;
     })();
-    this.#wake(t.run);
+    this.#waiters.wake(t.run);
     const e = t.events[0]!;
     return { runId: lease.runId, ...e };
   }
@@ -324,7 +262,7 @@ export class SqliteRunStore implements RunStore {
       this.#save(t);
       return [value, t];
     })();
-    if (t !== null) this.#wake(t.run);
+    if (t !== null) this.#waiters.wake(t.run);
     return committed;
   }
 
@@ -342,7 +280,7 @@ export class SqliteRunStore implements RunStore {
       this.#save(t);
       return t;
     })();
-    this.#wake(t.run);
+    this.#waiters.wake(t.run);
   }
 
   async pause(lease: LeaseRef, pause: RunPause): Promise<RunRecord> {
@@ -389,7 +327,7 @@ export class SqliteRunStore implements RunStore {
         }
         return rows.map((r) => r.id);
       })();
-      for (const id of ids) this.#events.wake(id);
+      for (const id of ids) this.#waiters.events.wake(id);
       total += ids.length;
       if (ids.length < 500) return total;
     }
@@ -419,17 +357,14 @@ export class SqliteRunStore implements RunStore {
       if (row === undefined || row.last_seq > afterSeq) return;
       const left = deadline - Date.now();
       if (left <= 0) return;
-      await this.#waitFor(this.#events, runId, left, options.signal);
+      await this.#waiters.waitFor(this.#waiters.events, runId, left, options.signal);
     }
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#poller !== null) clearInterval(this.#poller);
-    this.#poller = null;
-    this.#events.wakeAll();
-    this.#work.wakeAll();
+    this.#waiters.close();
     this.#db.close();
   }
 
@@ -472,7 +407,7 @@ export class SqliteRunStore implements RunStore {
       this.#save(t);
       return t;
     })();
-    this.#wake(t.run);
+    this.#waiters.wake(t.run);
     return Promise.resolve(t.run);
   }
 
@@ -484,49 +419,7 @@ export class SqliteRunStore implements RunStore {
       if (t.events.length > 0) this.#save(t);
       return t;
     })();
-    this.#wake(t.run);
+    this.#waiters.wake(t.run);
     return Promise.resolve(t.run);
-  }
-
-  #wake(run: RunRecord): void {
-    this.#events.wake(run.id);
-    if (run.status === RunStatus.PENDING) this.#work.wake(`q:${run.queue}`);
-  }
-
-  #version(): number {
-    return this.#db.pragma("data_version", { simple: true }) as number;
-  }
-
-  /** Waits on `wakeups` while watching for other processes' commits. */
-  async #waitFor(
-    wakeups: Wakeups,
-    key: string,
-    timeoutMs: number,
-    signal: AbortSignal | undefined,
-  ): Promise<void> {
-    this.#poller ??= setInterval(() => this.#poll(), this.#pollMs);
-    try {
-      await wakeups.wait(key, timeoutMs, signal);
-    } finally {
-      if (this.#events.size === 0 && this.#work.size === 0 && this.#poller !== null) {
-        clearInterval(this.#poller);
-        this.#poller = null;
-      }
-    }
-  }
-
-  /** Another connection committed: wake every waiter, each re-reads what it waits for. */
-  #poll(): void {
-    if (this.#closed) return;
-    let version: number;
-    try {
-      version = this.#version();
-    } catch {
-      return;
-    }
-    if (version === this.#dataVersion) return;
-    this.#dataVersion = version;
-    this.#events.wakeAll();
-    this.#work.wakeAll();
   }
 }

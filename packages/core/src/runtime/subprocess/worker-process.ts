@@ -1,7 +1,6 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
-import type { ExecContext } from "../../context/exec-context.js";
-import { agentResult, type AgentInput, type AgentResult } from "../../types/agent.js";
+import { agentResult, type AgentResult } from "../../types/agent.js";
 import { FrameDecoder, encodeFrame } from "../protocol/codec.js";
 import {
   PROTOCOL_VERSION,
@@ -12,69 +11,32 @@ import {
 } from "../protocol/frames.js";
 import { errorResult } from "../results.js";
 import { STATUS_FD, parseInitReport } from "./init.js";
-import { childPids, type Launcher } from "./launcher.js";
-import {
-  TailBuffer,
-  describeSignal,
-  killGroup,
-  looksOutOfMemory,
-  quoteTail,
-  withStderr,
-} from "./output.js";
+import { TailBuffer, killGroup, quoteTail, withStderr } from "./output.js";
 import { InvocationSession } from "./session.js";
 import { setChildRef } from "./spare.js";
 import { workerEntry } from "./worker-entry-file.js";
+import {
+  countOutput,
+  deathMessage,
+  workerExit,
+  type RunningJob,
+  type WorkerExit,
+  type WorkerJob,
+} from "./worker-job.js";
+import {
+  findWorkerTree,
+  hasLeftProcesses,
+  spawnWorker,
+  type WorkerSettings,
+  type WorkerTree,
+} from "./worker-spawn.js";
 
 export { workerEntry };
-
-/** Settings shared by every worker of a pool. */
-export interface WorkerSettings {
-  readonly nodePath: string;
-  readonly cwd: string;
-  readonly env: Readonly<Record<string, string>>;
-  readonly maxOutputBytes: number;
-  readonly stderrTailBytes: number;
-  readonly memoryLimitMb: number | undefined;
-  readonly cancelGraceMs: number;
-  /** How the worker is started (confinement). */
-  readonly launcher: Launcher;
-  /** Milliseconds a new worker may take to send `ready`. */
-  readonly startupTimeoutMs: number;
-}
-
-/** One invocation handed to a worker. */
-export interface WorkerJob {
-  readonly id: string;
-  readonly handler: string;
-  readonly module: string;
-  readonly input: AgentInput;
-  readonly scoped: ExecContext;
-  readonly delegate: (handler: string, input: AgentInput) => Promise<AgentResult>;
-  /** +1 while the job waits on a delegation (its worker holds no CPU), -1 after. */
-  readonly onBlocked: (delta: 1 | -1) => void;
-  /** Gets the stderr tail of the job, for results the guard builds (timeouts, cancels). */
-  readonly observe: (obs: { pid?: number; stderr: TailBuffer }) => void;
-}
+export type { WorkerJob, WorkerSettings };
 
 const FRAME_SLACK = 64 * 1024;
 
 type State = "starting" | "idle" | "busy" | "dead";
-
-interface Current {
-  readonly job: WorkerJob;
-  readonly session: InvocationSession;
-  readonly stderr: TailBuffer;
-  readonly resolve: (result: AgentResult) => void;
-  outBytes: number;
-  errBytes: number;
-  channelBytes: number;
-  failure: string | null;
-  /** The worker printed an out-of-memory message (seen chunk by chunk, whatever the tail keeps). */
-  outOfMemory: boolean;
-  stopping: boolean;
-  graceTimer: ReturnType<typeof setTimeout> | null;
-  onAbort: () => void;
-}
 
 /**
  * One long-lived Node worker: its own process group (so a kill takes anything it started), the
@@ -93,11 +55,11 @@ export class WorkerProcess {
   readonly #settings: WorkerSettings;
   readonly #child: ChildProcess;
   readonly #channel: Readable & Writable;
-  #current: Current | null = null;
+  #current: RunningJob | null = null;
   /** Set once a kill was sent: later frames are ignored, the job settles when the process closes. */
   #doomed = false;
   #idleBytes = 0;
-  #exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  #exit: WorkerExit | null = null;
   #readyResolve!: () => void;
   #readyReject!: (err: Error) => void;
   #startTimer: ReturnType<typeof setTimeout> | null = null;
@@ -108,34 +70,18 @@ export class WorkerProcess {
    * Host pids of the process running the worker code and of its namespace's init (null without
    * one), found when the worker became ready (null until then, or if /proc cannot tell).
    */
-  #tree: { readonly worker: number; readonly init: number | null } | null = null;
+  #tree: WorkerTree | null = null;
   /** Called when the worker dies (whatever the reason). */
   onDeath: (() => void) | null = null;
 
   constructor(settings: WorkerSettings) {
     this.#settings = settings;
-    const { file, execArgv } = workerEntry();
-    const args = [...execArgv];
-    if (settings.memoryLimitMb !== undefined) {
-      args.push(`--max-old-space-size=${settings.memoryLimitMb}`);
-    }
-    args.push(file);
     this.ready = new Promise<void>((resolve, reject) => {
       this.#readyResolve = resolve;
       this.#readyReject = reject;
     });
     this.ready.catch(() => undefined);
-    const run = settings.launcher.launch(settings.nodePath, args, settings.env, 0);
-    this.#child = spawn(run.command, run.args, {
-      cwd: settings.cwd,
-      env: run.env,
-      detached: true,
-      stdio:
-        run.handshake === null
-          ? ["ignore", "pipe", "pipe", "pipe"]
-          : ["ignore", "pipe", "pipe", "pipe", "pipe"],
-    });
-    (this.#child.stdio[STATUS_FD] as Writable | undefined)?.write(run.handshake);
+    this.#child = spawnWorker(settings);
     this.pid = this.#child.pid;
     this.#channel = this.#child.stdio[3] as Readable & Writable;
     this.exited = new Promise<void>((resolve) => this.#child.once("exit", () => resolve()));
@@ -192,21 +138,8 @@ export class WorkerProcess {
       }
       return;
     }
-    if (stream === "stderr") {
-      cur.stderr.push(bytes);
-      cur.errBytes += bytes.length;
-      if (!cur.outOfMemory && this.#settings.memoryLimitMb !== undefined) {
-        cur.outOfMemory = looksOutOfMemory(bytes.toString("latin1"));
-      }
-    } else {
-      cur.outBytes += bytes.length;
-    }
-    const written = stream === "stderr" ? cur.errBytes : cur.outBytes;
-    if (written > this.#settings.maxOutputBytes) {
-      this.#failJob(
-        `Output limit exceeded: handler "${cur.job.handler}" wrote more than ${this.#settings.maxOutputBytes} bytes to ${stream} (maxOutputBytes); its worker was killed.`,
-      );
-    }
+    const failure = countOutput(cur, stream, bytes, this.#settings);
+    if (failure !== null) this.#failJob(failure);
   }
 
   #frame(frame: WorkerFrame, bytes: number): void {
@@ -219,7 +152,7 @@ export class WorkerProcess {
       } else {
         if (this.#startTimer !== null) clearTimeout(this.#startTimer);
         this.#startTimer = null;
-        this.#tree = this.#findTree();
+        this.#tree = findWorkerTree(this.pid, this.#settings.launcher.hasInit);
         this.#state = "idle";
         this.#readyResolve();
       }
@@ -271,7 +204,7 @@ export class WorkerProcess {
       // Stopped within the grace period after a cancel frame: the worker is fine to reuse,
       // unless the handler left processes behind. Those must end with the cancel, and only a
       // kill of the worker (and its namespace) reaches all of them.
-      if (this.#leftProcesses()) {
+      if (hasLeftProcesses(this.#tree)) {
         this.#current = null;
         this.#doomed = true;
         this.#die("left processes running after a cancel");
@@ -288,27 +221,7 @@ export class WorkerProcess {
     void cur.session.drain().then(() => cur.resolve(withStderr(result, cur.stderr.text())));
   }
 
-  #findTree(): { worker: number; init: number | null } | null {
-    if (this.pid === undefined) return null;
-    if (!this.#settings.launcher.hasInit) return { worker: this.pid, init: null };
-    // launcher (this.pid) → init (PID 1 of the namespace) → the worker code (PID 2).
-    const init = childPids(this.pid)[0];
-    const worker = init === undefined ? undefined : childPids(init)[0];
-    return init === undefined || worker === undefined ? null : { worker, init };
-  }
-
-  /**
-   * Whether anything runs under the worker besides itself: its children, or orphans its
-   * namespace's init adopted. Unknown (no /proc) counts as nothing.
-   */
-  #leftProcesses(): boolean {
-    const tree = this.#tree;
-    if (tree === null) return false;
-    if (childPids(tree.worker).length > 0) return true;
-    return tree.init !== null && childPids(tree.init).some((p) => p !== tree.worker);
-  }
-
-  #release(cur: Current): void {
+  #release(cur: RunningJob): void {
     cur.session.close();
     cur.job.scoped.signal.removeEventListener("abort", cur.onAbort);
     if (cur.graceTimer !== null) clearTimeout(cur.graceTimer);
@@ -327,7 +240,7 @@ export class WorkerProcess {
     const stderr = new TailBuffer(this.#settings.stderrTailBytes);
     job.observe({ ...(this.pid === undefined ? {} : { pid: this.pid }), stderr });
     return new Promise<AgentResult>((resolve) => {
-      const cur: Current = {
+      const cur: RunningJob = {
         job,
         stderr,
         resolve,
@@ -372,7 +285,7 @@ export class WorkerProcess {
     });
   }
 
-  #abort(cur: Current): void {
+  #abort(cur: RunningJob): void {
     if (this.#current !== cur || cur.stopping) return;
     cur.stopping = true;
     const reason = cur.job.scoped.endReason;
@@ -445,11 +358,9 @@ export class WorkerProcess {
 
   /** The process and its stdio are closed: settle a job still running with the reason. */
   #closed(): void {
-    let exit = this.#exit;
     // Under a namespace's init, how the worker itself ended is what the init reported.
     const report = parseInitReport(this.#initReport);
-    if (report?.kind === "signal") exit = { code: null, signal: report.signal };
-    else if (report?.kind === "exit") exit = { code: report.code, signal: null };
+    const exit = workerExit(this.#exit, report);
     if (this.#state === "starting") {
       this.#die(
         report?.kind === "exec-error"
@@ -464,20 +375,7 @@ export class WorkerProcess {
     this.#release(cur);
     const h = cur.job.handler;
     const tail = cur.stderr.text();
-    let message: string;
-    if (cur.failure !== null) {
-      message = cur.failure;
-    } else if (
-      exit !== null &&
-      this.#settings.memoryLimitMb !== undefined &&
-      (cur.outOfMemory || looksOutOfMemory(tail))
-    ) {
-      message = `Memory limit exceeded: handler "${h}" hit the V8 heap limit of its worker (memoryLimitMb = ${this.#settings.memoryLimitMb} MiB, --max-old-space-size); the worker died${exit.signal === null ? ` with code ${exit.code}` : ` by ${describeSignal(exit.signal)}`}.`;
-    } else if (exit?.signal !== undefined && exit.signal !== null) {
-      message = `Worker crashed: the process running handler "${h}" was killed by signal ${describeSignal(exit.signal)}.`;
-    } else {
-      message = `Worker crashed: the process running handler "${h}" exited with code ${exit?.code ?? "unknown"} (process.exit or a fatal error) before returning a result.`;
-    }
+    const message = deathMessage(cur, exit, tail, this.#settings);
     void cur.session.drain().then(() => cur.resolve(withStderr(errorResult(h, message), tail)));
   }
 }

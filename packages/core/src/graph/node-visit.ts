@@ -1,0 +1,107 @@
+import type { ExecContext } from "../context/exec-context.js";
+import type { RunContext } from "../runs/run-context.js";
+import type { JsonValue } from "../types/agent.js";
+import { GraphFailure, isUnwind, nodeFailure } from "./failure.js";
+import { createNodeContext, type GraphDeps, type GraphSnapshot } from "./node-context.js";
+import { GraphRunEvent } from "./run-events.js";
+import type { Graph, GraphNode, GraphState, SharedStateView } from "./types.js";
+
+/** One visit of one node: what it runs with. */
+export interface NodeVisit<S extends GraphState> {
+  readonly graph: Graph<S>;
+  readonly deps: GraphDeps;
+  readonly keys: ReadonlySet<string>;
+  readonly id: string;
+  readonly visit: number;
+  readonly state: Record<string, unknown>;
+  readonly ctx: ExecContext;
+  readonly run: RunContext;
+  readonly shared: SharedStateView;
+  readonly snapshot: () => GraphSnapshot;
+  readonly preset: { value: JsonValue } | null;
+}
+
+/** Runs one visit of node `id` (the node's span, deadline and context) and returns its update. */
+export async function visitNode<S extends GraphState>(v: NodeVisit<S>): Promise<unknown> {
+  const { id, visit, ctx } = v;
+  const node = v.graph.nodes.get(id) as GraphNode<S>;
+  const span = ctx.startSpan("graph.node", { id, visit, kind: node.kind });
+  let fail: (reason: unknown) => void = () => undefined;
+  const ended = new Promise<never>((_, reject) => (fail = reject));
+  ended.catch(() => undefined);
+  const exec = ctx.fork({
+    span,
+    ...(node.timeoutSeconds === undefined ? {} : { timeoutSeconds: node.timeoutSeconds }),
+    onEnd: (reason) => fail(reason),
+  });
+  try {
+    const nodeCtx = createNodeContext({
+      graph: v.graph.name,
+      nodeId: id,
+      visit,
+      run: v.run,
+      exec,
+      deps: v.deps,
+      stateKeys: v.keys,
+      shared: v.shared,
+      snapshot: v.snapshot,
+      preset: v.preset,
+    });
+    const view = node.reads === undefined ? v.state : pick(v.state, node.reads);
+    const answer = node.run(view as S, nodeCtx);
+    // A synchronous answer needs no race; a promise is raced against the node's end (cancel,
+    // timeout), so a node that ignores its signal still stops the execution at once.
+    const update = isThenable(answer) ? await Promise.race([answer, ended]) : answer;
+    span.end("ok");
+    return update;
+  } catch (err) {
+    span.end("error", err instanceof Error ? err.message : String(err));
+    throw err;
+  } finally {
+    exec.dispose();
+  }
+}
+
+/** Runs `fn` (a node's step); a failure is written as NODE_FAILED and thrown as GraphFailure. */
+export async function guardedStep<T>(
+  run: RunContext,
+  id: string,
+  visit: number,
+  fn: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (isUnwind(err)) throw err;
+    const failure = nodeFailure(err, id);
+    await reportNodeFailure(run, id, visit, failure);
+    throw failure;
+  }
+}
+
+export async function reportNodeFailure(
+  run: RunContext,
+  id: string,
+  visit: number,
+  f: GraphFailure,
+): Promise<void> {
+  await run
+    .emit(GraphRunEvent.NODE_FAILED, {
+      nodeId: id,
+      visit,
+      code: f.code,
+      error: f.message,
+      retriable: f.retriable,
+    })
+    .catch(() => undefined);
+}
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return typeof (v as { then?: unknown } | null)?.then === "function";
+}
+
+function pick(state: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of keys) if (k in state) out[k] = state[k];
+  return out;
+}

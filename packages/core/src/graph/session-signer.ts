@@ -1,0 +1,52 @@
+import { ExecContext } from "../context/exec-context.js";
+import { RunQueue } from "../runs/run-queue.js";
+import { RunStatus, type RunRecord } from "../runs/types.js";
+import { toExecutionResult, type ExecutionResult } from "./execution-result.js";
+import {
+  signSession,
+  storedSessionKey,
+  type SessionPayload,
+  type SessionState,
+} from "./session-state.js";
+
+/**
+ * The sessionState key of one runtime (the given one, else the one stored beside its queue,
+ * read once) and the results it signs: only a paused execution carries a signed sessionState.
+ */
+export class SessionSigner {
+  readonly #queue: RunQueue;
+  readonly #given: string | Uint8Array | undefined;
+  #key: Promise<Buffer> | null = null;
+
+  constructor(queue: RunQueue, given: string | Uint8Array | undefined) {
+    this.#queue = queue;
+    this.#given = given;
+  }
+
+  key(): Promise<Buffer> {
+    const given = this.#given;
+    this.#key ??=
+      given !== undefined
+        ? Promise.resolve(Buffer.from(given))
+        : storedSessionKey(
+            new RunQueue({
+              store: this.#queue.store,
+              name: `${this.#queue.name}.keys`.slice(0, 64),
+            }),
+            ExecContext.create(),
+          );
+    return this.#key;
+  }
+
+  /** `run` as an ExecutionResult; a paused one with its signed sessionState. */
+  result(run: RunRecord): Promise<ExecutionResult> {
+    if (run.status !== RunStatus.PAUSED) return Promise.resolve(toExecutionResult(run, unsigned));
+    return this.key().then((key) =>
+      toExecutionResult(run, (p: SessionPayload) => signSession(key, p)),
+    );
+  }
+}
+
+function unsigned(p: SessionPayload): SessionState {
+  return { ...p, sig: "" };
+}
