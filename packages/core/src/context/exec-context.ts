@@ -1,3 +1,6 @@
+// One idea, one class: the context every call receives. Its lifecycle (deadline, cancellation
+// tree, signal), options, wire form, usage totals and events live in their own files beside it;
+// what stays here is the class users program against, most of it TSDoc for its public members.
 import { ErrorCode, NervaError } from "../errors.js";
 import type { Permissions } from "../types/permissions.js";
 import type { Scope } from "../types/status.js";

@@ -148,7 +148,7 @@ describe("confinement: a timeout or cancel ends every process a handler started"
   afterAll(async () => {
     await Promise.all(runtimes.map((r) => r.close()));
   });
-  const make = (mode: ConfinementMode, extra: { cancelGraceMs?: number } = {}) => {
+  const make = (mode: ConfinementMode, extra: { cancelGraceSeconds?: number } = {}) => {
     const runtime = new SubprocessRuntime({
       handlerDir: dir,
       confinement: mode,
@@ -208,9 +208,9 @@ describe("confinement: a timeout or cancel ends every process a handler started"
     }
 
     it.skipIf(!available.get(mode))(
-      `${mode}: a worker that stops within cancelGraceMs but left a process behind is replaced`,
+      `${mode}: a worker that stops within cancelGraceSeconds but left a process behind is replaced`,
       async () => {
-        const runtime = make(mode, { cancelGraceMs: 100 });
+        const runtime = make(mode, { cancelGraceSeconds: 0.1 });
         const run = start(runtime, "linger");
         await run.started;
         const worker = runtime.stats().pool.workers[0]?.pid;

@@ -83,7 +83,7 @@ export const SubprocessRuntimeOptionsSchema = RuntimeOptionsSchema.extend({
    * or SIGTERM) before SIGKILL. Default 0: killed at once. A pooled worker that stops in time is
    * kept.
    */
-  cancelGraceMs: z.number().int().min(0).max(100).default(0),
+  cancelGraceSeconds: z.number().min(0).max(0.1).default(0),
   /** Per-handler overrides: `{ my_agent: { timeoutSeconds: 5, circuitBreaker: false } }`. */
   handlers: z.record(HandlerNameSchema, HandlerOptionsSchema).default({}),
   /**

@@ -122,11 +122,11 @@ describe("SubprocessRuntime worker pool", () => {
     }
   });
 
-  it("keeps a worker that stops within cancelGraceMs after a cancel frame", async () => {
+  it("keeps a worker that stops within cancelGraceSeconds after a cancel frame", async () => {
     const runtime = new SubprocessRuntime({
       handlerDir: dir,
       pool: { min: 1, max: 1 },
-      cancelGraceMs: 80,
+      cancelGraceSeconds: 0.08,
     });
     try {
       const before = await pidCall(runtime);
@@ -149,7 +149,7 @@ describe("SubprocessRuntime worker pool", () => {
     const runtime = new SubprocessRuntime({
       handlerDir: dir,
       pool: { min: 1, max: 2 },
-      cancelGraceMs: 50,
+      cancelGraceSeconds: 0.05,
       handlers: { loop: { timeoutSeconds: 0.3 } },
     });
     try {

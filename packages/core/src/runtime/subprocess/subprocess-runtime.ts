@@ -46,7 +46,7 @@ export interface SubprocessStats {
 }
 
 const FIX =
-  "handlerDir is an existing directory; pool { min <= max }; maxOutputBytes >= 1024; env { allow: names or prefixes*, set: { NAME: value } }; memoryLimitMb >= 16; cancelGraceMs 0-100; confinement auto, user-namespace, pid-namespace, capabilities or none.";
+  "handlerDir is an existing directory; pool { min <= max }; maxOutputBytes >= 1024; env { allow: names or prefixes*, set: { NAME: value } }; memoryLimitMb >= 16; cancelGraceSeconds 0-0.1; confinement auto, user-namespace, pid-namespace, capabilities or none.";
 
 /**
  * Runs handlers in child processes, for crash isolation and untrusted or foreign-language code.
@@ -145,7 +145,7 @@ export class SubprocessRuntime implements AgentRuntime {
         maxOutputBytes: o.maxOutputBytes,
         stderrTailBytes: o.stderrTailBytes,
         memoryLimitMb: o.memoryLimitMb,
-        cancelGraceMs: o.cancelGraceMs,
+        cancelGraceMs: Math.round(o.cancelGraceSeconds * 1000),
         launcher: this.#launcher,
         startupTimeoutMs: 15_000,
       },
@@ -290,7 +290,7 @@ export class SubprocessRuntime implements AgentRuntime {
       maxOutputBytes: o.maxOutputBytes,
       stderrTailBytes: o.stderrTailBytes,
       memoryLimitMb: o.memoryLimitMb,
-      cancelGraceMs: o.cancelGraceMs,
+      cancelGraceMs: Math.round(o.cancelGraceSeconds * 1000),
       launcher: this.#launcher,
       spares: this.#spares,
       delegate,
