@@ -27,18 +27,25 @@ export interface BadClientEnv {
   readonly streamPaths: readonly string[];
 }
 
-interface Answer {
+/** What {@link sendRawRequest} resolves with. */
+export interface RawAnswer {
   readonly status: number;
   readonly headers: IncomingHttpHeaders;
   readonly text: string;
 }
 
-/** One request over node:http; resolves with the answer even if the server stops reading the body. */
-function send(
+/**
+ * One request over node:http; resolves with the answer even if the server stops reading the body
+ * (a 413 answered before the upload ended). Shared with the example apps' bad-client suite.
+ *
+ * @example
+ * const answer = await sendRawRequest(url, "/chat", { method: "POST", body: "{" });
+ */
+export function sendRawRequest(
   url: string,
   path: string,
   init: { method?: string; headers?: Record<string, string>; body?: string },
-): Promise<Answer> {
+): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     let answered = false;
     const req = http.request(`${url}${path}`, {
@@ -172,8 +179,14 @@ const BAD_REQUESTS: readonly {
   },
 ];
 
-/** Signs of internals: a stack frame, an absolute path or URL of a file, a parser's message. */
-const INTERNALS = [
+/**
+ * Signs of internals in an answer to a client: a stack frame, an absolute path or URL of a file,
+ * a parser's message, a connection string. No bridge may send any of them.
+ *
+ * @example
+ * for (const sign of INTERNAL_SIGNS) expect(answer.text).not.toMatch(sign);
+ */
+export const INTERNAL_SIGNS: readonly RegExp[] = [
   /\bat [\w.<>]+ \(/,
   /\n\s+at /,
   /(?:^|[\s"'(=])\/(?:srv|home|usr|work|tmp|app|opt|var|root|node_modules)\//,
@@ -268,7 +281,7 @@ export function describeBadClients(env: BadClientEnv): void {
       "answers $name with $status $code, the request id and no internals",
       async (bad) => {
         const headers = { authorization: bearer("mallory"), ...bad.headers };
-        const answer = await send(url, bad.path, {
+        const answer = await sendRawRequest(url, bad.path, {
           method: bad.method ?? "POST",
           headers,
           body: bad.body,
@@ -281,7 +294,7 @@ export function describeBadClients(env: BadClientEnv): void {
         expect(body.error).toMatchObject({ code: bad.code, requestId });
         expect(typeof body.error.message).toBe("string");
         expect(answer.text).not.toContain(BRIDGE_CONTRACT_SECRET);
-        for (const sign of INTERNALS) expect(answer.text).not.toMatch(sign);
+        for (const sign of INTERNAL_SIGNS) expect(answer.text).not.toMatch(sign);
         if (bad.reported === true) {
           await sleep(20);
           const reports = env.reported.filter((r) => r.requestId === requestId);
@@ -307,7 +320,7 @@ export function describeBadClients(env: BadClientEnv): void {
         error: { code: "INTERNAL", requestId },
       });
       expect(last).not.toContain(BRIDGE_CONTRACT_SECRET);
-      for (const sign of INTERNALS) expect(last).not.toMatch(sign);
+      for (const sign of INTERNAL_SIGNS) expect(last).not.toMatch(sign);
       await sleep(50);
       const reports = env.reported.filter((r) => r.requestId === requestId);
       expect(reports).toHaveLength(1);

@@ -16,3 +16,4 @@ export {
   type BridgeContractStart,
 } from "./bridge-contract.js";
 export { describeRunStoreContract, type RunStoreContractSetup } from "./run-store-contract.js";
+export { INTERNAL_SIGNS, sendRawRequest, type RawAnswer } from "./bridge-contract-bad-clients.js";
