@@ -155,7 +155,7 @@ export function isPlainCall(o: unknown): boolean {
         if (!Number.isInteger(v) || (v as number) < 1 || (v as number) > 100) return false;
         break;
       case "maxOutputTokens":
-        if (!Number.isInteger(v) || (v as number) < 1) return false;
+        if (!Number.isSafeInteger(v) || (v as number) < 1) return false;
         break;
       case "temperature":
         if (typeof v !== "number" || !Number.isFinite(v)) return false;

@@ -25,7 +25,7 @@ export {
   type PartialAgentResult,
 } from "./types/agent.js";
 export { Permissions, type PermissionsInit } from "./types/permissions.js";
-export type { TokenUsage, TokenUsageDelta } from "./types/usage.js";
+export type { SpanUsage, TokenUsage, TokenUsageDelta } from "./types/usage.js";
 export { SpanStatus, type AttributeValue, type Attributes } from "./types/trace.js";
 
 // ExecContext
@@ -35,12 +35,14 @@ export {
   type ContextEvent,
   type ExecContextOptions,
   type ForkOptions,
+  type FromWireOptions,
+  type StartSpanOptions,
   type StreamSink,
   type ToWireOptions,
 } from "./context/exec-context.js";
 export { isExecContext } from "./context/check.js";
 export { ContextKey } from "./context/local.js";
-export { Span } from "./context/span.js";
+export { Span, SpanKind, type SpanParent } from "./context/span.js";
 export {
   formatTraceparent,
   newRequestId,
@@ -73,6 +75,8 @@ export {
 
 // Tracing
 export { formatSpanTree } from "./tracing/span-tree.js";
+export { combineSinks, traceSinkErrors, type TraceSink } from "./tracing/sink.js";
+export { MemoryTraceSink, type MemoryTraceSinkOptions } from "./tracing/memory-sink.js";
 
 // Router, tools, responder
 export type {

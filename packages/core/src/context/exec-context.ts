@@ -8,7 +8,7 @@ import type { ExecContextWire } from "../types/context-wire.js";
 import type { Attributes } from "../types/trace.js";
 import type { TokenUsage, TokenUsageDelta } from "../types/usage.js";
 import type { ContextEvent } from "./events.js";
-import { newRequestId, newTraceId, parseTraceparent } from "./ids.js";
+import { formatTraceparent, newRequestId, newTraceId, parseTraceparent } from "./ids.js";
 import { ContextLifecycle } from "./lifecycle.js";
 import { ContextKey, type LocalSlots } from "./local.js";
 import {
@@ -18,9 +18,12 @@ import {
   type ChildOptions,
   type ExecContextOptions,
   type ForkOptions,
+  type FromWireOptions,
+  type StartSpanOptions,
   type StreamSink,
   type ToWireOptions,
 } from "./options.js";
+import { guardSink, type TraceSink } from "../tracing/sink.js";
 import type { RunContext } from "../runs/run-context.js";
 import { kRunContext } from "../runs/run-context-key.js";
 import { Span, nowMs, spanParentId, type SpanParent } from "./span.js";
@@ -40,6 +43,8 @@ export type {
   ChildOptions,
   ExecContextOptions,
   ForkOptions,
+  FromWireOptions,
+  StartSpanOptions,
   StreamSink,
   ToWireOptions,
 } from "./options.js";
@@ -158,6 +163,8 @@ export class ExecContext extends ContextLifecycle {
       permissions,
       memoryScope: o.memoryScope ?? "session",
       metadata: o.metadata === undefined ? NO_METADATA : Object.freeze({ ...o.metadata }),
+      sink: o.traceSink == null ? null : guardSink(o.traceSink),
+      sampled: remote?.sampled ?? true,
     };
     return new ExecContext(
       id,
@@ -181,8 +188,10 @@ export class ExecContext extends ContextLifecycle {
    * @example
    * const ctx = ExecContext.fromWire(JSON.parse(line).context);
    */
-  static fromWire(wire: unknown, options: { stream?: StreamSink | null } = {}): ExecContext {
-    const w = parseContextWire(wire);
+  static fromWire(wire: unknown, options: FromWireOptions = {}): ExecContext {
+    const sink =
+      options.traceSink == null ? null : guardSink(options.traceSink, "options.traceSink");
+    const w = parseContextWire(wire, sink);
     const ctx = new ExecContext(
       w.id,
       w.requestId,
@@ -303,16 +312,57 @@ export class ExecContext extends ContextLifecycle {
     return spanParentId(this.#span);
   }
 
+  /** The trace sink of this context's tree (`traceSink` option), or null. */
+  get traceSink(): TraceSink | null {
+    const sink = this.#id.sink;
+    return sink === null ? null : sink.inner;
+  }
+
+  /** The trace's sampled flag, kept from the caller's `traceparent` (true when there was none). */
+  get sampled(): boolean {
+    return this.#id.sampled;
+  }
+
+  /**
+   * A W3C `traceparent` for an outgoing call made from this context, so that the callee's spans
+   * join this trace under the current span. `null` when there is no current span to point at
+   * (start one first, e.g. with `ctx.span("http.call", ...)`).
+   *
+   * @example
+   * const tp = ctx.traceparent();
+   * await fetch(url, { headers: tp === null ? {} : { traceparent: tp } });
+   */
+  traceparent(): string | null {
+    const spanId = spanParentId(this.#span);
+    return spanId === null ? null : formatTraceparent(this.traceId, spanId, this.#id.sampled);
+  }
+
   /**
    * Starts a span nested under this context's current span. End it with `span.end()`.
    *
    * @example
    * const span = ctx.startSpan("tools.call", { tool: "search" });
    */
-  startSpan(name: string, attributes?: Attributes): Span {
-    const span = new Span(this.#span, this.traceId, this.requestId, name, attributes);
+  startSpan(name: string, attributes?: Attributes, options?: StartSpanOptions): Span {
+    const span = new Span(this.#span, this.#id, this.requestId, name, attributes, options?.kind);
     this.#rec().spans.push(span);
+    const sink = this.#id.sink;
+    if (sink !== null) sink.spanStart(span);
     return span;
+  }
+
+  /**
+   * Runs `fn` with `span` as the current span of the trace sink's host tracer (the sink's
+   * `runInSpan`, e.g. OpenTelemetry's active context), so that spans an instrumented library
+   * creates inside `fn` (an HTTP client, a database driver) nest under it. Without such a sink it
+   * just calls `fn`. Runtimes do this around handlers, tool managers around a tool's `run`.
+   *
+   * @example
+   * const rows = ctx.runInSpan(span, () => db.query(sql));
+   */
+  runInSpan<T>(span: Span, fn: () => T): T {
+    const sink = this.#id.sink;
+    return sink === null ? fn() : sink.run(span, fn);
   }
 
   /**
@@ -352,6 +402,8 @@ export class ExecContext extends ContextLifecycle {
       attributes: Object.freeze({ ...attributes }),
     });
     this.#rec().events.push(event);
+    const sink = this.#id.sink;
+    if (sink !== null) sink.event(event);
     return event;
   }
 
@@ -425,8 +477,9 @@ export class ExecContext extends ContextLifecycle {
   }
 
   /**
-   * Adds one LLM call's usage to this context and every ancestor request. Throws
-   * INVALID_INPUT on negative or non-integer token counts.
+   * Adds one LLM call's usage to this context and every ancestor request, and to the current
+   * span's own `usage` (and the `totalUsage` of it and its ancestor spans). Throws INVALID_INPUT
+   * on negative or non-integer token counts.
    *
    * @example
    * ctx.recordTokens({ promptTokens: 120, completionTokens: 30, costUsd: 0.0004 });
@@ -445,6 +498,7 @@ export class ExecContext extends ContextLifecycle {
       const up = ExecContext.#parentOf(target);
       target = up === null ? null : (up.#base ?? up);
     }
+    if (this.#span instanceof Span) this.#span.addUsage(d);
   }
 
   /**

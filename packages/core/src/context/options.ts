@@ -4,7 +4,8 @@ import { Permissions, type PermissionsInit } from "../types/permissions.js";
 import { SCOPES, type Scope } from "../types/status.js";
 import { MetadataSchema } from "../types/context-wire.js";
 import { TRACE_ID } from "../types/trace.js";
-import type { Span } from "./span.js";
+import type { Span, SpanKind } from "./span.js";
+import { isTraceSink, type TraceSink } from "../tracing/sink.js";
 
 /**
  * Where primitives push output as it is produced (tokens, progress). `push` may return a promise
@@ -37,6 +38,21 @@ export interface ExecContextOptions {
   stream?: StreamSink | null;
   /** String tags for policy conditions and routing (e.g. `{ tenant: "acme" }`); inherited by children. */
   metadata?: Readonly<Record<string, string>>;
+  /** Told of every span and event of this context's tree (children and forks included). */
+  traceSink?: TraceSink | null;
+}
+
+/** Options of {@link ExecContext.fromWire}. */
+export interface FromWireOptions {
+  stream?: StreamSink | null;
+  /** Told of every span and event of the rebuilt context's tree. */
+  traceSink?: TraceSink | null;
+}
+
+/** Options of {@link ExecContext.startSpan}. */
+export interface StartSpanOptions {
+  /** Defaults to `"internal"`; `"client"` for a call to another process or service. */
+  kind?: SpanKind;
 }
 
 /** Options of {@link ExecContext.toWire}. */
@@ -91,6 +107,13 @@ const OptionsSchema = z
       )
       .nullable()
       .optional(),
+    traceSink: z
+      .custom<TraceSink>(
+        isTraceSink,
+        "must be a TraceSink (an object with an onSpanEnd(span) method)",
+      )
+      .nullable()
+      .optional(),
   })
   .strict();
 
@@ -103,6 +126,7 @@ const COMMON_KEYS: ReadonlySet<string> = new Set([
   "requestId",
   "traceparent",
   "stream",
+  "traceSink",
 ]);
 const SCOPE_NAMES: ReadonlySet<string> = new Set(SCOPES);
 const isName = (v: unknown, max: number): boolean =>
@@ -132,7 +156,8 @@ function isCommonOptions(v: unknown): v is z.output<typeof OptionsSchema> {
         Number.isFinite(o.timeoutSeconds))) &&
     (o.requestId === undefined || isName(o.requestId, 128)) &&
     (o.traceparent === undefined || o.traceparent === null || typeof o.traceparent === "string") &&
-    (o.stream === undefined || o.stream === null)
+    (o.stream === undefined || o.stream === null) &&
+    (o.traceSink === undefined || o.traceSink === null || isTraceSink(o.traceSink))
   );
 }
 

@@ -1,4 +1,7 @@
 import { randomInt32, spanIdOf } from "./ids.js";
+import { addSpanUsage, spanUsageSnapshot, type SpanUsageTotals, type UsageDelta } from "./usage.js";
+import type { Identity } from "./wire.js";
+import type { SpanUsage } from "../types/usage.js";
 import {
   attributesToWire,
   toUnixSeconds,
@@ -18,6 +21,10 @@ export function nowMs(): number {
   return timeOrigin + perf.now();
 }
 
+/** What a span stands for, as OpenTelemetry's SpanKind: work of this process, or a call out of it. */
+export const SpanKind = { INTERNAL: "internal", CLIENT: "client", SERVER: "server" } as const;
+export type SpanKind = (typeof SpanKind)[keyof typeof SpanKind];
+
 /**
  * What a span nests under: a span of this process, the id of a remote span (from a `traceparent`
  * or a context that crossed the wire), or nothing at the top of a trace.
@@ -31,7 +38,12 @@ export function spanParentId(parent: SpanParent): string | null {
 
 /**
  * One timed unit of work. Started with `ctx.startSpan(name)` (or `ctx.span(name, fn)`), ended
- * exactly once with `end()`; later calls to `end()` are ignored.
+ * exactly once with `end()`; later calls to `end()` are ignored. The context's trace sink, if
+ * any, is told when it starts and when it ends.
+ *
+ * Token usage recorded while a span is current (`ctx.recordTokens`) is its own `usage`, and adds
+ * to the `totalUsage` of it and of every ancestor span of this process. Identity (`userId`,
+ * `sessionId`, `traceId`) is read from the tree the span belongs to, never copied per span.
  *
  * The id's random bits are drawn at start; its text is written on first read (most spans of a
  * busy server are never serialised). Create spans with `ctx.startSpan`: the constructor's
@@ -46,21 +58,25 @@ export class Span {
   readonly #high: number;
   readonly #low: number;
   readonly #parent: SpanParent;
-  readonly traceId: string;
+  readonly #tree: Identity;
   readonly requestId: string;
   readonly name: string;
+  readonly kind: SpanKind;
   readonly startMs: number;
   #endMs: number | null = null;
   #status: SpanStatus = "unset";
   #error: string | null = null;
   #attributes: Attributes | null;
+  #usage: SpanUsageTotals | null = null;
+  #total: SpanUsageTotals | null = null;
 
   constructor(
     parent: SpanParent,
-    traceId: string,
+    tree: Identity,
     requestId: string,
     name: string,
     attributes: Attributes | undefined,
+    kind: SpanKind = "internal",
   ) {
     let high = randomInt32();
     const low = randomInt32();
@@ -68,9 +84,10 @@ export class Span {
     this.#high = high;
     this.#low = low;
     this.#parent = parent;
-    this.traceId = traceId;
+    this.#tree = tree;
     this.requestId = requestId;
     this.name = name;
+    this.kind = kind;
     this.startMs = nowMs();
     // Object.assign, not a spread: on V8 (Node 20) adding keys to a spread copy later (setAttribute)
     // costs ~1 µs per key, against ~50 ns for an assigned copy.
@@ -82,9 +99,63 @@ export class Span {
     return (this.#id ??= spanIdOf(this.#high, this.#low));
   }
 
+  /** 32 lowercase hex digits, shared by every span of the trace. */
+  get traceId(): string {
+    return this.#tree.traceId;
+  }
+
   /** The id of the span this one nests under, or `null` at the top of the trace. */
   get parentId(): string | null {
     return spanParentId(this.#parent);
+  }
+
+  /** The span this one nests under when it is a span of this process, else `null`. */
+  get parentSpan(): Span | null {
+    return this.#parent instanceof Span ? this.#parent : null;
+  }
+
+  /** True when this span's parent is not a span of this process (top of a trace, or remote). */
+  get isLocalRoot(): boolean {
+    return !(this.#parent instanceof Span);
+  }
+
+  /** The user of the request tree this span belongs to. */
+  get userId(): string | null {
+    return this.#tree.userId;
+  }
+  /** The session of the request tree this span belongs to. */
+  get sessionId(): string | null {
+    return this.#tree.sessionId;
+  }
+  /** The sampled flag of the trace (from the caller's `traceparent`; `true` by default). */
+  get sampled(): boolean {
+    return this.#tree.sampled;
+  }
+
+  /** Tokens and cost recorded while this span was current (not its children's). */
+  get usage(): SpanUsage {
+    return spanUsageSnapshot(this.#usage);
+  }
+  /** Tokens and cost of this span and every span below it in this process. */
+  get totalUsage(): SpanUsage {
+    return spanUsageSnapshot(this.#total);
+  }
+
+  /**
+   * Adds usage spent while this span was current: its own usage, and the subtree totals of it and
+   * every ancestor span of this process. Called by `ctx.recordTokens`.
+   * @internal
+   */
+  addUsage(d: UsageDelta): void {
+    this.#usage = addSpanUsage(this.#usage, d);
+    this.#total = addSpanUsage(this.#total, d);
+    for (let up = this.parentSpan; up !== null; up = up.parentSpan) {
+      up.#total = addSpanUsage(up.#total, d);
+    }
+    if (this.#endMs === null) {
+      if (d.model !== undefined) this.setAttribute("model", d.model);
+      if (d.provider !== undefined) this.setAttribute("provider", d.provider);
+    }
   }
 
   get endMs(): number | null {
@@ -119,6 +190,7 @@ export class Span {
     this.#endMs = nowMs();
     this.#status = status;
     if (error !== undefined) this.#error = error;
+    this.#tree.sink?.spanEnd(this);
   }
 
   /** The wire form (published spec fields plus `trace_id`, `request_id`, `status`, `error`). */

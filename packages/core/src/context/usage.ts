@@ -1,5 +1,10 @@
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
-import { TokenUsageDeltaSchema, type TokenUsage, type TokenUsageDelta } from "../types/usage.js";
+import {
+  TokenUsageDeltaSchema,
+  type SpanUsage,
+  type TokenUsage,
+  type TokenUsageDelta,
+} from "../types/usage.js";
 
 /** Token counts are int32 in Nerva's wire format. */
 const MAX_TOKENS = 2_147_483_647;
@@ -20,8 +25,16 @@ export interface UsageTotals {
   cost: number;
 }
 
+/** A validated delta: the totals it adds, plus what only the span that spent it records. */
+export interface UsageDelta extends UsageTotals {
+  cached: number;
+  reasoning: number;
+  model: string | undefined;
+  provider: string | undefined;
+}
+
 /** A validated delta, with `totalTokens` defaulted to prompt + completion. */
-export function parseUsageDelta(delta: TokenUsageDelta): UsageTotals {
+export function parseUsageDelta(delta: TokenUsageDelta): UsageDelta {
   const d = parseOrThrow(
     TokenUsageDeltaSchema,
     delta,
@@ -31,7 +44,16 @@ export function parseUsageDelta(delta: TokenUsageDelta): UsageTotals {
   );
   const p = d.promptTokens ?? 0;
   const c = d.completionTokens ?? 0;
-  return { p, c, t: d.totalTokens ?? p + c, cost: d.costUsd ?? 0 };
+  return {
+    p,
+    c,
+    t: d.totalTokens ?? p + c,
+    cost: d.costUsd ?? 0,
+    cached: d.cachedInputTokens ?? 0,
+    reasoning: d.reasoningTokens ?? 0,
+    model: d.model,
+    provider: d.provider,
+  };
 }
 
 /**
@@ -69,5 +91,42 @@ export function usageSnapshot(totals: UsageTotals | null): TokenUsage {
     completionTokens: totals.c,
     totalTokens: totals.t,
     costUsd: totals.cost,
+  });
+}
+
+/** The running usage of one span (own or subtree). */
+export interface SpanUsageTotals extends UsageTotals {
+  cached: number;
+  reasoning: number;
+}
+
+/** Adds `d` to a span's totals (created on first use) and returns them. */
+export function addSpanUsage(totals: SpanUsageTotals | null, d: UsageDelta): SpanUsageTotals {
+  if (totals === null) {
+    return { p: d.p, c: d.c, t: d.t, cost: d.cost, cached: d.cached, reasoning: d.reasoning };
+  }
+  addUsage(totals, d);
+  totals.cached += d.cached;
+  totals.reasoning += d.reasoning;
+  return totals;
+}
+
+/** Usage of a span with none recorded. */
+export const ZERO_SPAN_USAGE: SpanUsage = Object.freeze({
+  ...ZERO_USAGE,
+  cachedInputTokens: 0,
+  reasoningTokens: 0,
+});
+
+/** A frozen snapshot of a span's totals. */
+export function spanUsageSnapshot(totals: SpanUsageTotals | null): SpanUsage {
+  if (totals === null) return ZERO_SPAN_USAGE;
+  return Object.freeze({
+    promptTokens: totals.p,
+    completionTokens: totals.c,
+    totalTokens: totals.t,
+    costUsd: totals.cost,
+    cachedInputTokens: totals.cached,
+    reasoningTokens: totals.reasoning,
   });
 }

@@ -7,6 +7,7 @@ import { toUnixSeconds } from "../types/trace.js";
 import { tokenUsageToWire } from "../types/usage.js";
 import { eventToWire } from "./events.js";
 import type { ExecContext } from "./exec-context.js";
+import type { GuardedSink } from "../tracing/sink.js";
 
 /** What every context of one tree shares. */
 export interface Identity {
@@ -16,6 +17,10 @@ export interface Identity {
   readonly sessionId: string | null;
   readonly permissions: Permissions;
   readonly memoryScope: Scope;
+  /** Where the tree's spans and events are reported (`traceSink`), or null. */
+  readonly sink: GuardedSink | null;
+  /** The trace's sampled flag (from the caller's traceparent; true by default). */
+  readonly sampled: boolean;
 }
 
 /** What a wire context restores: the arguments of the context it rebuilds. */
@@ -37,7 +42,7 @@ const FIX_WIRE = "Send the object produced by ctx.toWire() (snake_case fields)."
  * Validates a context that crossed a process boundary. It comes from another process: its depth
  * and size are bounded before zod recurses into it. Throws INVALID_INPUT naming the bad field.
  */
-export function parseContextWire(wire: unknown): RestoredContext {
+export function parseContextWire(wire: unknown, sink: GuardedSink | null): RestoredContext {
   checkJsonLimits(wire, DEFAULT_JSON_LIMITS, ErrorCode.INVALID_INPUT, "context", FIX_WIRE);
   const w = parseOrThrow(ExecContextSchema, wire, ErrorCode.INVALID_INPUT, "context", FIX_WIRE);
   const u = w.token_usage;
@@ -49,6 +54,8 @@ export function parseContextWire(wire: unknown): RestoredContext {
       permissions: Permissions.fromWire(w.permissions),
       memoryScope: w.memory_scope,
       metadata: Object.freeze({ ...w.metadata }),
+      sink,
+      sampled: w.sampled ?? true,
     },
     requestId: w.request_id,
     depth: w.depth ?? 0,
@@ -87,5 +94,6 @@ export function contextToWire(
     agent_name: ctx.agentName,
     depth: ctx.depth,
     span_id: spanId,
+    ...(ctx.sampled ? {} : { sampled: false }),
   };
 }

@@ -40,12 +40,7 @@ export class HttpBridge<Req extends HttpRequestLike = HttpRequestLike> {
    * before that.
    */
   begin(req: IncomingMessage, res: ServerResponse, sendHeader = true): RequestScope<Req> {
-    const traceparent = req.headers.traceparent;
-    const scope = new RequestScope<Req>(
-      this,
-      this.#requestId(req),
-      Array.isArray(traceparent) ? traceparent[0] : traceparent,
-    );
+    const scope = new RequestScope<Req>(this, this.#requestId(req), this.#traceparent(req));
     if (sendHeader && !res.headersSent) {
       res.setHeader(this.options.requestIdHeader, scope.requestId);
     }
@@ -55,6 +50,21 @@ export class HttpBridge<Req extends HttpRequestLike = HttpRequestLike> {
       res.on("close", () => scope.end(!res.writableFinished));
     }
     return scope;
+  }
+
+  #traceparent(req: IncomingMessage): string | undefined {
+    const from = this.options.traceparentFrom;
+    if (from === null) {
+      const header = req.headers.traceparent;
+      return Array.isArray(header) ? header[0] : header;
+    }
+    try {
+      return from(req) ?? undefined;
+    } catch (err) {
+      // Tracing must not fail the request: the context starts a trace of its own.
+      this.options.onError(err, null);
+      return undefined;
+    }
   }
 
   #requestId(req: IncomingMessage): string {
@@ -147,6 +157,7 @@ export class RequestScope<Req extends HttpRequestLike = HttpRequestLike> {
         timeoutSeconds: options.timeoutSeconds,
         requestId: this.requestId,
         traceparent: this.#traceparent ?? null,
+        traceSink: options.traceSink,
       });
     } catch (err) {
       this.#error = asResolveError(err);

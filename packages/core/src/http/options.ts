@@ -4,6 +4,8 @@ import { z } from "zod";
 import { ErrorCode, parseOrThrow } from "../errors.js";
 import { Permissions, type PermissionsInit } from "../types/permissions.js";
 import { SCOPES, type Scope } from "../types/status.js";
+import type { IncomingMessage } from "node:http";
+import { isTraceSink, type TraceSink } from "../tracing/sink.js";
 import type { HttpRequestLike, ResolveIdentity } from "./identity.js";
 
 /**
@@ -50,6 +52,14 @@ export interface NervaHttpOptions<Req = HttpRequestLike> {
   cancelOnDisconnect?: boolean;
   /** Receives errors answered with a 5xx. Default: `console.error` with the request id. */
   onError?: HttpErrorListener;
+  /** Told of every span and event of every request's context (see `TraceSink`). Default: none. */
+  traceSink?: TraceSink;
+  /**
+   * Where a request's parent trace comes from, instead of its `traceparent` header: e.g.
+   * `@nerva/otel`'s `activeTraceparent`, to nest Nerva's spans under the HTTP server span of the
+   * app's own OpenTelemetry instrumentation. Called when the request starts. Default: the header.
+   */
+  traceparentFrom?: (req: IncomingMessage) => string | null | undefined;
 }
 
 const fn = <T>(label: string) =>
@@ -85,6 +95,15 @@ export const NervaHttpOptionsSchema = z
     anonymousPermissions: PermissionsInitSchema.optional(),
     cancelOnDisconnect: z.boolean().default(true),
     onError: fn<HttpErrorListener>("error, requestId) => void").optional(),
+    traceSink: z
+      .custom<TraceSink>(
+        isTraceSink,
+        "must be a TraceSink (an object with an onSpanEnd(span) method)",
+      )
+      .optional(),
+    traceparentFrom: fn<(req: IncomingMessage) => string | null | undefined>(
+      "req) => string | null | undefined",
+    ).optional(),
   })
   .strict();
 
@@ -106,6 +125,8 @@ export interface ResolvedHttpOptions {
   readonly anonymousPermissions: Permissions;
   readonly cancelOnDisconnect: boolean;
   readonly onError: HttpErrorListener;
+  readonly traceSink: TraceSink | null;
+  readonly traceparentFrom: ((req: IncomingMessage) => string | null | undefined) | null;
 }
 
 const ANONYMOUS = Permissions.NONE;
@@ -130,6 +151,8 @@ export function parseHttpOptions<Req>(options: NervaHttpOptions<Req> = {}): Reso
   );
   return Object.freeze({
     resolve: o.resolve as ResolveIdentity<never> | undefined,
+    traceSink: o.traceSink ?? null,
+    traceparentFrom: o.traceparentFrom ?? null,
     requireAuth: o.requireAuth,
     trustIdentityHeaders: o.trustIdentityHeaders,
     trustRequestId: o.trustRequestId,

@@ -161,7 +161,7 @@ export async function callToolStage(
   if (options?.callId !== undefined) span.setAttribute("gen_ai.tool.call.id", options.callId);
   const scoped = ctx.fork({ span });
   try {
-    const result = await tools.call(name, args, scoped, options);
+    const result = await ctx.runInSpan(span, () => tools.call(name, args, scoped, options));
     const status = result?.status;
     span.setAttribute("status", String(status));
     if (status === ToolStatus.SUCCESS) span.end("ok");

@@ -1,6 +1,7 @@
 import { checkContext } from "../context/check.js";
 import type { ExecContext } from "../context/exec-context.js";
-import type { Span } from "../context/span.js";
+import type { Span, SpanKind } from "../context/span.js";
+import type { StartSpanOptions } from "../context/options.js";
 import { ErrorCode, NervaError, type ValidationIssue } from "../errors.js";
 import {
   AgentInputSchema,
@@ -89,12 +90,15 @@ function endInvokeSpan(span: Span, result: AgentResult): AgentResult {
   return result;
 }
 
+const CLIENT: StartSpanOptions = Object.freeze({ kind: "client" });
+
 /**
  * The part of `invoke` every runtime shares: a `runtime.invoke` span, the circuit breaker, and a
  * deadline that really ends the call — the handler gets a fork of `ctx` whose `signal` aborts at
  * min(handler timeout, request deadline) or on cancel, and the result resolves at that moment
  * even if the handler ignores the signal. Never rejects. `handler` and `execute` are `undefined`
- * for a name nobody registered (an ERROR result naming the registered ones).
+ * for a name nobody registered (an ERROR result naming the registered ones). `kind` is the span's:
+ * `client` when the handler runs in another process.
  */
 export function invokeGuarded(
   name: string,
@@ -103,8 +107,13 @@ export function invokeGuarded(
   input: AgentInput,
   ctx: ExecContext,
   execute: Execute | undefined,
+  kind: SpanKind = "internal",
 ): Promise<AgentResult> {
-  const span = ctx.startSpan("runtime.invoke", { handler: name });
+  const span = ctx.startSpan(
+    "runtime.invoke",
+    { handler: name },
+    kind === "internal" ? undefined : CLIENT,
+  );
   if (handler === undefined || execute === undefined) {
     return Promise.resolve(endInvokeSpan(span, unknownHandlerResult(name, known())));
   }
@@ -145,7 +154,8 @@ export function invokeGuarded(
     if (settled) return;
     let running: Promise<AgentResult>;
     try {
-      running = execute(input, scoped);
+      // Inside the trace sink's runInSpan: spans the host's tracer makes in the handler nest here.
+      running = ctx.runInSpan(span, () => execute(input, scoped));
     } catch (err) {
       running = Promise.reject(err);
     }

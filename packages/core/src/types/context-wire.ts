@@ -60,6 +60,10 @@ export const ExecContextSchema = z
     span_id: WireSpanIdSchema.nullable()
       .optional()
       .describe("Extra: the span new work of this context nests under."),
+    sampled: z
+      .boolean()
+      .optional()
+      .describe("Extra: the trace's sampled flag (W3C traceparent flag 01); absent means sampled."),
   })
   .meta({
     id: "ExecContext",

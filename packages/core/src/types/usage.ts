@@ -22,12 +22,28 @@ export interface TokenUsage {
   readonly costUsd: number;
 }
 
-/** One LLM call's usage as reported by a caller. `totalTokens` defaults to prompt + completion. */
+/**
+ * One LLM call's usage as reported by a caller. `totalTokens` defaults to prompt + completion.
+ * `cachedInputTokens` and `reasoningTokens` are parts of the prompt and completion counts (not
+ * added to them); they, `model` and `provider` land on the span that spent the tokens.
+ */
 export interface TokenUsageDelta {
   readonly promptTokens?: number;
   readonly completionTokens?: number;
   readonly totalTokens?: number;
   readonly costUsd?: number;
+  readonly cachedInputTokens?: number;
+  readonly reasoningTokens?: number;
+  readonly model?: string;
+  readonly provider?: string;
+}
+
+/** Usage spent inside one span (`span.usage`) or its subtree (`span.totalUsage`). */
+export interface SpanUsage extends TokenUsage {
+  /** Part of `promptTokens` read from the provider's prompt cache. */
+  readonly cachedInputTokens: number;
+  /** Part of `completionTokens` spent on reasoning. */
+  readonly reasoningTokens: number;
 }
 
 export const TokenUsageDeltaSchema = z
@@ -35,7 +51,11 @@ export const TokenUsageDeltaSchema = z
     promptTokens: count.optional(),
     completionTokens: count.optional(),
     totalTokens: count.optional(),
-    costUsd: z.number().nonnegative().optional(),
+    costUsd: z.number().nonnegative().finite().optional(),
+    cachedInputTokens: count.optional(),
+    reasoningTokens: count.optional(),
+    model: z.string().min(1).max(256).optional(),
+    provider: z.string().min(1).max(256).optional(),
   })
   .strict();
 

@@ -197,12 +197,20 @@ export class ContainerRuntime implements AgentRuntime {
       );
     }
     const entry = this.#handlers.get(handler);
-    return invokeGuarded(handler, entry, this.#known, agentInput, ctx, (i, scoped) => {
-      const e = entry as Entry;
-      if (e.pool !== null) return e.pool.invoke(i, scoped);
-      if (e.spec.protocol === "framed") return runFramedCall(this.#host, e.spec, i, scoped, this);
-      return runStdioCall(this.#host, e.spec, i, scoped);
-    });
+    return invokeGuarded(
+      handler,
+      entry,
+      this.#known,
+      agentInput,
+      ctx,
+      (i, scoped) => {
+        const e = entry as Entry;
+        if (e.pool !== null) return e.pool.invoke(i, scoped);
+        if (e.spec.protocol === "framed") return runFramedCall(this.#host, e.spec, i, scoped, this);
+        return runStdioCall(this.#host, e.spec, i, scoped);
+      },
+      "client",
+    );
   }
 
   invokeChain(

@@ -241,13 +241,20 @@ export class SubprocessRuntime implements AgentRuntime {
     }
     const obs: Observation = {};
     const found = entry;
-    return invokeGuarded(handler, found, this.#known, agentInput, ctx, (i, scoped) =>
-      this.#execute(found as Entry, i, scoped, obs).then((result) => {
-        // The child sees the same deadline and may answer (e.g. "aborted") a hair before the
-        // host's timer fires: reading endReason settles a passed deadline first, as a TIMEOUT.
-        void scoped.endReason;
-        return result;
-      }),
+    return invokeGuarded(
+      handler,
+      found,
+      this.#known,
+      agentInput,
+      ctx,
+      (i, scoped) =>
+        this.#execute(found as Entry, i, scoped, obs).then((result) => {
+          // The child sees the same deadline and may answer (e.g. "aborted") a hair before the
+          // host's timer fires: reading endReason settles a passed deadline first, as a TIMEOUT.
+          void scoped.endReason;
+          return result;
+        }),
+      "client",
     ).then((result) => decorateStopped(result, obs));
   }
 

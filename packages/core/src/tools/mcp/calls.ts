@@ -64,10 +64,14 @@ export class McpCalls {
     const timeoutMs = this.#timeoutSeconds * 1000;
     // The remote round trip, in a child span of its own naming the server (the caller opened
     // `tools.call`); progress notifications become events under it.
-    const span = ctx.startSpan("mcp.call", {
-      server: this.#connection.label,
-      tool: tool.serverName,
-    });
+    const span = ctx.startSpan(
+      "mcp.call",
+      {
+        server: this.#connection.label,
+        tool: tool.serverName,
+      },
+      { kind: "client" },
+    );
     if (options?.callId !== undefined) span.setAttribute("gen_ai.tool.call.id", options.callId);
     const outcome = await runWithDeadline(ctx, span, this.#timeoutSeconds, async (scoped) => {
       this.#inFlight.add(scoped);
