@@ -1,4 +1,5 @@
 import type { InProcessRuntime, Orchestrator } from "@nerva/core";
+import { createOrchestrator } from "./agents.js";
 import { createModel, modelAgent, type NervaModel } from "@nerva/ai-sdk";
 import { scriptedModel } from "@nerva/ai-sdk/testing";
 
@@ -61,4 +62,19 @@ export function registerConcierge(
       modelAgent({ model, system: SYSTEM, maxSteps: 5, tools: ["search_flights"] }),
     ),
   );
+}
+
+/**
+ * The example apps' orchestrator: the demo's agents plus `concierge_agent` on the model
+ * {@link exampleModel} picks from the environment. `model` is the label for the start-up line.
+ *
+ * @example
+ * const { orchestrator, close, model } = await createExampleOrchestrator();
+ * printBanner("My example", url, model);
+ */
+export async function createExampleOrchestrator(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<{ orchestrator: Orchestrator; close(): Promise<void>; model: string }> {
+  const { model, label } = await exampleModel(env);
+  return { ...createOrchestrator({ concierge: model }), model: label };
 }

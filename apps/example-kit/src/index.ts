@@ -3,7 +3,12 @@
 
 // The demo agents and their orchestrator
 export { createOrchestrator } from "./agents.js";
-export { exampleModel, registerConcierge, type ExampleModel } from "./concierge.js";
+export {
+  createExampleOrchestrator,
+  exampleModel,
+  registerConcierge,
+  type ExampleModel,
+} from "./concierge.js";
 
 // Dev JWT auth and the identity it gives a request
 export { SESSION_ID, USER_NAME, createAuth, type DevAuth, type TokenClaims } from "./auth.js";

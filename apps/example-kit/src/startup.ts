@@ -1,12 +1,13 @@
 /**
- * Prints where an example app listens and three `curl` commands to try it: get a token, chat,
- * stream a story.
+ * Prints where an example app listens, which model its concierge uses (when given), and three
+ * `curl` commands to try it: get a token, chat, stream a story.
  *
  * @example
- * printBanner("Nerva Express example", "http://127.0.0.1:3000");
+ * printBanner("Nerva Express example", "http://127.0.0.1:3000", "scripted");
  */
-export function printBanner(title: string, url: string): void {
+export function printBanner(title: string, url: string, model?: string): void {
   console.log(`${title} listening on ${url}`);
+  if (model !== undefined) console.log(`  model: ${model}`);
   console.log(
     `  TOKEN=$(curl -s -X POST ${url}/token -H 'content-type: application/json' -d '{"user":"alice"}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).token')`,
   );

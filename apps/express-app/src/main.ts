@@ -1,15 +1,25 @@
 import type { AddressInfo } from "node:net";
-import { createAuth, createOrchestrator, printBanner, stopOnSignals } from "@nerva/example-kit";
+import {
+  createAuth,
+  createExampleOrchestrator,
+  printBanner,
+  stopOnSignals,
+} from "@nerva/example-kit";
 import { createApp } from "./app.js";
 
-// Embedded defaults: in-process agents, in-memory memory, a local JWT secret. PORT=0 picks a free port.
+// Embedded defaults: in-process agents, a scripted model unless OPENAI_API_KEY or ANTHROPIC_API_KEY
+// is set, in-memory memory, a local JWT secret. PORT=0 picks a free port.
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? "127.0.0.1";
-const { orchestrator, close } = createOrchestrator();
+const { orchestrator, close, model } = await createExampleOrchestrator();
 const app = createApp({ orchestrator, auth: createAuth(process.env.JWT_SECRET) });
 
 const server = app.listen(port, host, () => {
-  printBanner("Nerva Express example", `http://${host}:${(server.address() as AddressInfo).port}`);
+  printBanner(
+    "Nerva Express example",
+    `http://${host}:${(server.address() as AddressInfo).port}`,
+    model,
+  );
 });
 
 stopOnSignals(() => {

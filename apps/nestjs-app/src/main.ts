@@ -2,15 +2,21 @@ import "reflect-metadata";
 import { NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
 import { FastifyAdapter } from "@nestjs/platform-fastify";
-import { createAuth, createOrchestrator, printBanner, stopOnSignals } from "@nerva/example-kit";
+import {
+  createAuth,
+  createExampleOrchestrator,
+  printBanner,
+  stopOnSignals,
+} from "@nerva/example-kit";
 import { createAppModule } from "./app.module.js";
 
-// Embedded defaults: in-process agents, in-memory memory, a local JWT secret. PORT=0 picks a free
-// port; PLATFORM=fastify runs on Nest's Fastify adapter instead of Express.
+// Embedded defaults: in-process agents, a scripted model unless OPENAI_API_KEY or ANTHROPIC_API_KEY
+// is set, in-memory memory, a local JWT secret. PORT=0 picks a free port; PLATFORM=fastify runs on
+// Nest's Fastify adapter instead of Express.
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? "127.0.0.1";
 const platform = process.env.PLATFORM === "fastify" ? "fastify" : "express";
-const { orchestrator, close } = createOrchestrator();
+const { orchestrator, close, model } = await createExampleOrchestrator();
 const AppModule = createAppModule({ orchestrator, auth: createAuth(process.env.JWT_SECRET) });
 const app = await NestFactory.create(
   AppModule,
@@ -20,6 +26,6 @@ const app = await NestFactory.create(
 await app.listen(port, host);
 const url = (await app.getUrl()).replace("[::1]", "localhost");
 
-printBanner(`Nerva NestJS example (${platform})`, url);
+printBanner(`Nerva NestJS example (${platform})`, url, model);
 
 stopOnSignals(() => app.close(), close);

@@ -3,6 +3,8 @@ import { once } from "node:events";
 import type { Orchestrator } from "@nerva/core";
 import { readSSEEvents, type SSEEvent } from "@nerva/core/http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createModel } from "@nerva/ai-sdk";
+import { scriptedModel } from "@nerva/ai-sdk/testing";
 import { createOrchestrator } from "../agents.js";
 import { createAuth, type DevAuth } from "../auth.js";
 import { crashingOrchestrator, describeExampleBadClients } from "./example-bad-clients.js";
@@ -30,7 +32,8 @@ export interface ExampleAppSuiteOptions {
  */
 export function describeExampleApp(label: string, options: ExampleAppSuiteOptions): void {
   describe(label, () => {
-    const demo = createOrchestrator();
+    // The apps' own mode without a key: the demo agents plus the concierge on the scripted model.
+    const demo = createOrchestrator({ concierge: createModel(scriptedModel()) });
     let app: StartedExampleApp;
 
     beforeAll(async () => {
@@ -89,8 +92,13 @@ export function describeExampleApp(label: string, options: ExampleAppSuiteOption
       const res = await chat(token, "hello there");
       expect(res.status).toBe(200);
       const body = (await res.json()) as { text: string; handler: string; requestId: string };
-      expect(body).toMatchObject({ text: "alice, you said: hello there", handler: "echo_agent" });
+      // What the rules do not match goes to the concierge (a model agent).
+      expect(body.handler).toBe("concierge_agent");
+      expect(body.text).toContain("You said: hello there");
       expect(body.requestId).toBe(res.headers.get("x-request-id"));
+      expect(await text(await chat(token, "echo hello there"))).toBe(
+        "alice, you said: echo hello there",
+      );
       expect(await text(await chat(token, "Find me a flight to Lisbon"))).toBe(
         "Flights to Lisbon: NV101 to Lisbon at 08:15; NV205 to Lisbon at 17:40.",
       );
@@ -153,7 +161,8 @@ export interface ExampleMainSuiteOptions {
 
 /**
  * Runs an example app's entry point as a real process with `PORT=0` and checks that it prints the
- * URL it listens on (a free port, not the default 3000), answers there, and stops on SIGTERM.
+ * URL it listens on (a free port, not the default 3000) and the model in use (the scripted one,
+ * with no key), answers there, and stops on SIGTERM.
  *
  * @example
  * describeExampleMain("Express example main", {
@@ -172,7 +181,8 @@ export function describeExampleMain(label: string, options: ExampleMainSuiteOpti
         options.beforeRun?.();
         const child = spawn(process.execPath, [...options.nodeArgs], {
           cwd: options.appDir,
-          env: { ...process.env, ...run.env, PORT: "0" },
+          // No model key: the apps' embedded default (the scripted model) is what is checked.
+          env: { ...process.env, OPENAI_API_KEY: "", ANTHROPIC_API_KEY: "", ...run.env, PORT: "0" },
           stdio: ["ignore", "pipe", "pipe"],
         });
         try {
@@ -180,7 +190,7 @@ export function describeExampleMain(label: string, options: ExampleMainSuiteOpti
             let out = "";
             child.stdout.on("data", (d: Buffer) => {
               out += d.toString();
-              const match = /listening on (http:\/\/\S+)/.exec(out);
+              const match = /listening on (http:\/\/\S+)\n {2}model: scripted/.exec(out);
               if (match?.[1] !== undefined) resolve(match[1]);
             });
             child.once("exit", (code) => reject(new Error(`exited with ${code}: ${out}`)));
