@@ -77,6 +77,19 @@ export {
 export { formatSpanTree } from "./tracing/span-tree.js";
 export { combineSinks, traceSinkErrors, type TraceSink } from "./tracing/sink.js";
 export { MemoryTraceSink, type MemoryTraceSinkOptions } from "./tracing/memory-sink.js";
+export { UsageMeter, type UsageMeterOptions, type UserUsage } from "./tracing/usage-meter.js";
+export {
+  JsonLinesTraceSink,
+  type JsonLinesTraceSinkOptions,
+  type LineStream,
+} from "./tracing/json-lines-sink.js";
+export {
+  logFields,
+  type EventLogLine,
+  type LogFields,
+  type SpanLogLine,
+  type UsageLogLine,
+} from "./tracing/log-fields.js";
 
 // Router, tools, responder
 export type {

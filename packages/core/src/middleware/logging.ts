@@ -12,6 +12,8 @@ export interface LogRecord {
   readonly event: string;
   readonly request_id: string;
   readonly trace_id: string;
+  /** The span current when the record was written (the request's `handle` span), or null. */
+  readonly span_id: string | null;
   readonly user_id: string | null;
   readonly [field: string]: unknown;
 }
@@ -31,8 +33,9 @@ export type LoggingMiddlewareOptions = z.input<typeof OptionsSchema>;
 
 /**
  * Structured request logging as JSON lines: `request.received`, `request.routed`,
- * `handler.completed`, `request.responded`, `request.failed`, each with request, trace and user
- * ids. Payloads pass through unchanged.
+ * `handler.completed`, `request.responded`, `request.failed`, each with request, trace, span and
+ * user ids (`span_id` joins the record to the `JsonLinesTraceSink` line of the same span).
+ * Payloads pass through unchanged.
  *
  * @example
  * const lines: string[] = [];
@@ -67,6 +70,7 @@ export class LoggingMiddleware implements Middleware {
       event,
       request_id: ctx.requestId,
       trace_id: ctx.traceId,
+      span_id: ctx.currentSpanId,
       user_id: ctx.userId,
       ...fields,
     };

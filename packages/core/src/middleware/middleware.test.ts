@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
+import { Orchestrator } from "../orchestrator/orchestrator.js";
+import { RuleRouter } from "../router/rule-router.js";
+import { InProcessRuntime } from "../runtime/in-process-runtime.js";
+import { JsonLinesTraceSink } from "../tracing/json-lines-sink.js";
 import { agentResult, createAgentInput } from "../types/agent.js";
 import { InputSizeLimitMiddleware } from "./input-size-limit.js";
 import { LoggingMiddleware } from "./logging.js";
@@ -142,7 +146,12 @@ describe("built-in middleware", () => {
       ["request.failed", "error"],
     ]);
     for (const r of records) {
-      expect(r).toMatchObject({ request_id: ctx.requestId, trace_id: ctx.traceId, user_id: "u1" });
+      expect(r).toMatchObject({
+        request_id: ctx.requestId,
+        trace_id: ctx.traceId,
+        span_id: null, // no span is open on this bare context
+        user_id: "u1",
+      });
     }
     expect(records[0]).toMatchObject({ message_length: 14 });
     expect(lines[0]).not.toContain("secret");
@@ -153,6 +162,31 @@ describe("built-in middleware", () => {
       ctx,
     );
     expect(JSON.parse(verbose[0]!)).toMatchObject({ message: "hello" });
+  });
+
+  it("LoggingMiddleware's span_id is the request's handle span, as in the JSON trace lines", async () => {
+    const records: Record<string, unknown>[] = [];
+    const traceLines: Record<string, unknown>[] = [];
+    const runtime = new InProcessRuntime();
+    runtime.register("a", () => "done");
+    const orchestrator = new Orchestrator({
+      router: new RuleRouter({ rules: [], defaultHandler: "a" }),
+      runtime,
+      middleware: [
+        new LoggingMiddleware({ write: (l) => void records.push(JSON.parse(l) as never) }),
+      ],
+    });
+    const sink = new JsonLinesTraceSink({
+      write: (l) => void traceLines.push(JSON.parse(l) as never),
+    });
+    const ctx = ExecContext.create({ userId: "u1", traceSink: sink });
+    await orchestrator.handle("hi", ctx);
+    await sink.forceFlush();
+    const handle = traceLines.find((l) => l["name"] === "handle")!;
+    expect(records).toHaveLength(4);
+    for (const r of records) {
+      expect(r).toMatchObject({ span_id: handle["span_id"], trace_id: handle["trace_id"] });
+    }
   });
 
   it("MetricsMiddleware counts requests, routes, invocations, responses and errors", async () => {

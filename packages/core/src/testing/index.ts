@@ -1,5 +1,5 @@
 // Contract suites for implementers of Nerva interfaces: run one against your own runtime, memory
-// store or registry from a vitest file. Needs vitest (an optional peer dependency).
+// store, registry or trace sink from a vitest file. Needs vitest (an optional peer dependency).
 export { describeRuntimeContract, type RuntimeContractSetup } from "./runtime-contract.js";
 export { describeMemoryContract, type MemoryContractSetup } from "./memory-contract.js";
 export { describeRegistryContract, type RegistryContractSetup } from "./registry-contract.js";
@@ -16,4 +16,15 @@ export {
   type BridgeContractStart,
 } from "./bridge-contract.js";
 export { describeRunStoreContract, type RunStoreContractSetup } from "./run-store-contract.js";
+export {
+  contractEventOf,
+  contractSpanOf,
+  describeTraceSinkContract,
+  type TraceSinkContractEvent,
+  type TraceSinkContractFactory,
+  type TraceSinkContractLimits,
+  type TraceSinkContractRecord,
+  type TraceSinkContractSetup,
+  type TraceSinkContractSpan,
+} from "./trace-sink-contract.js";
 export { INTERNAL_SIGNS, sendRawRequest, type RawAnswer } from "./bridge-contract-bad-clients.js";
