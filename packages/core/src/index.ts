@@ -77,6 +77,15 @@ export {
 export { formatSpanTree } from "./tracing/span-tree.js";
 export { combineSinks, traceSinkErrors, type TraceSink } from "./tracing/sink.js";
 export { MemoryTraceSink, type MemoryTraceSinkOptions } from "./tracing/memory-sink.js";
+export {
+  TraceStore,
+  type TraceDetail,
+  type TraceDetailEvent,
+  type TraceDetailSpan,
+  type TraceStatus,
+  type TraceStoreOptions,
+  type TraceSummary,
+} from "./tracing/trace-store.js";
 
 // Router, tools, responder
 export type {
