@@ -1,15 +1,26 @@
 import type { AddressInfo } from "node:net";
-import { createAuth, createOrchestrator, printBanner, stopOnSignals } from "@nerva/example-kit";
+import {
+  createAuth,
+  createOrchestrator,
+  printBanner,
+  stopOnSignals,
+  traceUIFromEnv,
+} from "@nerva/example-kit";
 import { createApp } from "./app.js";
 
 // Embedded defaults: in-process agents, in-memory memory, a local JWT secret. PORT=0 picks a free port.
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? "127.0.0.1";
 const { orchestrator, close } = createOrchestrator();
-const app = createApp({ orchestrator, auth: createAuth(process.env.JWT_SECRET) });
+const traceUI = traceUIFromEnv(); // NERVA_TRACE_UI=1: the trace viewer at /_nerva/traces
+const auth = createAuth(process.env.JWT_SECRET);
+const app = createApp({ orchestrator, auth, traceSink: traceUI?.traceSink });
+if (traceUI !== null) app.use(traceUI.viewer);
 
 const server = app.listen(port, host, () => {
-  printBanner("Nerva Express example", `http://${host}:${(server.address() as AddressInfo).port}`);
+  const url = `http://${host}:${(server.address() as AddressInfo).port}`;
+  printBanner("Nerva Express example", url);
+  if (traceUI !== null) console.log(`  trace viewer: ${url}${traceUI.viewer.basePath}`);
 });
 
 stopOnSignals(() => {

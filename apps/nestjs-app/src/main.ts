@@ -2,7 +2,13 @@ import "reflect-metadata";
 import { NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
 import { FastifyAdapter } from "@nestjs/platform-fastify";
-import { createAuth, createOrchestrator, printBanner, stopOnSignals } from "@nerva/example-kit";
+import {
+  createAuth,
+  createOrchestrator,
+  printBanner,
+  stopOnSignals,
+  traceUIFromEnv,
+} from "@nerva/example-kit";
 import { createAppModule } from "./app.module.js";
 
 // Embedded defaults: in-process agents, in-memory memory, a local JWT secret. PORT=0 picks a free
@@ -11,15 +17,19 @@ const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? "127.0.0.1";
 const platform = process.env.PLATFORM === "fastify" ? "fastify" : "express";
 const { orchestrator, close } = createOrchestrator();
-const AppModule = createAppModule({ orchestrator, auth: createAuth(process.env.JWT_SECRET) });
+const traceUI = traceUIFromEnv(); // NERVA_TRACE_UI=1: the trace viewer at /_nerva/traces
+const auth = createAuth(process.env.JWT_SECRET);
+const AppModule = createAppModule({ orchestrator, auth, traceSink: traceUI?.traceSink });
 const app = await NestFactory.create(
   AppModule,
   platform === "fastify" ? new FastifyAdapter() : new ExpressAdapter(),
   { logger: ["error", "warn"] },
 );
+if (traceUI !== null) app.use(traceUI.viewer);
 await app.listen(port, host);
 const url = (await app.getUrl()).replace("[::1]", "localhost");
 
 printBanner(`Nerva NestJS example (${platform})`, url);
+if (traceUI !== null) console.log(`  trace viewer: ${url}${traceUI.viewer.basePath}`);
 
 stopOnSignals(() => app.close(), close);
