@@ -60,16 +60,19 @@ export function createOrchestrator(options: { concierge?: NervaModel } = {}): {
 
   runtime.register(
     "flight_agent",
-    orchestrator.handler(async (input, _ctx, kit) => {
+    orchestrator.handler(async (input, ctx, kit) => {
       const to = /\bto ([A-Z][\w-]*)/.exec(input.message)?.[1] ?? "Berlin";
       const found = await kit.tools.call("search_flights", { to });
-      if (found.status !== "success")
+      if (found.status !== "success") {
+        ctx.event("flights.unavailable", { to, error: found.error ?? "search failed" });
         return { status: "error", error: found.error ?? "search failed" };
+      }
       return `Flights to ${to}: ${(found.output as string[]).join("; ")}.`;
     }),
   );
   runtime.register("trip_agent", async (input, ctx, agents) => {
     const to = /\bto ([A-Z][\w-]*)/.exec(input.message)?.[1] ?? "Berlin";
+    ctx.event("trip.requested", { to });
     const flights = await agents.delegate("flight_agent", { message: `flight to ${to}` }, ctx);
     if (flights.status !== "success")
       return { status: "error", error: flights.error ?? "flight_agent failed" };

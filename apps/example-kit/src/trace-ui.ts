@@ -1,9 +1,9 @@
-import { TraceStore, type TraceSink } from "@nerva/core";
-import { createTraceViewer, type TraceViewer } from "@nerva/core/viewer";
+import { TraceStore, combineSinks, type TraceSink } from "@nerva/core";
+import { createTraceViewer, type TraceViewer, type TraceViewerMeter } from "@nerva/core/viewer";
 
 /** The example apps' trace viewer: the sink their bridge reports to and the handler they mount. */
 export interface ExampleTraceUI {
-  /** Give it to the bridge (`traceSink`). */
+  /** Give it to the bridge (`traceSink`): the store, and the meter when there is one. */
   readonly traceSink: TraceSink;
   readonly store: TraceStore;
   /** Mount it on the app: answers under `viewer.basePath` (loopback clients only). */
@@ -12,7 +12,9 @@ export interface ExampleTraceUI {
 
 /**
  * The trace viewer of an example app when `NERVA_TRACE_UI=1`, else `null`: a `TraceStore` of the
- * last 200 requests and the viewer over it, at `/_nerva/traces`.
+ * last 200 requests and the viewer over it, at `/_nerva/traces`. With `meter` (a sink that also
+ * answers `users()`, such as a UsageMeter), the bridge reports to it too and the page shows its
+ * per-user table.
  *
  * @example
  * const traceUI = traceUIFromEnv();
@@ -21,8 +23,14 @@ export interface ExampleTraceUI {
  */
 export function traceUIFromEnv(
   env: Readonly<Record<string, string | undefined>> = process.env,
+  options: { meter?: TraceSink & TraceViewerMeter } = {},
 ): ExampleTraceUI | null {
   if (env["NERVA_TRACE_UI"] !== "1") return null;
   const store = new TraceStore({ maxTraces: 200 });
-  return { traceSink: store, store, viewer: createTraceViewer({ store }) };
+  const { meter } = options;
+  return {
+    traceSink: meter === undefined ? store : combineSinks(store, meter),
+    store,
+    viewer: createTraceViewer(meter === undefined ? { store } : { store, meter }),
+  };
 }

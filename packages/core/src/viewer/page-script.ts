@@ -41,8 +41,9 @@ function clock(epochMs) {
   return pad(d.getHours(), 2) + ":" + pad(d.getMinutes(), 2) + ":" + pad(d.getSeconds(), 2) + "." + pad(d.getMilliseconds(), 3);
 }
 function userCell(td, userId) {
-  if (userId === null || userId === undefined) { td.textContent = "(anonymous)"; td.className = "anon"; }
-  else td.textContent = userId;
+  td.className = "user";
+  if (userId === null || userId === undefined) { td.textContent = "(anonymous)"; td.classList.add("anon"); }
+  else { td.textContent = userId; td.title = userId; }
 }
 // What a span is about, next to its name: the handler, tool, server or model it names.
 function subject(span) {
@@ -123,8 +124,9 @@ function drawTrace(trace) {
   axis.append(el("div", "muted", "span"));
   const ticks = el("div", "ticks");
   const step = niceStep(total);
+  const digits = step >= 1 ? 0 : Math.min(3, Math.ceil(-Math.log10(step)));
   for (let t = 0; t <= total + 1e-9; t += step) {
-    const tick = el("span", "tick", ms(t));
+    const tick = el("span", "tick", t >= 1000 && step >= 100 ? (t / 1000).toFixed(step >= 1000 ? 0 : 1) + " s" : t.toFixed(digits) + " ms");
     tick.style.left = Math.min((t / total) * 100, 97) + "%";
     ticks.append(tick);
   }
@@ -164,9 +166,11 @@ function drawTrace(trace) {
     if (span.totalUsage.totalTokens > 0) parts.push(tokens(span.totalUsage.totalTokens) + " tok");
     if (span.totalUsage.costUsd > 0) parts.push(cost(span.totalUsage.costUsd));
     if (span.status === "error") parts.push("error");
+    // The label goes after the bar, else before it, else (a bar across the lane) inside it.
     const text = el("span", "bar-label", parts.join(" · "));
-    if (right > 70) text.style.right = (100 - left) + "%"; else text.style.left = "calc(" + right + "% + 4px)";
-    text.style.paddingRight = right > 70 ? "4px" : "0";
+    if (right <= 70) text.style.left = "calc(" + right + "% + 4px)";
+    else if (left >= 30) text.style.right = "calc(" + (100 - left) + "% + 4px)";
+    else { text.classList.add("inside"); text.style.left = "calc(" + left + "% + 4px)"; }
     lane.append(text);
     for (const e of eventsBySpan.get(span.id) || []) {
       const marker = el("div", "marker");

@@ -19,6 +19,7 @@ const STYLE = `
   td, th { text-align: left; padding: 3px 6px; border-bottom: 1px solid #eee; white-space: nowrap; }
   td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
   td.root { max-width: 260px; overflow: hidden; text-overflow: ellipsis; }
+  td.user { max-width: 160px; overflow: hidden; text-overflow: ellipsis; }
   .scroll { max-height: 260px; overflow: auto; }
   #traces tr { cursor: pointer; }
   #traces tr:hover { background: #f0f4fb; }
@@ -42,6 +43,7 @@ const STYLE = `
   .bar.error { background: var(--error); }
   .bar.open { background: repeating-linear-gradient(45deg, var(--open), var(--open) 4px, #c6cacf 4px, #c6cacf 8px); }
   .bar-label { position: absolute; top: 4px; font-size: 11px; white-space: nowrap; color: #374151; }
+  .bar-label.inside { color: #fff; }
   .marker { position: absolute; top: 7px; width: 9px; height: 9px; margin-left: -4px; background: var(--event);
     transform: rotate(45deg); border: 1px solid #fff; }
   .legend { display: flex; gap: 12px; font-size: 12px; color: #374151; margin-bottom: 6px; }
@@ -106,6 +108,7 @@ export function renderPage(base: string, nonce: string): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
 <title>Nerva traces</title>
 <style nonce="${nonce}">${STYLE}</style>
 </head>
