@@ -12,7 +12,9 @@ import { registerConcierge } from "./concierge.js";
 
 /**
  * The demo's agents, all in-process with embedded defaults (no external services):
- * - `flight_agent` ("flight", "fly") calls the `search_flights` tool;
+ * - `flight_agent` ("flight", "fly") calls the `search_flights` tool, which fails for
+ *   "Atlantis" (no airport: a failing request to look at in the trace viewer);
+ * - `trip_agent` ("trip") delegates the flights to `flight_agent`;
  * - `memory_agent` ("remember", "earlier") reads this session's earlier turns from memory;
  * - `story_agent` ("story") streams its answer word by word, and stops when the client leaves;
  * - `echo_agent` takes everything else, or, with `options.concierge` (a model, see
@@ -34,13 +36,17 @@ export function createOrchestrator(options: { concierge?: NervaModel } = {}): {
       name: "search_flights",
       description: "Finds flights to a city",
       parameters: z.object({ to: z.string().min(1) }),
-      run: ({ to }) => [`NV101 to ${to} at 08:15`, `NV205 to ${to} at 17:40`],
+      run: ({ to }) => {
+        if (to === "Atlantis") throw new Error("No airport serves Atlantis.");
+        return [`NV101 to ${to} at 08:15`, `NV205 to ${to} at 17:40`];
+      },
     }),
   );
   const orchestrator = new Orchestrator({
     router: new RuleRouter({
       rules: [
         { handler: "flight_agent", keywords: ["flight", "fly"] },
+        { handler: "trip_agent", keywords: ["trip"] },
         { handler: "memory_agent", keywords: ["remember", "earlier"] },
         { handler: "story_agent", keywords: ["story"] },
         ...(options.concierge === undefined ? [] : [{ handler: "echo_agent", keywords: ["echo"] }]),
@@ -54,14 +60,24 @@ export function createOrchestrator(options: { concierge?: NervaModel } = {}): {
 
   runtime.register(
     "flight_agent",
-    orchestrator.handler(async (input, _ctx, kit) => {
+    orchestrator.handler(async (input, ctx, kit) => {
       const to = /\bto ([A-Z][\w-]*)/.exec(input.message)?.[1] ?? "Berlin";
       const found = await kit.tools.call("search_flights", { to });
-      if (found.status !== "success")
+      if (found.status !== "success") {
+        ctx.event("flights.unavailable", { to, error: found.error ?? "search failed" });
         return { status: "error", error: found.error ?? "search failed" };
+      }
       return `Flights to ${to}: ${(found.output as string[]).join("; ")}.`;
     }),
   );
+  runtime.register("trip_agent", async (input, ctx, agents) => {
+    const to = /\bto ([A-Z][\w-]*)/.exec(input.message)?.[1] ?? "Berlin";
+    ctx.event("trip.requested", { to });
+    const flights = await agents.delegate("flight_agent", { message: `flight to ${to}` }, ctx);
+    if (flights.status !== "success")
+      return { status: "error", error: flights.error ?? "flight_agent failed" };
+    return `Your trip to ${to}. ${String(flights.output)}`;
+  });
   runtime.register(
     "memory_agent",
     orchestrator.handler(async (_input, _ctx, kit) => {

@@ -19,3 +19,6 @@ export { chatRequestOf, tokenRequestOf } from "./requests.js";
 
 // Start-up output and shutdown of the apps' entry points
 export { printBanner, stopOnSignals } from "./startup.js";
+
+// The trace viewer the apps mount with NERVA_TRACE_UI=1
+export { traceUIFromEnv, type ExampleTraceUI } from "./trace-ui.js";

@@ -23,4 +23,5 @@ describeExampleMain("Express example main", {
   appDir: join(dirname(fileURLToPath(import.meta.url)), ".."),
   nodeArgs: ["--conditions=source", "--import", "tsx", "src/main.ts"],
   name: "nerva-express-example",
+  runs: [{}, { NERVA_TRACE_UI: "1" }],
 });

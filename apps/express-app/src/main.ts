@@ -4,6 +4,7 @@ import {
   createExampleOrchestrator,
   printBanner,
   stopOnSignals,
+  traceUIFromEnv,
 } from "@nerva/example-kit";
 import { createApp } from "./app.js";
 
@@ -12,14 +13,15 @@ import { createApp } from "./app.js";
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? "127.0.0.1";
 const { orchestrator, close, model } = await createExampleOrchestrator();
-const app = createApp({ orchestrator, auth: createAuth(process.env.JWT_SECRET) });
+const traceUI = traceUIFromEnv(); // NERVA_TRACE_UI=1: the trace viewer at /_nerva/traces
+const auth = createAuth(process.env.JWT_SECRET);
+const app = createApp({ orchestrator, auth, traceSink: traceUI?.traceSink });
+if (traceUI !== null) app.use(traceUI.viewer);
 
 const server = app.listen(port, host, () => {
-  printBanner(
-    "Nerva Express example",
-    `http://${host}:${(server.address() as AddressInfo).port}`,
-    model,
-  );
+  const url = `http://${host}:${(server.address() as AddressInfo).port}`;
+  printBanner("Nerva Express example", url, model);
+  if (traceUI !== null) console.log(`  trace viewer: ${url}${traceUI.viewer.basePath}`);
 });
 
 stopOnSignals(() => {

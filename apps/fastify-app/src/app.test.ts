@@ -14,4 +14,5 @@ describeExampleMain("Fastify example main", {
   appDir: join(dirname(fileURLToPath(import.meta.url)), ".."),
   nodeArgs: ["--conditions=source", "--import", "tsx", "src/main.ts"],
   name: "nerva-fastify-example",
+  runs: [{}, { NERVA_TRACE_UI: "1" }],
 });

@@ -1,8 +1,10 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
 import {
   createAuth,
   createExampleOrchestrator,
   printBanner,
   stopOnSignals,
+  traceUIFromEnv,
 } from "@nerva/example-kit";
 import { createApp } from "./app.js";
 
@@ -11,9 +13,21 @@ import { createApp } from "./app.js";
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? "127.0.0.1";
 const { orchestrator, close, model } = await createExampleOrchestrator();
-const app = await createApp({ orchestrator, auth: createAuth(process.env.JWT_SECRET) });
+const traceUI = traceUIFromEnv(); // NERVA_TRACE_UI=1: the trace viewer at /_nerva/traces
+const auth = createAuth(process.env.JWT_SECRET);
+const app = await createApp({ orchestrator, auth, traceSink: traceUI?.traceSink });
+if (traceUI !== null) {
+  // The viewer writes the raw response itself: Fastify is told to keep out (hijack).
+  const { viewer } = traceUI;
+  const serve = (request: FastifyRequest, reply: FastifyReply) => {
+    reply.hijack();
+    viewer(request.raw, reply.raw);
+  };
+  app.get(viewer.basePath, serve).get(`${viewer.basePath}/*`, serve);
+}
 const url = await app.listen({ port, host });
 
 printBanner("Nerva Fastify example", url, model);
+if (traceUI !== null) console.log(`  trace viewer: ${url}${traceUI.viewer.basePath}`);
 
 stopOnSignals(() => app.close(), close);

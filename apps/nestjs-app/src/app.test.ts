@@ -32,7 +32,12 @@ describeExampleMain("NestJS example main", {
   // against the built @nerva packages, as a deployed app would.
   nodeArgs: ["--import", "tsx", "src/main.ts"],
   name: "nerva-nestjs-example",
-  runs: [{ PLATFORM: "express" }, { PLATFORM: "fastify" }],
+  runs: [
+    { PLATFORM: "express" },
+    { PLATFORM: "fastify" },
+    { PLATFORM: "express", NERVA_TRACE_UI: "1" },
+    { PLATFORM: "fastify", NERVA_TRACE_UI: "1" },
+  ],
   beforeRun: () => {
     for (const pkg of ["packages/core", "packages/nestjs", "apps/example-kit"]) {
       const dist = join(appDir, "../..", pkg, "dist/index.js");

@@ -7,6 +7,7 @@ import {
   createExampleOrchestrator,
   printBanner,
   stopOnSignals,
+  traceUIFromEnv,
 } from "@nerva/example-kit";
 import { createAppModule } from "./app.module.js";
 
@@ -17,15 +18,19 @@ const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? "127.0.0.1";
 const platform = process.env.PLATFORM === "fastify" ? "fastify" : "express";
 const { orchestrator, close, model } = await createExampleOrchestrator();
-const AppModule = createAppModule({ orchestrator, auth: createAuth(process.env.JWT_SECRET) });
+const traceUI = traceUIFromEnv(); // NERVA_TRACE_UI=1: the trace viewer at /_nerva/traces
+const auth = createAuth(process.env.JWT_SECRET);
+const AppModule = createAppModule({ orchestrator, auth, traceSink: traceUI?.traceSink });
 const app = await NestFactory.create(
   AppModule,
   platform === "fastify" ? new FastifyAdapter() : new ExpressAdapter(),
   { logger: ["error", "warn"] },
 );
+if (traceUI !== null) app.use(traceUI.viewer);
 await app.listen(port, host);
 const url = (await app.getUrl()).replace("[::1]", "localhost");
 
 printBanner(`Nerva NestJS example (${platform})`, url, model);
+if (traceUI !== null) console.log(`  trace viewer: ${url}${traceUI.viewer.basePath}`);
 
 stopOnSignals(() => app.close(), close);

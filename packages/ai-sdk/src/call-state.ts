@@ -86,10 +86,19 @@ export class CallState {
     if (counts.estimated) attrs["nerva.usage.estimated"] = true;
     for (const k in attrs) span.setAttribute(k, attrs[k]!);
     addCounts(this.totals, counts);
-    this.ctx.recordTokens({
-      promptTokens: counts.inputTokens,
-      completionTokens: counts.outputTokens,
-      costUsd: counts.costUsd,
-    });
+    // Charged through a fork whose current span is the chat span, so that the tokens are that
+    // span's own usage (and its ancestors' totals), not the usage of the caller's span.
+    const at = this.ctx.fork({ span });
+    try {
+      at.recordTokens({
+        promptTokens: counts.inputTokens,
+        completionTokens: counts.outputTokens,
+        costUsd: counts.costUsd,
+        cachedInputTokens: counts.cachedInputTokens,
+        reasoningTokens: counts.reasoningTokens,
+      });
+    } finally {
+      at.dispose();
+    }
   }
 }

@@ -64,7 +64,7 @@ export function startChatSpan(
     attrs["nerva.tools.count"] = params.tools.length;
   }
   if (recordContent) attrs["gen_ai.input.messages"] = json(params.prompt);
-  return state.ctx.startSpan("chat", attrs);
+  return state.ctx.startSpan("chat", attrs, { kind: "client" });
 }
 
 /** Writes what the provider said about its response on `span`. */

@@ -176,7 +176,13 @@ describe("generate", () => {
     const invoke = ctx.spans.find((s) => s.name === "runtime.invoke")!;
     const chat = ctx.spans.find((s) => s.name === "chat")!;
     expect(chat.parentId).toBe(invoke.id);
+    expect(chat.kind).toBe("client");
     expect(formatSpanTree(ctx.spans)).toMatch(/^runtime\.invoke agent .*\n└─ chat /);
+    // The tokens are the chat span's own usage; the handler's span has them in its total only.
+    expect(chat.usage).toMatchObject({ promptTokens: 10, completionTokens: 5, totalTokens: 15 });
+    expect(invoke.usage.totalTokens).toBe(0);
+    expect(invoke.totalUsage.totalTokens).toBe(15);
+    expect(ctx.tokenUsage.totalTokens).toBe(15);
   });
 
   it("accepts a V2 model through the SDK's compatibility adapter", async () => {

@@ -90,6 +90,15 @@ export {
   type SpanLogLine,
   type UsageLogLine,
 } from "./tracing/log-fields.js";
+export {
+  TraceStore,
+  type TraceDetail,
+  type TraceDetailEvent,
+  type TraceDetailSpan,
+  type TraceStatus,
+  type TraceStoreOptions,
+  type TraceSummary,
+} from "./tracing/trace-store.js";
 
 // Router, tools, responder
 export type {

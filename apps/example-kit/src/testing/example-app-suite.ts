@@ -162,7 +162,8 @@ export interface ExampleMainSuiteOptions {
 /**
  * Runs an example app's entry point as a real process with `PORT=0` and checks that it prints the
  * URL it listens on (a free port, not the default 3000) and the model in use (the scripted one,
- * with no key), answers there, and stops on SIGTERM.
+ * with no key), answers there, and stops on SIGTERM. With `NERVA_TRACE_UI=1` in a run's
+ * environment, its trace viewer shows a request just made; without, there is no viewer.
  *
  * @example
  * describeExampleMain("Express example main", {
@@ -199,6 +200,7 @@ export function describeExampleMain(label: string, options: ExampleMainSuiteOpti
           expect(printed).not.toMatch(/:3000$/);
           const res = await fetch(`${printed}/`);
           expect(((await res.json()) as { name: string }).name).toBe(options.name);
+          await checkTraceViewer(printed, run.env["NERVA_TRACE_UI"] === "1");
         } finally {
           if (child.exitCode === null && child.signalCode === null) {
             const exited = once(child, "exit");
@@ -209,4 +211,38 @@ export function describeExampleMain(label: string, options: ExampleMainSuiteOpti
       });
     }
   });
+}
+
+/** The trace viewer of a running example app shows the request just made (or is absent). */
+async function checkTraceViewer(url: string, on: boolean): Promise<void> {
+  const viewer = `${url}/_nerva/traces`;
+  if (!on) {
+    expect((await fetch(viewer)).status).not.toBe(200);
+    return;
+  }
+  const minted = await fetch(`${url}/token`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ user: "alice" }),
+  });
+  const { token } = (await minted.json()) as { token: string };
+  const chat = await fetch(`${url}/chat`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+    body: JSON.stringify({ message: "Plan a trip to Rome" }),
+  });
+  expect(chat.status).toBe(200);
+  const page = await fetch(viewer);
+  expect(page.status).toBe(200);
+  expect(await page.text()).toContain("<title>Nerva traces</title>");
+  const list = (await (await fetch(`${viewer}/api/traces`)).json()) as {
+    traces: { traceId: string; rootName: string; userId: string | null }[];
+  };
+  expect(list.traces[0]).toMatchObject({ rootName: "handle", userId: "alice" });
+  const trace = (await (await fetch(`${viewer}/api/traces/${list.traces[0]!.traceId}`)).json()) as {
+    spans: { name: string }[];
+  };
+  expect(trace.spans.map((s) => s.name)).toEqual(
+    expect.arrayContaining(["delegate", "tools.call"]),
+  );
 }
