@@ -86,10 +86,19 @@ export class CallState {
     if (counts.estimated) attrs["nerva.usage.estimated"] = true;
     for (const k in attrs) span.setAttribute(k, attrs[k]!);
     addCounts(this.totals, counts);
-    this.ctx.recordTokens({
-      promptTokens: counts.inputTokens,
-      completionTokens: counts.outputTokens,
-      costUsd: counts.costUsd,
-    });
+    // Charged through a view of the context whose current span is the chat span: the usage is
+    // that span's own (an exporter reads it there) and still rolls up to the caller's spans.
+    const scoped = this.ctx.fork({ span });
+    try {
+      scoped.recordTokens({
+        promptTokens: counts.inputTokens,
+        completionTokens: counts.outputTokens,
+        costUsd: counts.costUsd,
+        ...(counts.cachedInputTokens > 0 ? { cachedInputTokens: counts.cachedInputTokens } : {}),
+        ...(counts.reasoningTokens > 0 ? { reasoningTokens: counts.reasoningTokens } : {}),
+      });
+    } finally {
+      scoped.dispose();
+    }
   }
 }

@@ -20,7 +20,6 @@ export interface Receiver {
 
 export async function startReceiver(port = 0): Promise<Receiver> {
   const received: Received[] = [];
-  let server: Server;
   const receiver = {
     url: "",
     port: 0,
@@ -32,7 +31,7 @@ export async function startReceiver(port = 0): Promise<Receiver> {
         server.close(() => resolve());
       }),
   };
-  server = createServer((req, res) => {
+  const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
