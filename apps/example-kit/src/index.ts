@@ -14,3 +14,6 @@ export { chatRequestOf, tokenRequestOf } from "./requests.js";
 
 // Start-up output and shutdown of the apps' entry points
 export { printBanner, stopOnSignals } from "./startup.js";
+
+// OpenTelemetry export when OTEL_EXPORTER_OTLP_ENDPOINT is set
+export { otelFromEnv, type ExampleOtel } from "./otel.js";

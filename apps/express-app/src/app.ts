@@ -1,4 +1,4 @@
-import { ErrorCode, NervaError, type Orchestrator } from "@nerva/core";
+import { ErrorCode, NervaError, type Orchestrator, type TraceSink } from "@nerva/core";
 import {
   httpStatusOfResult,
   jsonBodyOf,
@@ -51,8 +51,13 @@ function bearerAuth(auth: DevAuth): RequestHandler {
  * identity in `req.nervaCtx`. Every error, the body parser's included, is answered by
  * `nervaErrorHandler()` with the Nerva JSON error body.
  */
-export function createApp(options: { orchestrator: Orchestrator; auth: DevAuth }): Express {
-  const { orchestrator, auth } = options;
+export function createApp(options: {
+  orchestrator: Orchestrator;
+  auth: DevAuth;
+  /** Told of every request's spans and events (e.g. the trace viewer's store). */
+  traceSink?: TraceSink | undefined;
+}): Express {
+  const { orchestrator, auth, traceSink } = options;
   const app = express();
   // First, so that every answer (even to a body the parser refuses) carries the request id.
   app.use(
@@ -61,6 +66,7 @@ export function createApp(options: { orchestrator: Orchestrator; auth: DevAuth }
       timeoutSeconds: 30,
       // Identity comes from the verified token only; the client may pick one of its own sessions.
       resolve: (req) => identityOf(req.user, req.headers["x-session-id"]),
+      traceSink,
     }),
   );
   app.use(express.json({ limit: "64kb" }));

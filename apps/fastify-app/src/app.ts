@@ -1,4 +1,4 @@
-import { ErrorCode, NervaError, type Orchestrator } from "@nerva/core";
+import { ErrorCode, NervaError, type Orchestrator, type TraceSink } from "@nerva/core";
 import { httpStatusOfResult, jsonBodyOf, nervaPlugin, sendSSE } from "@nerva/fastify";
 import Fastify, { type FastifyInstance } from "fastify";
 import {
@@ -26,8 +26,10 @@ declare module "fastify" {
 export async function createApp(options: {
   orchestrator: Orchestrator;
   auth: DevAuth;
+  /** Told of every request's spans and events (e.g. the trace viewer's store). */
+  traceSink?: TraceSink | undefined;
 }): Promise<FastifyInstance> {
-  const { orchestrator, auth } = options;
+  const { orchestrator, auth, traceSink } = options;
   const app = Fastify({ bodyLimit: 64 * 1024 });
 
   await app.register(nervaPlugin, {
@@ -35,6 +37,7 @@ export async function createApp(options: {
     timeoutSeconds: 30,
     // Identity comes from the verified token only; the client may pick one of its own sessions.
     resolve: (request) => identityOf(request.user, request.headers["x-session-id"]),
+    traceSink,
   });
 
   // The app's own authentication: a valid bearer JWT sets request.user; a bad one is a 401.

@@ -1,4 +1,4 @@
-import type { Orchestrator } from "@nerva/core";
+import type { Orchestrator, TraceSink } from "@nerva/core";
 import { NervaModule } from "@nerva/nestjs";
 import { Module, type Type } from "@nestjs/common";
 import { identityOf, type DevAuth, type TokenClaims } from "@nerva/example-kit";
@@ -7,7 +7,12 @@ import { DEV_AUTH, JwtAuthGuard } from "./jwt-auth.guard.js";
 import { TokenController } from "./token.controller.js";
 
 /** The example's root module, wired with an orchestrator and the JWT auth. */
-export function createAppModule(options: { orchestrator: Orchestrator; auth: DevAuth }): Type {
+export function createAppModule(options: {
+  orchestrator: Orchestrator;
+  auth: DevAuth;
+  /** Told of every request's spans and events (e.g. the trace viewer's store). */
+  traceSink?: TraceSink | undefined;
+}): Type {
   @Module({
     imports: [
       NervaModule.forRoot({
@@ -18,6 +23,7 @@ export function createAppModule(options: { orchestrator: Orchestrator; auth: Dev
         // pick one of its own sessions.
         resolve: (request) =>
           identityOf(request.user as TokenClaims | undefined, request.headers["x-session-id"]),
+        traceSink: options.traceSink,
       }),
     ],
     controllers: [TokenController, ChatController],

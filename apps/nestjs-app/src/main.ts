@@ -2,7 +2,13 @@ import "reflect-metadata";
 import { NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
 import { FastifyAdapter } from "@nestjs/platform-fastify";
-import { createAuth, createOrchestrator, printBanner, stopOnSignals } from "@nerva/example-kit";
+import {
+  createAuth,
+  createOrchestrator,
+  otelFromEnv,
+  printBanner,
+  stopOnSignals,
+} from "@nerva/example-kit";
 import { createAppModule } from "./app.module.js";
 
 // Embedded defaults: in-process agents, in-memory memory, a local JWT secret. PORT=0 picks a free
@@ -11,7 +17,9 @@ const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? "127.0.0.1";
 const platform = process.env.PLATFORM === "fastify" ? "fastify" : "express";
 const { orchestrator, close } = createOrchestrator();
-const AppModule = createAppModule({ orchestrator, auth: createAuth(process.env.JWT_SECRET) });
+const otel = otelFromEnv("nerva-nestjs-example"); // OTEL_EXPORTER_OTLP_ENDPOINT set: export traces
+const auth = createAuth(process.env.JWT_SECRET);
+const AppModule = createAppModule({ orchestrator, auth, traceSink: otel?.traceSink });
 const app = await NestFactory.create(
   AppModule,
   platform === "fastify" ? new FastifyAdapter() : new ExpressAdapter(),
@@ -22,4 +30,8 @@ const url = (await app.getUrl()).replace("[::1]", "localhost");
 
 printBanner(`Nerva NestJS example (${platform})`, url);
 
-stopOnSignals(() => app.close(), close);
+stopOnSignals(
+  () => app.close(),
+  close,
+  () => otel?.shutdown(), // the last spans, flushed
+);

@@ -171,3 +171,31 @@ describe.each([
     }
   });
 });
+
+describe("activeTraceparent as traceparentFrom", () => {
+  it("with activeTraceparent and no active span, still joins the caller by its header", async () => {
+    // An app whose tracing does not cover this server: activeTraceparent falls back to the header.
+    const world = flightWorld();
+    const sink = createOtelSink({ spanProcessors: [processor] });
+    const app = express();
+    app.use(express.json());
+    app.use(
+      nervaMiddleware({ traceSink: sink, resolve: identity, traceparentFrom: activeTraceparent }),
+    );
+    app.post("/chat", async (req, res) => {
+      res.json(
+        await world.orchestrator.handle((req.body as { message: string }).message, req.nervaCtx),
+      );
+    });
+    const server = createServer(app);
+    const url = await listen(server);
+    try {
+      await chat({ url, close: async () => undefined }, clientHeader("01"));
+      const root = one(exporter.getFinishedSpans(), "invoke_workflow nerva");
+      expect(root.parentSpanContext?.spanId).toBe(CLIENT_SPAN);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
