@@ -337,7 +337,7 @@ describe("published tarballs", () => {
     return (JSON.parse(out) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
   };
 
-  for (const pkg of ["core", "express", "fastify", "nestjs", "ai-sdk", "cli"]) {
+  for (const pkg of ["core", "express", "fastify", "nestjs", "ai-sdk", "cli", "otel"]) {
     it(`@nerva/${pkg} carries no tests, test support or fixtures`, () => {
       const files = packed(pkg);
       expect(files).toContain("dist/index.js");

@@ -22,3 +22,7 @@ export { printBanner, stopOnSignals } from "./startup.js";
 
 // The trace viewer the apps mount with NERVA_TRACE_UI=1
 export { traceUIFromEnv, type ExampleTraceUI } from "./trace-ui.js";
+
+// OpenTelemetry export when OTEL_EXPORTER_OTLP_ENDPOINT is set
+export { otelFromEnv, type ExampleOtel } from "./otel.js";
+export { oneSink } from "./sinks.js";

@@ -2,6 +2,8 @@ import type { AddressInfo } from "node:net";
 import {
   createAuth,
   createExampleOrchestrator,
+  oneSink,
+  otelFromEnv,
   printBanner,
   stopOnSignals,
   traceUIFromEnv,
@@ -14,8 +16,10 @@ const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? "127.0.0.1";
 const { orchestrator, close, model } = await createExampleOrchestrator();
 const traceUI = traceUIFromEnv(); // NERVA_TRACE_UI=1: the trace viewer at /_nerva/traces
+const otel = otelFromEnv("nerva-express-example"); // OTEL_EXPORTER_OTLP_ENDPOINT set: export traces
 const auth = createAuth(process.env.JWT_SECRET);
-const app = createApp({ orchestrator, auth, traceSink: traceUI?.traceSink });
+const traceSink = oneSink(traceUI?.traceSink, otel?.traceSink);
+const app = createApp({ orchestrator, auth, traceSink });
 if (traceUI !== null) app.use(traceUI.viewer);
 
 const server = app.listen(port, host, () => {
@@ -24,7 +28,11 @@ const server = app.listen(port, host, () => {
   if (traceUI !== null) console.log(`  trace viewer: ${url}${traceUI.viewer.basePath}`);
 });
 
-stopOnSignals(() => {
-  server.close();
-  server.closeAllConnections();
-}, close);
+stopOnSignals(
+  () => {
+    server.close();
+    server.closeAllConnections();
+  },
+  close,
+  () => otel?.shutdown(), // the last spans, flushed
+);

@@ -2,6 +2,8 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import {
   createAuth,
   createExampleOrchestrator,
+  oneSink,
+  otelFromEnv,
   printBanner,
   stopOnSignals,
   traceUIFromEnv,
@@ -14,8 +16,10 @@ const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? "127.0.0.1";
 const { orchestrator, close, model } = await createExampleOrchestrator();
 const traceUI = traceUIFromEnv(); // NERVA_TRACE_UI=1: the trace viewer at /_nerva/traces
+const otel = otelFromEnv("nerva-fastify-example"); // OTEL_EXPORTER_OTLP_ENDPOINT set: export traces
 const auth = createAuth(process.env.JWT_SECRET);
-const app = await createApp({ orchestrator, auth, traceSink: traceUI?.traceSink });
+const traceSink = oneSink(traceUI?.traceSink, otel?.traceSink);
+const app = await createApp({ orchestrator, auth, traceSink });
 if (traceUI !== null) {
   // The viewer writes the raw response itself: Fastify is told to keep out (hijack).
   const { viewer } = traceUI;
@@ -30,4 +34,8 @@ const url = await app.listen({ port, host });
 printBanner("Nerva Fastify example", url, model);
 if (traceUI !== null) console.log(`  trace viewer: ${url}${traceUI.viewer.basePath}`);
 
-stopOnSignals(() => app.close(), close);
+stopOnSignals(
+  () => app.close(),
+  close,
+  () => otel?.shutdown(), // the last spans, flushed
+);

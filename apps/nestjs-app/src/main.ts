@@ -5,6 +5,8 @@ import { FastifyAdapter } from "@nestjs/platform-fastify";
 import {
   createAuth,
   createExampleOrchestrator,
+  oneSink,
+  otelFromEnv,
   printBanner,
   stopOnSignals,
   traceUIFromEnv,
@@ -19,8 +21,10 @@ const host = process.env.HOST ?? "127.0.0.1";
 const platform = process.env.PLATFORM === "fastify" ? "fastify" : "express";
 const { orchestrator, close, model } = await createExampleOrchestrator();
 const traceUI = traceUIFromEnv(); // NERVA_TRACE_UI=1: the trace viewer at /_nerva/traces
+const otel = otelFromEnv("nerva-nestjs-example"); // OTEL_EXPORTER_OTLP_ENDPOINT set: export traces
 const auth = createAuth(process.env.JWT_SECRET);
-const AppModule = createAppModule({ orchestrator, auth, traceSink: traceUI?.traceSink });
+const traceSink = oneSink(traceUI?.traceSink, otel?.traceSink);
+const AppModule = createAppModule({ orchestrator, auth, traceSink });
 const app = await NestFactory.create(
   AppModule,
   platform === "fastify" ? new FastifyAdapter() : new ExpressAdapter(),
@@ -33,4 +37,8 @@ const url = (await app.getUrl()).replace("[::1]", "localhost");
 printBanner(`Nerva NestJS example (${platform})`, url, model);
 if (traceUI !== null) console.log(`  trace viewer: ${url}${traceUI.viewer.basePath}`);
 
-stopOnSignals(() => app.close(), close);
+stopOnSignals(
+  () => app.close(),
+  close,
+  () => otel?.shutdown(), // the last spans, flushed
+);

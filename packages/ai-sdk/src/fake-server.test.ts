@@ -86,6 +86,27 @@ describe.each([
     expect(server.requests.at(-1)!.body["stream"]).not.toBe(true);
   });
 
+  it("charges the usage to the chat span that spent it; it rolls up to the caller's span", async () => {
+    server.enqueue({
+      text: "Oslo.",
+      usage: { promptTokens: 100, completionTokens: 20, cachedTokens: 40 },
+    });
+    const model = createModel(make(), { prices });
+    const ctx = ExecContext.create();
+    await ctx.span("agent", (inner) => model.generate(inner, { prompt: "Where is Oslo?" }));
+    const chat = ctx.spans.find((s) => s.name === "chat")!;
+    const agent = ctx.spans.find((s) => s.name === "agent")!;
+    expect(chat.usage).toMatchObject({
+      promptTokens: 100,
+      completionTokens: 20,
+      cachedInputTokens: 40,
+    });
+    expect(chat.usage.costUsd).toBeGreaterThan(0);
+    expect(agent.usage.totalTokens).toBe(0);
+    expect(agent.totalUsage).toEqual(chat.usage);
+    expect(ctx.tokenUsage.promptTokens).toBe(100);
+  });
+
   it("streams the chunks into ctx.stream as the server sent them", async () => {
     const chunks = ["Once ", "upon ", "a ", "time, ", "there ", "was ", "a ", "fjord."];
     server.enqueue({ chunks, usage: { promptTokens: 12, completionTokens: 8 } });

@@ -92,7 +92,9 @@ export function chatMiddleware(state: CallState): LanguageModelV3Middleware {
         const span = startChatSpan(state, params, false, step, attempt);
         let result: LanguageModelV3GenerateResult;
         try {
-          result = await raceSignal(doGenerate(), state.signal);
+          // The chat span is the host tracer's active span during the provider call, so the HTTP
+          // client span an instrumentation makes for it nests under the chat span.
+          result = await raceSignal(state.ctx.runInSpan(span, doGenerate), state.signal);
         } catch (err) {
           await afterFailure(state, span, params, err, attempt);
           continue;
@@ -114,7 +116,7 @@ export function chatMiddleware(state: CallState): LanguageModelV3Middleware {
         let result: LanguageModelV3StreamResult;
         try {
           // A stream is retried only here, before its first chunk reached anyone.
-          result = await raceSignal(doStream(), state.signal);
+          result = await raceSignal(state.ctx.runInSpan(span, doStream), state.signal);
         } catch (err) {
           await afterFailure(state, span, params, err, attempt);
           continue;

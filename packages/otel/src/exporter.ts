@@ -1,0 +1,44 @@
+import { createRequire } from "node:module";
+import { ErrorCode, NervaError } from "@nerva/core";
+import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
+
+/** The OTLP encodings over HTTP this package sends. */
+export type OtlpProtocol = "http/protobuf" | "http/json";
+
+// The exporters (protobufjs, the HTTP transport) take ~70 ms to load: only a sink that uses the
+// default exporter pays for them, and only the one it uses.
+const load = createRequire(import.meta.url);
+
+interface ExporterModule {
+  OTLPTraceExporter: new (config?: { url?: string; timeoutMillis?: number }) => SpanExporter;
+}
+
+/**
+ * The protocol named by `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` or `OTEL_EXPORTER_OTLP_PROTOCOL`
+ * (default `http/protobuf`). INVALID_OPTIONS for one this package does not send.
+ */
+export function protocolFromEnv(env: NodeJS.ProcessEnv = process.env): OtlpProtocol {
+  const name = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
+    ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+    : "OTEL_EXPORTER_OTLP_PROTOCOL";
+  const value = env[name]?.trim() || "http/protobuf";
+  if (value === "http/protobuf" || value === "http/json") return value;
+  throw new NervaError(
+    ErrorCode.INVALID_OPTIONS,
+    `Invalid ${name}: "${value}" is not sent by @nerva/otel. Use "http/protobuf" or "http/json", or pass your own exporter (createOtelSink({ exporter })).`,
+    { issues: [{ path: name, message: 'must be "http/protobuf" or "http/json"' }] },
+  );
+}
+
+/**
+ * An OTLP/HTTP trace exporter. Without `url`, the exporter reads its endpoint, headers and
+ * timeout from the `OTEL_EXPORTER_OTLP_*` variables (default `http://localhost:4318/v1/traces`).
+ */
+export function otlpExporter(protocol: OtlpProtocol, url?: string): SpanExporter {
+  const mod = load(
+    protocol === "http/json"
+      ? "@opentelemetry/exporter-trace-otlp-http"
+      : "@opentelemetry/exporter-trace-otlp-proto",
+  ) as ExporterModule;
+  return new mod.OTLPTraceExporter(url === undefined ? {} : { url });
+}

@@ -1,0 +1,174 @@
+import {
+  SpanKind as OtelKind,
+  SpanStatusCode,
+  type Attributes,
+  type SpanStatus,
+} from "@opentelemetry/api";
+import type { Span } from "@nerva/core";
+
+/** The GenAI operation a Nerva span stands for, by its name; `null` for every other span. */
+export type GenAIOperation = "invoke_workflow" | "invoke_agent" | "execute_tool" | "chat";
+
+/** The workflow name of `invoke_workflow` spans when the `handle` span does not carry one. */
+export const DEFAULT_WORKFLOW = "nerva";
+
+/** The operation of `span` (OpenTelemetry GenAI semantic conventions), or `null`. */
+export function operationOf(name: string): GenAIOperation | null {
+  switch (name) {
+    case "handle":
+      return "invoke_workflow";
+    case "runtime.invoke":
+      return "invoke_agent";
+    case "tools.call":
+      return "execute_tool";
+    case "chat":
+      return "chat";
+    default:
+      return null;
+  }
+}
+
+/**
+ * Attributes that carry what a user or a model said (prompts, answers, tool arguments and
+ * results): exported only with `captureContent`.
+ */
+const CONTENT_KEYS: ReadonlySet<string> = new Set([
+  "gen_ai.input.messages",
+  "gen_ai.output.messages",
+  "gen_ai.system_instructions",
+  "gen_ai.prompt",
+  "gen_ai.completion",
+  "gen_ai.tool.call.arguments",
+  "gen_ai.tool.call.result",
+  "gen_ai.retrieval.query.text",
+  "gen_ai.retrieval.documents",
+]);
+
+/** What the conversion reads besides the span itself. */
+export interface MappingSettings {
+  readonly captureContent: boolean;
+  readonly includeUserId: boolean;
+}
+
+/** The OTel span name of `span`. */
+export function otelName(span: Span, op: GenAIOperation | null): string {
+  const a = span.attributes;
+  switch (op) {
+    case "invoke_workflow":
+      return `invoke_workflow ${String(a["gen_ai.workflow.name"] ?? DEFAULT_WORKFLOW)}`;
+    case "invoke_agent":
+      return `invoke_agent ${String(a.handler ?? "")}`;
+    case "execute_tool":
+      return `execute_tool ${String(a.tool ?? "")}`;
+    case "chat":
+      return `chat ${String(a["gen_ai.request.model"] ?? a.model ?? "")}`;
+    default:
+      return span.name;
+  }
+}
+
+/** The OTel kind: model calls and calls into another process are clients. */
+export function otelKind(span: Span, op: GenAIOperation | null): OtelKind {
+  if (op === "chat") return OtelKind.CLIENT;
+  switch (span.kind) {
+    case "client":
+      return OtelKind.CLIENT;
+    case "server":
+      return OtelKind.SERVER;
+    default:
+      return OtelKind.INTERNAL;
+  }
+}
+
+const UNSET: SpanStatus = Object.freeze({ code: SpanStatusCode.UNSET });
+
+/** ERROR with the span's error message on failure; UNSET otherwise (OTel's advice for success). */
+export function otelStatus(span: Span): SpanStatus {
+  if (span.status !== "error") return UNSET;
+  return span.error === null
+    ? { code: SpanStatusCode.ERROR }
+    : { code: SpanStatusCode.ERROR, message: span.error };
+}
+
+/**
+ * The OTel attributes of `span`. Dotted keys are already namespaced (`gen_ai.*`, `error.type`,
+ * `nerva.*`) and pass through; Nerva's own bare keys (`handler`, `status`, ...) go under
+ * `nerva.`. Then the GenAI attributes of the operation, usage, identity and the request id.
+ * `mcpServer`: the MCP server a `tools.call` span reached (from its `mcp.call` child).
+ */
+export function otelAttributes(
+  span: Span,
+  op: GenAIOperation | null,
+  settings: MappingSettings,
+  mcpServer: string | undefined,
+): Attributes {
+  const out: Attributes = {};
+  const a = span.attributes;
+  for (const key in a) {
+    if (!settings.captureContent && CONTENT_KEYS.has(key)) continue;
+    if (key.includes(".")) out[key] = a[key];
+    else if (!mapped(op, key)) out[`nerva.${key}`] = a[key];
+  }
+  out["nerva.request_id"] = span.requestId;
+  if (op !== null) {
+    out["gen_ai.operation.name"] = op;
+    const session = span.sessionId;
+    if (session !== null) out["gen_ai.conversation.id"] = session;
+  }
+  switch (op) {
+    case "invoke_workflow":
+      out["gen_ai.workflow.name"] ??= DEFAULT_WORKFLOW;
+      break;
+    case "invoke_agent":
+      out["gen_ai.agent.name"] = String(a.handler ?? "");
+      break;
+    case "execute_tool":
+      out["gen_ai.tool.name"] = String(a.tool ?? "");
+      out["gen_ai.tool.type"] = mcpServer === undefined ? "function" : "extension";
+      if (mcpServer !== undefined) out["server.address"] = mcpServer;
+      break;
+    default:
+      if (span.name === "mcp.call" && typeof a.server === "string") {
+        out["server.address"] = a.server;
+      }
+  }
+  if (settings.includeUserId) {
+    const user = span.userId;
+    if (user !== null) out["enduser.id"] = user;
+  }
+  addUsage(out, span, op);
+  if (span.status === "error" && out["error.type"] === undefined) {
+    out["error.type"] = typeof a.status === "string" ? a.status : "_OTHER";
+  }
+  return out;
+}
+
+/** Bare keys that a GenAI attribute replaces. */
+function mapped(op: GenAIOperation | null, key: string): boolean {
+  return (op === "invoke_agent" && key === "handler") || (op === "execute_tool" && key === "tool");
+}
+
+/**
+ * Own usage under the GenAI names (when any was recorded on the span), and subtree totals on
+ * workflow and agent spans (always: zero is an answer there).
+ */
+function addUsage(out: Attributes, span: Span, op: GenAIOperation | null): void {
+  const own = span.usage;
+  if (own.totalTokens > 0 || own.costUsd > 0 || own.promptTokens > 0 || own.completionTokens > 0) {
+    out["gen_ai.usage.input_tokens"] = own.promptTokens;
+    out["gen_ai.usage.output_tokens"] = own.completionTokens;
+    if (own.cachedInputTokens > 0) {
+      out["gen_ai.usage.cache_read.input_tokens"] = own.cachedInputTokens;
+    }
+    if (own.reasoningTokens > 0) {
+      out["gen_ai.usage.reasoning.output_tokens"] = own.reasoningTokens;
+    }
+    out["nerva.usage.cost_usd"] = own.costUsd;
+  }
+  if (op === "invoke_workflow" || op === "invoke_agent") {
+    const total = span.totalUsage;
+    out["nerva.usage.total.input_tokens"] = total.promptTokens;
+    out["nerva.usage.total.output_tokens"] = total.completionTokens;
+    out["nerva.usage.total.cost_usd"] = total.costUsd;
+  }
+}

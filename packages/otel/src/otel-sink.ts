@@ -1,0 +1,214 @@
+import { createRequire } from "node:module";
+import { context, trace, TraceFlags } from "@opentelemetry/api";
+import {
+  defaultResource,
+  detectResources,
+  envDetector,
+  resourceFromAttributes,
+  type Resource,
+} from "@opentelemetry/resources";
+import { BatchSpanProcessor, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
+import type { ContextEvent, Span, TraceSink } from "@nerva/core";
+import { ExportWatch, WatchedExporter, stderrReporter } from "./export-watch.js";
+import { otlpExporter, protocolFromEnv } from "./exporter.js";
+import { operationOf } from "./mapping.js";
+import { parseSinkOptions, type OtelSinkOptions, type OtelSinkSettings } from "./options.js";
+import { NervaReadableSpan, type ExportSettings } from "./readable-span.js";
+
+const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
+
+/** Most events kept for spans that have not ended yet; past it the oldest span's are dropped. */
+const MAX_PENDING_EVENTS = 10_000;
+
+/**
+ * A {@link TraceSink} that exports Nerva's spans to OpenTelemetry. Made by {@link createOtelSink}.
+ *
+ * @example
+ * const sink: OtelSink = createOtelSink({ serviceName: "chat-api" });
+ * await sink.forceFlush(); // rejects while exports fail
+ */
+export interface OtelSink extends TraceSink {
+  onSpanEnd(span: Span): void;
+  onEvent(event: ContextEvent): void;
+  runInSpan<T>(span: Span, fn: () => T): T;
+  /** Exports what is buffered; rejects (UNAVAILABLE) while exports fail. */
+  forceFlush(): Promise<void>;
+  /** Flushes, then shuts the span processors down; later spans are ignored. */
+  shutdown(): Promise<void>;
+  /** The span processors the sink hands ended spans to. */
+  readonly spanProcessors: readonly SpanProcessor[];
+  /** Events that could not be attached to an exported span (their span ended first, or none). */
+  readonly droppedEvents: number;
+}
+
+function resourceOf(o: OtelSinkSettings): Resource {
+  const base = o.resource ?? defaultResource().merge(detectResources({ detectors: [envDetector] }));
+  return o.serviceName === undefined
+    ? base
+    : base.merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: o.serviceName }));
+}
+
+/** The nearest ancestor of `span` that genai mode exports, else the remote parent id, else none. */
+function keptAncestor(span: Span): Span | string | null {
+  let s = span;
+  for (let up = s.parentSpan; up !== null; up = up.parentSpan) {
+    if (operationOf(up.name) !== null) return up;
+    s = up;
+  }
+  return s.parentId;
+}
+
+class OtelTraceSink implements OtelSink {
+  readonly spanProcessors: readonly SpanProcessor[];
+  readonly #settings: ExportSettings;
+  readonly #genai: boolean;
+  readonly #watch: ExportWatch;
+  /** Events by the id of their span, until it ends. */
+  readonly #events = new Map<string, ContextEvent[]>();
+  #pending = 0;
+  /** The MCP server a `tools.call` span reached, set when its `mcp.call` child ends. */
+  readonly #mcp = new WeakMap<Span, string>();
+  #closed = false;
+  droppedEvents = 0;
+
+  constructor(o: OtelSinkSettings) {
+    this.#watch = new ExportWatch(o.onExportError ?? stderrReporter());
+    this.spanProcessors = o.spanProcessors ?? [
+      new BatchSpanProcessor(
+        new WatchedExporter(o.exporter ?? otlpExporter(protocolFromEnv()), this.#watch),
+      ),
+    ];
+    this.#settings = {
+      resource: resourceOf(o),
+      scope: { name: "@nerva/otel", version },
+      captureContent: o.captureContent,
+      includeUserId: o.includeUserId,
+    };
+    this.#genai = o.spans === "genai";
+  }
+
+  onSpanEnd(span: Span): void {
+    if (this.#closed) return;
+    const events = this.#events.size === 0 ? undefined : this.#takeEvents(span.id);
+    if (!span.sampled) return;
+    const name = span.name;
+    if (name === "mcp.call") {
+      const parent = span.parentSpan;
+      const server = span.attributes.server;
+      if (parent !== null && typeof server === "string") this.#mcp.set(parent, server);
+    }
+    let parent: Span | string | null;
+    if (this.#genai) {
+      if (operationOf(name) === null) {
+        if (events !== undefined) this.#moveEvents(span, events);
+        return;
+      }
+      parent = keptAncestor(span);
+    } else {
+      parent = span.parentSpan ?? span.parentId;
+    }
+    const readable = new NervaReadableSpan(
+      span,
+      this.#settings,
+      parent,
+      events,
+      0,
+      name === "tools.call" ? this.#mcp.get(span) : undefined,
+    );
+    const processors = this.spanProcessors;
+    for (let i = 0; i < processors.length; i++) processors[i]!.onEnd(readable);
+  }
+
+  onEvent(event: ContextEvent): void {
+    if (this.#closed) return;
+    const id = event.spanId;
+    if (id === null) {
+      this.droppedEvents++;
+      return;
+    }
+    const list = this.#events.get(id);
+    if (list === undefined) this.#events.set(id, [event]);
+    else list.push(event);
+    if (++this.#pending > MAX_PENDING_EVENTS) this.#evictOldest();
+  }
+
+  runInSpan<T>(span: Span, fn: () => T): T {
+    const spanContext = {
+      traceId: span.traceId,
+      spanId: span.id,
+      traceFlags: span.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+      isRemote: false,
+    };
+    return context.with(trace.setSpanContext(context.active(), spanContext), fn);
+  }
+
+  async forceFlush(): Promise<void> {
+    const results = await Promise.allSettled(this.spanProcessors.map((p) => p.forceFlush()));
+    for (const r of results) {
+      // A failure of our own exporter was reported by the watch; a processor's own is reported here.
+      if (r.status === "rejected" && this.#watch.failing === null) this.#watch.failed(r.reason);
+    }
+    if (this.#watch.failing !== null || results.some((r) => r.status === "rejected")) {
+      throw this.#watch.error();
+    }
+  }
+
+  async shutdown(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#events.clear();
+    let failure: unknown = null;
+    try {
+      await this.forceFlush();
+    } catch (err) {
+      failure = err;
+    }
+    await Promise.allSettled(this.spanProcessors.map((p) => p.shutdown()));
+    if (failure !== null) throw failure;
+  }
+
+  #takeEvents(id: string): ContextEvent[] | undefined {
+    const list = this.#events.get(id);
+    if (list !== undefined) {
+      this.#events.delete(id);
+      this.#pending -= list.length;
+    }
+    return list;
+  }
+
+  /** genai mode: the events of a span that is not exported go to its nearest exported ancestor. */
+  #moveEvents(span: Span, events: ContextEvent[]): void {
+    const target = keptAncestor(span);
+    if (typeof target === "string" || target === null) {
+      this.droppedEvents += events.length;
+      return;
+    }
+    for (const e of events) this.onEvent({ ...e, spanId: target.id });
+  }
+
+  #evictOldest(): void {
+    const oldest = this.#events.keys().next();
+    if (oldest.done === true) return;
+    const list = this.#takeEvents(oldest.value);
+    this.droppedEvents += list?.length ?? 0;
+  }
+}
+
+/**
+ * A trace sink that exports every Nerva span as one OpenTelemetry span with the same trace and
+ * span id, named and attributed by the OpenTelemetry GenAI conventions (`invoke_workflow`,
+ * `invoke_agent {handler}`, `execute_tool {tool}`, `chat {model}`). Spans are converted when they
+ * end and exported in batches; `runInSpan` makes the running Nerva span OpenTelemetry's active
+ * span, so spans your instrumentations create inside a handler or tool nest under it. Only
+ * sampled traces are exported (the caller's `traceparent` flag decides). Bad options throw
+ * INVALID_OPTIONS.
+ *
+ * @example
+ * const sink = createOtelSink({ serviceName: "chat-api" }); // OTLP/HTTP from OTEL_EXPORTER_OTLP_*
+ * app.use(nervaMiddleware({ traceSink: sink }));
+ * process.on("SIGTERM", () => void sink.shutdown());
+ */
+export function createOtelSink(options: OtelSinkOptions = {}): OtelSink {
+  return new OtelTraceSink(parseSinkOptions(options));
+}
