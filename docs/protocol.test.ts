@@ -1,25 +1,39 @@
 // Keeps the limits docs/protocol.md states honest: the nesting and value bounds of a frame, the
-// error they quote, and the partial frame at the end of a stream.
-import { readFileSync } from "node:fs";
+// error they quote, the partial frame at the end of a stream, and the spans from workers: the
+// example frame, the bounds the page states, and its Python handler's span coming back.
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
-import type { NervaError } from "@nerva/core";
-import { FrameDecoder, FrameErrorReason, WorkerFrameSchema } from "@nerva/core/protocol";
+import { afterAll, describe, expect, it } from "vitest";
+import { ExecContext, MemoryTraceSink, type NervaError } from "@nerva/core";
+import {
+  FrameDecoder,
+  FrameErrorReason,
+  SPANS_DROPPED_EVENT,
+  WORKER_SPAN_LIMITS,
+  WorkerFrameSchema,
+  type WorkerFrame,
+} from "@nerva/core/protocol";
+import { SubprocessRuntime } from "@nerva/core/subprocess";
+import { codeBlocks } from "./code-blocks.js";
 
 const page = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "protocol.md"), "utf8");
 
-function decode(text: string): NervaError[] {
+function decodeAll(text: string): { frames: WorkerFrame[]; errors: NervaError[] } {
+  const frames: WorkerFrame[] = [];
   const errors: NervaError[] = [];
   const decoder = new FrameDecoder({
     schema: WorkerFrameSchema,
-    onFrame: () => undefined,
+    onFrame: (f) => void frames.push(f),
     onError: (e) => void errors.push(e),
   });
   decoder.push(text);
   decoder.end();
-  return errors;
+  return { frames, errors };
 }
+
+const decode = (text: string): NervaError[] => decodeAll(text).errors;
 
 /** A result frame whose data holds a value of `depth` nested arrays: 3 + depth levels in all. */
 const resultFrame = (depth: number) =>
@@ -46,4 +60,60 @@ describe("docs/protocol.md", () => {
     expect(err?.details["reason"]).toBe(FrameErrorReason.TRUNCATED);
     expect(decode('{"type":"chunk","text":"x"}\n  ')).toEqual([]);
   });
+});
+
+describe("docs/protocol.md: spans from workers", () => {
+  const section = page.slice(page.indexOf("## Spans from workers"));
+  const blocks = codeBlocks(join(dirname(fileURLToPath(import.meta.url)), "protocol.md"));
+  const scratch = mkdtempSync(join(tmpdir(), "nerva-protocol-doc-"));
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it("shows a span frame the host accepts, as one line", () => {
+    const json = blocks.filter((b) => b.lang === "json" && b.code.includes('"type": "span"'));
+    expect(json).toHaveLength(1);
+    const line = JSON.stringify(JSON.parse((json[0] as { code: string }).code));
+    const { frames, errors } = decodeAll(`${line}\n`);
+    expect(errors).toEqual([]);
+    expect(frames[0]?.type).toBe("span");
+  });
+
+  it("states the bounds the host applies", () => {
+    expect(section).toContain(`cut to **${WORKER_SPAN_LIMITS.maxNameChars}** characters`);
+    expect(section).toContain(`the first **${WORKER_SPAN_LIMITS.maxAttributes}**`);
+    expect(section).toContain(`keys cut to ${WORKER_SPAN_LIMITS.maxAttributeKeyChars} characters`);
+    expect(section).toContain(`**${WORKER_SPAN_LIMITS.maxValueChars.toLocaleString("en")}**`);
+    expect(section).toContain(
+      `at most **${WORKER_SPAN_LIMITS.maxSpans.toLocaleString("en")} spans per invocation**`,
+    );
+    expect(section).toContain(`\`${SPANS_DROPPED_EVENT}\` event`);
+  });
+
+  it("its Python handler's span comes back under runtime.invoke, its usage charged once", async () => {
+    const python = blocks.filter((b) => b.lang === "python");
+    expect(python).toHaveLength(1);
+    const dir = join(scratch, "agents");
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, "my_agent.py");
+    writeFileSync(file, `${(python[0] as { code: string }).code}\n`);
+    chmodSync(file, 0o755);
+    const runtime = new SubprocessRuntime({ handlerDir: dir, pool: { min: 0 } });
+    try {
+      const sink = new MemoryTraceSink();
+      const ctx = ExecContext.create({ userId: "reader", traceSink: sink });
+      const result = await runtime.invoke("my_agent", { message: "hi there" }, ctx);
+      expect(result).toMatchObject({ status: "success", output: "HI THERE" });
+      const invoke = ctx.spans.find((s) => s.name === "runtime.invoke");
+      const shout = ctx.spans.find((s) => s.name === "shout");
+      expect(shout?.parentSpan).toBe(invoke);
+      expect(shout?.traceId).toBe(ctx.traceId);
+      expect(shout?.attributes).toEqual({ words: 2 });
+      expect(sink.spans).toContain(shout);
+      expect(ctx.tokenUsage).toMatchObject({ promptTokens: 10, completionTokens: 5 });
+      expect(shout?.usage).toMatchObject({ promptTokens: 10, completionTokens: 5, costUsd: 0.01 });
+      expect(invoke?.usage.totalTokens).toBe(0);
+      expect(invoke?.totalUsage.totalTokens).toBe(15);
+    } finally {
+      await runtime.close();
+    }
+  }, 30_000);
 });

@@ -59,4 +59,10 @@ export {
   type ReceivedPolicyDecision,
 } from "./types/policy-decision.js";
 export { wireSchemas } from "./types/wire.js";
+export {
+  SpanFrameSchema,
+  WorkerSpanSchema,
+  type SpanFrame,
+  type WorkerSpanWire,
+} from "./runtime/protocol/frames.js";
 export { eventToWire } from "./context/events.js";

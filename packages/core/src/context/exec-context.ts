@@ -26,7 +26,7 @@ import {
 import { guardSink, type TraceSink } from "../tracing/sink.js";
 import type { RunContext } from "../runs/run-context.js";
 import { kRunContext } from "../runs/run-context-key.js";
-import { Span, nowMs, spanParentId, type SpanParent } from "./span.js";
+import { Span, nowMs, spanParentId, type MeasuredSpanInit, type SpanParent } from "./span.js";
 import {
   addUsage,
   checkUsageFits,
@@ -312,6 +312,17 @@ export class ExecContext extends ContextLifecycle {
     return spanParentId(this.#span);
   }
 
+  /**
+   * The span new spans of this context nest under, when it is a span of this process; `null` at
+   * the top of a trace or under a remote parent (a `traceparent`, a context from the wire).
+   *
+   * @example
+   * ctx.currentSpan?.setAttribute("cache", "hit");
+   */
+  get currentSpan(): Span | null {
+    return this.#span instanceof Span ? this.#span : null;
+  }
+
   /** The trace sink of this context's tree (`traceSink` option), or null. */
   get traceSink(): TraceSink | null {
     const sink = this.#id.sink;
@@ -345,6 +356,20 @@ export class ExecContext extends ContextLifecycle {
    */
   startSpan(name: string, attributes?: Attributes, options?: StartSpanOptions): Span {
     const span = new Span(this.#span, this.#id, this.requestId, name, attributes, options?.kind);
+    this.#rec().spans.push(span);
+    const sink = this.#id.sink;
+    if (sink !== null) sink.spanStart(span);
+    return span;
+  }
+
+  /**
+   * Records a span measured in another process (reported by a worker) under `parent`, a span of
+   * this context's tree: it joins `spans` and the trace sink is told it started. End it with
+   * `span.endAt(...)`. `init` must already be bounded (see protocol/worker-spans.ts).
+   * @internal
+   */
+  adoptSpan(parent: Span, init: MeasuredSpanInit): Span {
+    const span = Span.measured(parent, this.requestId, init);
     this.#rec().spans.push(span);
     const sink = this.#id.sink;
     if (sink !== null) sink.spanStart(span);

@@ -21,6 +21,17 @@ export function nowMs(): number {
   return timeOrigin + perf.now();
 }
 
+/** What {@link Span.measured} needs of a span measured in another process, already bounded. */
+export interface MeasuredSpanInit {
+  /** 16 lowercase hex digits, not all zeros, unique in the trace. */
+  readonly id: string;
+  readonly name: string;
+  readonly kind: SpanKind;
+  /** Epoch milliseconds. */
+  readonly startMs: number;
+  readonly attributes: Attributes | null;
+}
+
 /** What a span stands for, as OpenTelemetry's SpanKind: work of this process, or a call out of it. */
 export const SpanKind = { INTERNAL: "internal", CLIENT: "client", SERVER: "server" } as const;
 export type SpanKind = (typeof SpanKind)[keyof typeof SpanKind];
@@ -77,6 +88,7 @@ export class Span {
     name: string,
     attributes: Attributes | undefined,
     kind: SpanKind = "internal",
+    startMs?: number,
   ) {
     let high = randomInt32();
     const low = randomInt32();
@@ -88,7 +100,7 @@ export class Span {
     this.requestId = requestId;
     this.name = name;
     this.kind = kind;
-    this.startMs = nowMs();
+    this.startMs = startMs ?? nowMs();
     // Object.assign, not a spread: on V8 (Node 20) adding keys to a spread copy later (setAttribute)
     // costs ~1 µs per key, against ~50 ns for an assigned copy.
     this.#attributes = attributes === undefined ? null : Object.assign({}, attributes);
@@ -191,6 +203,76 @@ export class Span {
     this.#status = status;
     if (error !== undefined) this.#error = error;
     this.#tree.sink?.spanEnd(this);
+  }
+
+  /**
+   * A span measured in another process (a worker's, reported in a `span` frame), nested under
+   * `parent`, a span of this process, in its trace. `init` must already be bounded and its id
+   * valid (16 lowercase hex digits, not all zeros). Started, not ended: end it with
+   * {@link endAt}. Used by `ExecContext.adoptSpan`.
+   * @internal
+   */
+  static measured(parent: Span, requestId: string, init: MeasuredSpanInit): Span {
+    const span = new Span(
+      parent,
+      parent.#tree,
+      requestId,
+      init.name,
+      undefined,
+      init.kind,
+      init.startMs,
+    );
+    span.#id = init.id;
+    span.#attributes = init.attributes;
+    return span;
+  }
+
+  /**
+   * Ends a span measured elsewhere at `endMs` (not now) with `status`. Only the first end counts.
+   * @internal
+   */
+  endAt(endMs: number, status: "ok" | "error", error: string | null): void {
+    if (this.#endMs !== null) return;
+    this.#endMs = endMs;
+    this.#status = status;
+    this.#error = error;
+    this.#tree.sink?.spanEnd(this);
+  }
+
+  /**
+   * Moves up to `wanted` of `from`'s own usage to this span's own usage, and adds what moved to
+   * the subtree totals of this span and of its ancestors below `from` (whose totals, like those
+   * above it, already counted it). So a request's usage is never counted twice: a worker's usage
+   * is charged once (its `usage` frames, on the invocation span), and a span the worker reports
+   * only says which part of it was spent where. Each count moves at most what `from` has.
+   * Returns what moved.
+   * @internal
+   */
+  takeUsage(from: Span, wanted: SpanUsageTotals): SpanUsage {
+    const have = from.#usage;
+    if (have === null) return spanUsageSnapshot(null);
+    const d: UsageDelta = {
+      p: Math.min(wanted.p, have.p),
+      c: Math.min(wanted.c, have.c),
+      t: Math.min(wanted.t, have.t),
+      cost: Math.min(wanted.cost, have.cost),
+      cached: Math.min(wanted.cached, have.cached),
+      reasoning: Math.min(wanted.reasoning, have.reasoning),
+      model: undefined,
+      provider: undefined,
+    };
+    have.p -= d.p;
+    have.c -= d.c;
+    have.t -= d.t;
+    have.cost -= d.cost;
+    have.cached -= d.cached;
+    have.reasoning -= d.reasoning;
+    this.#usage = addSpanUsage(this.#usage, d);
+    this.#total = addSpanUsage(this.#total, d);
+    for (let up = this.parentSpan; up !== null && up !== from; up = up.parentSpan) {
+      up.#total = addSpanUsage(up.#total, d);
+    }
+    return spanUsageSnapshot(d);
   }
 
   /** The wire form (published spec fields plus `trace_id`, `request_id`, `status`, `error`). */

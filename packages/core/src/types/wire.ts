@@ -9,6 +9,7 @@ import {
   ToolStatusSchema,
 } from "./components.js";
 import { ExecContextSchema } from "./context-wire.js";
+import { SpanFrameSchema } from "../runtime/protocol/frames.js";
 import { PermissionsSchema } from "./permissions.js";
 import { PolicyDecisionSchema } from "./policy-decision.js";
 import { AGENT_STATUSES, SCOPES } from "./status.js";
@@ -49,4 +50,5 @@ export const wireSchemas = {
   MiddlewareStage: MiddlewareStageSchema,
   Channel: ChannelSchema,
   PolicyDecision: PolicyDecisionSchema,
+  SpanFrame: SpanFrameSchema,
 } as const satisfies Record<string, z.ZodType>;

@@ -9,6 +9,7 @@ import {
   WorkerFrameSchema,
   type WorkerFrame,
 } from "../protocol/index.js";
+import { WorkerSpans } from "../protocol/worker-spans.js";
 import { errorResult, messageOf } from "../results.js";
 import type { AgentRuntime } from "../types.js";
 import { Demuxer, exitState, STDERR, STDOUT, type Container } from "./docker.js";
@@ -27,6 +28,8 @@ interface Invocation {
   readonly resolve: (result: AgentResult) => void;
   /** Stream pushes, chained so that chunks reach the sink in order and before the result. */
   pushing: Promise<void>;
+  /** The agent's spans; made on the first `span` frame. */
+  spans: WorkerSpans | null;
 }
 
 /**
@@ -143,7 +146,7 @@ export class FramedConnection {
     if (this.#current !== null) throw new Error("FramedConnection.run: already busy");
     return new Promise<AgentResult>((resolve) => {
       const id = randomUUID();
-      this.#current = { id, scoped, resolve, pushing: Promise.resolve() };
+      this.#current = { id, scoped, resolve, pushing: Promise.resolve(), spans: null };
       this.#runtime = runtime;
       this.served++;
       this.#write(
@@ -218,13 +221,24 @@ export class FramedConnection {
           completionTokens: frame.completion_tokens,
           totalTokens: frame.total_tokens ?? frame.prompt_tokens + frame.completion_tokens,
           costUsd: frame.cost_usd,
+          cachedInputTokens: frame.cached_input_tokens,
+          reasoningTokens: frame.reasoning_tokens,
         });
+        return;
+      case "span":
+        (current.spans ??= new WorkerSpans(current.scoped, this.#spec.name)).add(frame.span);
         return;
       case "delegate":
         void this.#delegate(current, frame.call_id, frame.handler, frame.input);
         return;
       case "result": {
         this.#current = null;
+        if (frame.spans_dropped > 0) {
+          (current.spans ??= new WorkerSpans(current.scoped, this.#spec.name)).addDropped(
+            frame.spans_dropped,
+          );
+        }
+        current.spans?.finish();
         // `handler` in a result frame is ignored: the host knows which handler it invoked.
         const { handler: _ignored, ...fields } = frame.result;
         const result = agentResult(this.#spec.name, fields);
@@ -268,6 +282,7 @@ export class FramedConnection {
     this.#ready = null;
     const current = this.#current;
     this.#current = null;
+    current?.spans?.finish();
     if (current !== null) void this.#failInvocation(current, exited);
     this.#onDead(this);
   }

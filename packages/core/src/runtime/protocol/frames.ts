@@ -87,6 +87,10 @@ export const UsageFrameSchema = z
     /** Defaults to prompt + completion. */
     total_tokens: count.optional(),
     cost_usd: z.number().nonnegative().finite().default(0),
+    /** Part of `prompt_tokens` read from the provider's prompt cache. */
+    cached_input_tokens: count.default(0),
+    /** Part of `completion_tokens` spent on reasoning. */
+    reasoning_tokens: count.default(0),
   })
   .strict();
 
@@ -107,8 +111,92 @@ export const ResultFrameSchema = z
     type: z.literal("result"),
     id: optionalId,
     result: AgentResultSchema.partial().strict(),
+    /**
+     * Spans of this invocation the worker did not send (it keeps to the host's limit of spans per
+     * invocation): added to the count of the host's `worker.spans_dropped` event.
+     */
+    spans_dropped: count.default(0),
   })
   .strict();
+
+/**
+ * A span's own token usage (spent while it was current, not its children's). The host charges
+ * usage from `usage` frames only: this says which span spent part of it (see {@link SpanFrameSchema}).
+ */
+export const WorkerSpanUsageSchema = z
+  .object({
+    prompt_tokens: count.default(0),
+    completion_tokens: count.default(0),
+    /** Defaults to prompt + completion. */
+    total_tokens: count.optional(),
+    cost_usd: z.number().nonnegative().finite().default(0),
+    /** Part of `prompt_tokens` read from the provider's prompt cache. */
+    cached_input_tokens: count.default(0),
+    /** Part of `completion_tokens` spent on reasoning. */
+    reasoning_tokens: count.default(0),
+  })
+  .strict();
+
+const attributeValue = z.union([z.string(), z.number(), z.boolean()]);
+
+/**
+ * One span that ended inside a worker. The schema checks types only: the host bounds the values
+ * (ids, parents, name and attribute sizes, times, counts) by replacing, cutting or clamping them,
+ * as docs/protocol.md describes. Unknown fields are ignored, so a Span as another implementation
+ * writes it (`request_id`, `trace_id`, ...) is accepted.
+ */
+export const WorkerSpanSchema = z.object({
+  span_id: z
+    .string()
+    .describe(
+      "16 lowercase hex digits, not all zeros, unique in the trace; another id is replaced by a fresh one (and every reference to it too).",
+    ),
+  parent_id: z
+    .string()
+    .nullable()
+    .describe(
+      "The invocation's span (the context's span_id) or another span of this invocation; anything else nests under the invocation's span.",
+    ),
+  name: z.string().describe("What the work is; cut to 256 characters."),
+  started_at: z.number().describe("Unix seconds; clamped to the invocation's time window."),
+  ended_at: z
+    .number()
+    .describe("Unix seconds; clamped between started_at and the end of the invocation's window."),
+  kind: z
+    .string()
+    .optional()
+    .describe("internal (default), client or server; anything else reads as internal."),
+  status: z
+    .enum(["unset", "ok", "error"])
+    .optional()
+    .describe("ok or error; unset or absent reads as error when `error` is set, else ok."),
+  error: z.string().nullable().optional().describe("The error of a failed span; cut to 4096."),
+  attributes: z
+    .record(z.string(), attributeValue)
+    .default({})
+    .describe(
+      "Flat values; the first 64 are kept, keys cut to 256 characters, string values to 4096.",
+    ),
+  usage: WorkerSpanUsageSchema.optional().describe("The span's own token usage, if any."),
+  trace_id: z.string().optional().describe("Ignored: the span joins the invocation's trace."),
+});
+
+/**
+ * A span that ended inside the handler of invocation `id`. The host adds it to the caller's
+ * context (`ctx.spans`, its trace sink) under the invocation's `runtime.invoke` span.
+ */
+export const SpanFrameSchema = z
+  .object({
+    type: z.literal("span"),
+    id: optionalId,
+    span: WorkerSpanSchema,
+  })
+  .strict()
+  .meta({
+    id: "SpanFrame",
+    description:
+      "Worker → host frame of the worker protocol: one span that ended inside a handler (docs/protocol.md).",
+  });
 
 /** The worker could not process a frame (malformed, unknown invocation...). */
 export const ErrorFrameSchema = z
@@ -122,6 +210,7 @@ export const WorkerFrameSchema = z.discriminatedUnion("type", [
   UsageFrameSchema,
   DelegateFrameSchema,
   ResultFrameSchema,
+  SpanFrameSchema,
   ErrorFrameSchema,
 ]);
 
@@ -137,6 +226,11 @@ export type InvokeFrame = z.output<typeof InvokeFrameSchema>;
 export type ResultFrame = z.output<typeof ResultFrameSchema>;
 export type DelegateFrame = z.output<typeof DelegateFrameSchema>;
 export type UsageFrame = z.output<typeof UsageFrameSchema>;
+export type SpanFrame = z.output<typeof SpanFrameSchema>;
+/** A span as a `span` frame carries it, as validated (defaults filled). */
+export type WorkerSpanWire = z.output<typeof WorkerSpanSchema>;
+/** A span as a `span` frame carries it, as written (defaulted fields may be omitted). */
+export type WorkerSpanWireInput = z.input<typeof WorkerSpanSchema>;
 /** An AgentInput as it goes into a frame. */
 export type AgentInputWire = z.input<typeof AgentInputSchema>;
 

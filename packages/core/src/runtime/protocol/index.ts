@@ -19,8 +19,11 @@ export {
   ReadyFrameSchema,
   ResultFrameSchema,
   ShutdownFrameSchema,
+  SpanFrameSchema,
   UsageFrameSchema,
   WorkerFrameSchema,
+  WorkerSpanSchema,
+  WorkerSpanUsageSchema,
   protocolSchemas,
   type AgentInputWire,
   type DelegateFrame,
@@ -28,7 +31,12 @@ export {
   type HostFrameInput,
   type InvokeFrame,
   type ResultFrame,
+  type SpanFrame,
   type UsageFrame,
   type WorkerFrame,
   type WorkerFrameInput,
+  type WorkerSpanWire,
+  type WorkerSpanWireInput,
 } from "./frames.js";
+export { spanFrame } from "./span-frame.js";
+export { SPANS_DROPPED_EVENT, WORKER_SPAN_LIMITS, WorkerSpans } from "./worker-spans.js";

@@ -36,6 +36,11 @@ const WORKER_SLOTS = {
       `{"type":"delegate","call_id":"1","handler":"h","input":{"message":"m","args":{"a":${v}}}}`,
   },
   error: { wrap: 1, text: (v: string) => `{"type":"error","message":${v}}` },
+  span: {
+    wrap: 3,
+    text: (v: string) =>
+      `{"type":"span","span":{"span_id":"a","parent_id":null,"name":"n","started_at":0,"ended_at":0,"attributes":{"a":${v}}}}`,
+  },
   ready: { wrap: 1, text: (v: string) => `{"type":"ready","protocol":1,"runtime":${v}}` },
 } as const;
 

@@ -1,6 +1,7 @@
 import type { ExecContext } from "../../context/exec-context.js";
 import type { AgentInput, AgentResult } from "../../types/agent.js";
 import type { HostFrameInput, WorkerFrame } from "../protocol/frames.js";
+import { WorkerSpans } from "../protocol/worker-spans.js";
 import { errorResult, messageOf } from "../results.js";
 
 /** What an {@link InvocationSession} needs from its runtime. */
@@ -21,8 +22,8 @@ export interface SessionOptions {
 }
 
 /**
- * The host side of one invocation's `chunk`, `usage` and `delegate` frames, shared by pooled
- * workers and executables. Chunks go to `ctx.stream` strictly in order (each push awaited before
+ * The host side of one invocation's `chunk`, `usage`, `span` and `delegate` frames, shared by
+ * pooled workers and executables. Chunks go to `ctx.stream` strictly in order (each push awaited before
  * the next, so a sink's backpressure holds); a delegation starts only after the chunks sent
  * before it have been pushed.
  */
@@ -30,6 +31,8 @@ export class InvocationSession {
   readonly #o: SessionOptions;
   #chain: Promise<void> = Promise.resolve();
   #closed = false;
+  /** The worker's spans; made on the first `span` frame (most invocations send none). */
+  #spans: WorkerSpans | null = null;
   /** Everything streamed so far (the output of an executable that prints nothing else). */
   streamed = "";
   chunks = 0;
@@ -38,7 +41,10 @@ export class InvocationSession {
     this.#o = options;
   }
 
-  /** Handles a `chunk`, `usage` or `delegate` frame; returns false for any other type. */
+  /**
+   * Handles a `chunk`, `usage`, `span` or `delegate` frame; returns false for any other type
+   * (a `result` frame's `spans_dropped` is counted, and false returned: the caller ends the call).
+   */
   handle(frame: WorkerFrame): boolean {
     const o = this.#o;
     switch (frame.type) {
@@ -65,11 +71,21 @@ export class InvocationSession {
             completionTokens: frame.completion_tokens,
             totalTokens: frame.total_tokens ?? frame.prompt_tokens + frame.completion_tokens,
             costUsd: frame.cost_usd,
+            cachedInputTokens: frame.cached_input_tokens,
+            reasoningTokens: frame.reasoning_tokens,
           });
         } catch (err) {
           o.fail(`Handler "${o.handler}" reported invalid usage: ${messageOf(err)}`);
         }
         return true;
+      case "span":
+        (this.#spans ??= new WorkerSpans(o.scoped, o.handler)).add(frame.span);
+        return true;
+      case "result":
+        if (frame.spans_dropped > 0) {
+          (this.#spans ??= new WorkerSpans(o.scoped, o.handler)).addDropped(frame.spans_dropped);
+        }
+        return false;
       case "delegate": {
         const { call_id: callId, handler, input } = frame;
         o.onBlocked?.(1);
@@ -95,8 +111,12 @@ export class InvocationSession {
     return this.#chain.catch(() => undefined);
   }
 
-  /** Stops answering delegations (the process is gone or the invocation is over). */
+  /**
+   * Stops answering delegations (the process is gone or the invocation is over), and settles
+   * the worker's spans: those still waiting for a parent nest under the invocation's span.
+   */
   close(): void {
     this.#closed = true;
+    this.#spans?.finish();
   }
 }

@@ -3,9 +3,12 @@ import { ExecContext, type StreamSink } from "../../context/exec-context.js";
 import { ErrorCode, NervaError } from "../../errors.js";
 import { agentResult, type AgentInputInit, type AgentResult } from "../../types/agent.js";
 import type { TokenUsage } from "../../types/usage.js";
+import type { TraceSink } from "../../tracing/sink.js";
 import { checkInvokeArgs } from "../guard.js";
 import { runFunction } from "../handler-call.js";
 import { FrameDecoder, encodeFrame } from "../protocol/codec.js";
+import { spanFrame } from "../protocol/span-frame.js";
+import { WORKER_SPAN_LIMITS } from "../protocol/worker-spans.js";
 import {
   HostFrameSchema,
   PROTOCOL_VERSION,
@@ -40,7 +43,21 @@ interface Invocation {
   readonly ctx: ExecContext;
   readonly calls: Map<string, (result: AgentResult) => void>;
   reported: TokenUsage;
+  /**
+   * Cached-input and reasoning tokens not yet in a `usage` frame: those of spans that ended, and
+   * those recorded on the invocation's own context (`ctx.tokenUsage` has neither).
+   */
+  cached: number;
+  reasoning: number;
   nextCall: number;
+}
+
+/** The `span` frames of one invocation: sent while it runs, up to the host's limit. */
+interface SpanReport {
+  sent: number;
+  dropped: number;
+  /** False once the result is sent: a span ending later has no invocation to join. */
+  open: boolean;
 }
 
 const moduleCache = new Map<string, Promise<AgentHandler>>();
@@ -167,11 +184,15 @@ export function serveWorker(options: ServeWorkerOptions): void {
       now.promptTokens === before.promptTokens &&
       now.completionTokens === before.completionTokens &&
       now.totalTokens === before.totalTokens &&
-      now.costUsd === before.costUsd
+      now.costUsd === before.costUsd &&
+      inv.cached === 0 &&
+      inv.reasoning === 0
     ) {
       return;
     }
     inv.reported = now;
+    const { cached, reasoning } = inv;
+    inv.cached = inv.reasoning = 0;
     send({
       type: "usage",
       id: inv.id,
@@ -179,6 +200,8 @@ export function serveWorker(options: ServeWorkerOptions): void {
       completion_tokens: now.completionTokens - before.completionTokens,
       total_tokens: now.totalTokens - before.totalTokens,
       cost_usd: Math.max(0, now.costUsd - before.costUsd),
+      ...(cached === 0 ? {} : { cached_input_tokens: cached }),
+      ...(reasoning === 0 ? {} : { reasoning_tokens: reasoning }),
     });
   };
 
@@ -193,16 +216,46 @@ export function serveWorker(options: ServeWorkerOptions): void {
           },
         }
       : null;
+    // Each span of the handler is sent as it ends, up to the host's limit (the rest are counted
+    // in the result), after a `usage` frame with what it recorded: the host places a span's usage
+    // only once it has been charged.
+    const spans: SpanReport = { sent: 0, dropped: 0, open: true };
+    const traceSink: TraceSink = {
+      onSpanEnd: (span) => {
+        if (!spans.open || inv === undefined) return;
+        const own = span.usage;
+        inv.cached += own.cachedInputTokens;
+        inv.reasoning += own.reasoningTokens;
+        flushUsage(inv);
+        if (spans.sent >= WORKER_SPAN_LIMITS.maxSpans) {
+          spans.dropped++;
+          return;
+        }
+        spans.sent++;
+        send(spanFrame(span, id));
+      },
+    };
     let result: AgentResult;
     try {
-      const ctx = ExecContext.fromWire(frame.context, { stream: sink });
-      inv = { id, ctx, calls: new Map(), reported: ctx.tokenUsage, nextCall: 0 };
+      const ctx = ExecContext.fromWire(frame.context, { stream: sink, traceSink });
+      inv = {
+        id,
+        ctx,
+        calls: new Map(),
+        reported: ctx.tokenUsage,
+        cached: 0,
+        reasoning: 0,
+        nextCall: 0,
+      };
       const current = inv;
       running.set(id, current);
       // Report usage the moment it is recorded, so a handler killed later is still charged.
       const record = ctx.recordTokens.bind(ctx);
       ctx.recordTokens = (delta) => {
         record(delta);
+        // This context's span is the host's: no span of the worker keeps these counts.
+        current.cached += delta.cachedInputTokens ?? 0;
+        current.reasoning += delta.reasoningTokens ?? 0;
         flushUsage(current);
       };
       const fn = await resolve(frame);
@@ -215,6 +268,8 @@ export function serveWorker(options: ServeWorkerOptions): void {
       running.delete(id);
       inv.ctx.dispose();
     }
+    spans.open = false;
+    const dropped = spans.dropped === 0 ? {} : { spans_dropped: spans.dropped };
     try {
       send({
         type: "result",
@@ -225,6 +280,7 @@ export function serveWorker(options: ServeWorkerOptions): void {
           data: result.data as Record<string, never>,
           error: result.error,
         },
+        ...dropped,
       });
     } catch (err) {
       // Not serialisable (a BigInt, say): the host still gets a result, never silence.
@@ -235,6 +291,7 @@ export function serveWorker(options: ServeWorkerOptions): void {
           status: "error",
           error: `Handler "${frame.handler}" returned a result that cannot be sent to the host: ${messageOf(err)}`,
         },
+        ...dropped,
       });
     }
   }

@@ -10,15 +10,21 @@
 //   export default async function (input, ctx, runtime) { return `Processed: ${input.message}`; }
 // It may return a string or a partial AgentResult ({ status, output, data, error }), or be an
 // async generator whose string chunks are streamed. `ctx` carries the request identity,
-// permissions, deadline, an abort `signal`, `recordTokens()` and `stream.push()`;
-// `runtime.delegate(handler, input)` asks the host to run another agent.
+// permissions, deadline, an abort `signal`, `recordTokens()`, `stream.push()` and spans
+// (`startSpan()`, `span(name, fn)`: each is sent to the host as a `span` frame when it ends, and
+// joins the caller's trace under the invocation's span); `runtime.delegate(handler, input)` asks
+// the host to run another agent.
 //
 // stdout carries frames only: console.* and process.stdout writes of handlers go to stderr.
 // The agent exits when stdin ends (the host has gone) or on a `shutdown` frame.
+import { randomBytes } from "node:crypto";
 import { isAbsolute } from "node:path";
 import { pathToFileURL } from "node:url";
 
 const PROTOCOL_VERSION = 1;
+/** Spans sent per invocation (the host keeps no more); the rest are counted in the result. */
+const MAX_SPANS = 1000;
+const ZERO_SPAN_ID = "0000000000000000";
 const MAX_FRAME_BYTES = 64 * 1024 * 1024;
 const STATUSES = new Set([
   "success",
@@ -83,12 +89,84 @@ function permissionsOf(wire) {
   });
 }
 
-function makeContext(frame, state) {
+const nowMs = () => performance.timeOrigin + performance.now();
+
+function newSpanId() {
+  let id = ZERO_SPAN_ID;
+  while (id === ZERO_SPAN_ID) id = randomBytes(8).toString("hex");
+  return id;
+}
+
+/** JSON cannot carry NaN or ±Infinity, and span attributes are flat: anything else is text. */
+function attributeValue(value) {
+  if (typeof value === "string" || typeof value === "boolean") return value;
+  if (typeof value === "number" && Number.isFinite(value)) return value;
+  return String(value);
+}
+
+/** A span of invocation `frame.id`, nested under `parentId`; sent as a `span` frame by end(). */
+function makeSpan(frame, state, name, attributes, kind, parentId) {
+  const attrs = {};
+  for (const [k, v] of Object.entries(attributes ?? {})) attrs[k] = attributeValue(v);
+  let ended = false;
+  const span = {
+    id: newSpanId(),
+    parentId,
+    name: String(name),
+    kind: kind ?? "internal",
+    startMs: nowMs(),
+    /** Own usage, recorded while the span is current. */
+    usage: null,
+    get ended() {
+      return ended;
+    },
+    setAttribute(key, value) {
+      if (!ended) attrs[key] = attributeValue(value);
+      return span;
+    },
+    end(status = "ok", error) {
+      if (ended) return;
+      ended = true;
+      // A span that ends after the result has no invocation to join.
+      if (running.get(frame.id) !== state) return;
+      if (state.spansSent >= MAX_SPANS) {
+        state.spansDropped++;
+        return;
+      }
+      state.spansSent++;
+      const endMs = nowMs();
+      send({
+        type: "span",
+        id: frame.id,
+        span: {
+          span_id: span.id,
+          parent_id: parentId,
+          name: span.name,
+          kind: span.kind,
+          started_at: span.startMs / 1000,
+          ended_at: endMs / 1000,
+          status: status === "error" ? "error" : "ok",
+          error: error === undefined || error === null ? null : String(error),
+          attributes: attrs,
+          ...(span.usage === null ? {} : { usage: span.usage }),
+        },
+      });
+    },
+  };
+  return span;
+}
+
+/** The handler's context; `current` is the span new spans nest under (null: the invocation's). */
+function makeContext(frame, state, current = null) {
   const w = frame.context;
-  const timeoutAt = w.timeout_at === null ? null : Date.parse(w.timeout_at);
+  // Unix seconds on the wire (ExecContext wire form), epoch milliseconds here.
+  const timeoutAt = w.timeout_at == null ? null : w.timeout_at * 1000;
   const send_ = (f) => {
     if (running.get(frame.id) === state) send({ ...f, id: frame.id });
   };
+  const parentId = current === null ? (w.span_id ?? null) : current.id;
+  const startSpan = (name, attributes, options) =>
+    makeSpan(frame, state, name, attributes, options?.kind, parentId);
   const ctx = Object.freeze({
     requestId: w.request_id,
     traceId: w.trace_id,
@@ -98,7 +176,7 @@ function makeContext(frame, state) {
     depth: w.depth,
     memoryScope: w.memory_scope,
     permissions: permissionsOf(w.permissions),
-    createdAt: Date.parse(w.created_at),
+    createdAt: w.created_at * 1000,
     timeoutAt,
     signal: state.controller.signal,
     isCancelled: () => state.controller.signal.aborted,
@@ -111,21 +189,41 @@ function makeContext(frame, state) {
     throwIfEnded() {
       if (state.controller.signal.aborted) throw state.controller.signal.reason;
     },
-    // Spans and events stay inside the container (the host records the invoke span); these
-    // exist so that handlers written for the subprocess worker run here unchanged.
+    /** The id new spans nest under: the current span's, or the invocation's. */
+    currentSpanId: parentId,
+    // Events stay inside the container (only spans are sent to the host).
     event: () => undefined,
-    startSpan: () => ({ setAttribute: () => undefined, end: () => undefined }),
-    span: (_name, fn) => fn(ctx, { setAttribute: () => undefined, end: () => undefined }),
+    startSpan,
+    async span(name, fn, attributes) {
+      const span = startSpan(name, attributes);
+      try {
+        const value = await fn(makeContext(frame, state, span), span);
+        span.end("ok");
+        return value;
+      } catch (err) {
+        span.end("error", messageOf(err));
+        throw err;
+      }
+    },
     recordTokens(delta = {}) {
       const p = delta.promptTokens ?? 0;
       const c = delta.completionTokens ?? 0;
-      send_({
-        type: "usage",
+      const usage = {
         prompt_tokens: p,
         completion_tokens: c,
         total_tokens: delta.totalTokens ?? p + c,
         cost_usd: delta.costUsd ?? 0,
-      });
+        cached_input_tokens: delta.cachedInputTokens ?? 0,
+        reasoning_tokens: delta.reasoningTokens ?? 0,
+      };
+      // Sent at once (the host charges it, even if the handler is killed later); the current
+      // span's own usage only says where it was spent.
+      send_({ type: "usage", ...usage });
+      if (current !== null && !current.ended) {
+        const own = current.usage;
+        if (own === null) current.usage = usage;
+        else for (const key of Object.keys(usage)) own[key] += usage[key];
+      }
     },
     toWire: () => w,
   });
@@ -206,7 +304,13 @@ function normalise(value) {
 }
 
 async function invoke(frame) {
-  const state = { controller: new AbortController(), calls: new Map(), nextCall: 0 };
+  const state = {
+    controller: new AbortController(),
+    calls: new Map(),
+    nextCall: 0,
+    spansSent: 0,
+    spansDropped: 0,
+  };
   running.set(frame.id, state);
   let result;
   try {
@@ -246,8 +350,9 @@ async function invoke(frame) {
   }
   if (running.get(frame.id) === state) {
     running.delete(frame.id);
+    const dropped = state.spansDropped === 0 ? {} : { spans_dropped: state.spansDropped };
     try {
-      send({ type: "result", id: frame.id, result });
+      send({ type: "result", id: frame.id, result, ...dropped });
     } catch (err) {
       // Not serialisable (a BigInt, say): the host still gets a result, never silence.
       send({
@@ -257,6 +362,7 @@ async function invoke(frame) {
           status: "error",
           error: `Handler returned a result that cannot be sent: ${messageOf(err)}`,
         },
+        ...dropped,
       });
     }
   }
