@@ -107,6 +107,9 @@ export class ActiveRun implements RunContext {
   readonly #steps: Map<string, string>;
   readonly #inputs: ReadonlyMap<string, string>;
   readonly #used = new Map<string, number>();
+  /** Steps begun whose `step.started` is not written yet: key → when it began (epoch ms). */
+  readonly #unwritten = new Map<string, number>();
+  #flushing = false;
   #checkpoint: string | null;
   /** Set once a write was refused: nothing more is written. */
   lost: NervaError | null = null;
@@ -147,26 +150,89 @@ export class ActiveRun implements RunContext {
   async memo<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
     const done = this.#steps.get(key);
     if (done !== undefined) return parse<T>(done);
-    await this.#write(() => this.#store.append(this.lease, RunEventType.STEP_STARTED, { key }));
-    let value: T;
+    if (this.#store.commitStartedStep === undefined) {
+      await this.#write(() => this.#store.append(this.lease, RunEventType.STEP_STARTED, { key }));
+    } else {
+      this.#deferStart(key);
+    }
+    let committed: string;
     try {
-      value = await fn();
+      let value: T;
+      try {
+        value = await fn();
+      } catch (err) {
+        this.note(err);
+        throw err;
+      }
+      const text =
+        value === undefined
+          ? ""
+          : toJsonText(
+              value,
+              `value of step "${key}"`,
+              this.#maxBytes,
+              "Return plain JSON (objects, arrays, strings, finite numbers, booleans, null) within maxStepBytes.",
+            );
+      committed = await this.#write(() => this.#commit(key, text), false);
     } catch (err) {
-      this.note(err);
+      // A step that failed still shows in the history as started, as when its start came first.
+      await this.writeStarts().catch(() => undefined);
       throw err;
     }
-    const text =
-      value === undefined
-        ? ""
-        : toJsonText(
-            value,
-            `value of step "${key}"`,
-            this.#maxBytes,
-            "Return plain JSON (objects, arrays, strings, finite numbers, booleans, null) within maxStepBytes.",
-          );
-    const committed = await this.#write(() => this.#store.commitStep(this.lease, key, text));
     this.#steps.set(key, committed);
     return parse<T>(committed);
+  }
+
+  /**
+   * Writes the `step.started` events not written yet (steps still running, or that failed).
+   * Every other write does it first, so the history keeps the order things happened in.
+   */
+  writeStarts(): Promise<void> {
+    return this.#unwritten.size === 0 ? Promise.resolve() : this.#write(() => Promise.resolve());
+  }
+
+  /**
+   * Remembers that step `key` began, without writing it yet: a step that ends within this turn
+   * of the event loop has its start written with its commit (one store write instead of two);
+   * one still running when the turn ends (waiting on I/O or a timer) has it written then, so
+   * tails see it begin.
+   */
+  #deferStart(key: string): void {
+    this.#unwritten.set(key, Date.now());
+    if (this.#flushing) return;
+    this.#flushing = true;
+    setImmediate(() => {
+      this.#flushing = false;
+      this.writeStarts().catch(() => undefined);
+    });
+  }
+
+  /** Commits step `key`, with its start when that is not written yet. */
+  async #commit(key: string, text: string): Promise<string> {
+    const startedAt = this.#unwritten.get(key);
+    const commitStarted = this.#store.commitStartedStep;
+    if (startedAt === undefined || commitStarted === undefined) {
+      return this.#store.commitStep(this.lease, key, text);
+    }
+    // Steps that began before this one (it runs inside them) have their starts written first.
+    await this.#appendStarts(key);
+    this.#unwritten.delete(key);
+    try {
+      return await commitStarted.call(this.#store, this.lease, key, text, startedAt);
+    } catch (err) {
+      // Nothing was written: the start is still to write (the failure path writes it).
+      this.#unwritten.set(key, startedAt);
+      throw err;
+    }
+  }
+
+  /** Writes pending starts oldest first, stopping at `until` when given. */
+  async #appendStarts(until?: string): Promise<void> {
+    for (const key of this.#unwritten.keys()) {
+      if (key === until) return;
+      this.#unwritten.delete(key);
+      await this.#store.append(this.lease, RunEventType.STEP_STARTED, { key });
+    }
   }
 
   /** Whether `key` was committed (a memoized chain step), and its value. */
@@ -298,10 +364,12 @@ export class ActiveRun implements RunContext {
     }
   }
 
-  async #write<T>(fn: () => Promise<T>): Promise<T> {
+  /** Runs one fenced write, after the pending starts unless `starts` is false. */
+  async #write<T>(fn: () => Promise<T>, starts = true): Promise<T> {
     if (this.lost !== null) throw this.lost;
     if (this.paused !== null) throw new RunPaused(this.paused);
     try {
+      if (starts && this.#unwritten.size > 0) await this.#appendStarts();
       return await fn();
     } catch (err) {
       if (isNervaError(err, ErrorCode.LEASE_LOST)) this.lose(err);

@@ -19,6 +19,7 @@ export interface SqliteDatabase {
   ): F & { deferred: F; immediate: F; exclusive: F };
   close(): unknown;
   readonly open: boolean;
+  readonly inTransaction: boolean;
 }
 
 type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => SqliteDatabase;
