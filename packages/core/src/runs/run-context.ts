@@ -215,7 +215,7 @@ export class ActiveRun implements RunContext {
       return this.#store.commitStep(this.lease, key, text);
     }
     // Steps that began before this one (it runs inside them) have their starts written first.
-    await this.#appendStarts(key);
+    if (this.#unwritten.keys().next().value !== key) await this.#appendStarts(key);
     this.#unwritten.delete(key);
     try {
       return await commitStarted.call(this.#store, this.lease, key, text, startedAt);

@@ -100,17 +100,16 @@ export class RunRows {
     startedAt: number | null,
   ): [committed: string, wrote: boolean] {
     const holder = this.holder(lease);
-    const existing = this.#s.value.get(lease.runId, "step", key) as { value: string } | undefined;
+    const fresh = this.#s.putStep.run(lease.runId, key, value).changes === 1;
     const events: NewEvent[] = [];
     if (startedAt !== null) {
       events.push([RunEventType.STEP_STARTED, { key }, Math.min(startedAt, Date.now())]);
     }
-    if (existing === undefined) {
-      this.#s.putValue.run(lease.runId, "step", key, value);
-      events.push([RunEventType.STEP_COMPLETED, { key }]);
-    }
+    if (fresh) events.push([RunEventType.STEP_COMPLETED, { key }]);
     if (events.length > 0) this.addEvents(lease, holder, events);
-    return [existing?.value ?? value, events.length > 0];
+    if (fresh) return [value, true];
+    const existing = this.#s.value.get(lease.runId, "step", key) as { value: string };
+    return [existing.value, events.length > 0];
   }
 
   /** Writes a new run's row and events. */
@@ -152,6 +151,15 @@ export class RunRows {
   }
 
   writeEvents(runId: string, events: readonly EventDraft[]): void {
+    const [a, b] = events;
+    if (events.length === 2 && a !== undefined && b !== undefined) {
+      // A step's start and commit: one statement.
+      this.#s.twoEvents.run(
+        ...[runId, a.seq, a.type, a.at, a.attempt, JSON.stringify(a.data)],
+        ...[runId, b.seq, b.type, b.at, b.attempt, JSON.stringify(b.data)],
+      );
+      return;
+    }
     for (const e of events) {
       this.#s.event.run(runId, e.seq, e.type, e.at, e.attempt, JSON.stringify(e.data));
     }

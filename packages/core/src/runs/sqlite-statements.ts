@@ -94,10 +94,18 @@ export function prepareStatements(db: SqliteDatabase, t: ReturnType<typeof runTa
     event: db.prepare(
       `INSERT INTO ${t.events} (run_id, seq, type, at, attempt, data) VALUES (?, ?, ?, ?, ?, ?)`,
     ),
+    twoEvents: db.prepare(
+      `INSERT INTO ${t.events} (run_id, seq, type, at, attempt, data)
+       VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)`,
+    ),
     events: db.prepare(
       `SELECT seq, type, at, attempt, data FROM ${t.events} WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
     ),
     value: db.prepare(`SELECT value FROM ${t.values} WHERE run_id = ? AND kind = ? AND key = ?`),
+    putStep: db.prepare(
+      `INSERT INTO ${t.values} (run_id, kind, key, value) VALUES (?, 'step', ?, ?)
+       ON CONFLICT (run_id, kind, key) DO NOTHING`,
+    ),
     values: db.prepare(`SELECT kind, key, value FROM ${t.values} WHERE run_id = ?`),
     putValue: db.prepare(
       `INSERT INTO ${t.values} (run_id, kind, key, value) VALUES (?, ?, ?, ?)
