@@ -100,17 +100,27 @@ export async function checkExactlyOnceCommits(
 }
 
 /**
- * Two worker processes execute 20 runs of 5 steps while a killer SIGKILLs a worker in the middle
- * of a step body and restarts it, until `kills` kills.
+ * Two worker processes execute runs of 5 steps (20, and more while fewer than `kills` kills
+ * have landed, so the count does not depend on the machine's speed) while a killer SIGKILLs a
+ * worker in the middle of a step body and restarts it, until `kills` kills.
  */
 export async function crashScenario(env: ScenarioEnv, kills = 20): Promise<{ kills: number }> {
   const log = env.logFile();
   const queue = new RunQueue({ store: env.store, name: "procs", maxReclaims: 200 });
-  const runs = await Promise.all(
-    Array.from({ length: 20 }, (_, i) =>
-      queue.enqueue({ handler: "five_steps", input: { message: `r${i}` }, ctx: ctx() }),
-    ),
-  );
+  const runs: RunRecord[] = [];
+  const enqueue = async (n: number) => {
+    const more = await Promise.all(
+      Array.from({ length: n }, () =>
+        queue.enqueue({
+          handler: "five_steps",
+          input: { message: `r${runs.length}` },
+          ctx: ctx(),
+        }),
+      ),
+    );
+    runs.push(...more);
+  };
+  await enqueue(20);
   const config = (role: string) =>
     env.worker(role, log, {
       concurrency: 2,
@@ -127,7 +137,11 @@ export async function crashScenario(env: ScenarioEnv, kills = 20): Promise<{ kil
       await sleep(100 + Math.random() * 200);
       const open = midRun(readLog(log));
       const index = workers.findIndex((w) => open.has(w.child.pid as number));
-      if (index < 0) continue;
+      if (index < 0) {
+        const left = await Promise.all(runs.map((r) => env.store.get(r.id)));
+        if (left.filter((r) => r?.status !== "succeeded").length < 4) await enqueue(8);
+        continue;
+      }
       await killHard(workers[index] as WorkerProcess);
       killed += 1;
       const fresh = startWorker(config(index === 0 ? "a" : "b"));
