@@ -106,7 +106,8 @@ export class ActiveRun implements RunContext {
   readonly #maxBytes: number;
   readonly #steps: Map<string, string>;
   readonly #inputs: ReadonlyMap<string, string>;
-  readonly #used = new Map<string, number>();
+  /** How many times each step key (`s`) and input key (`i`) was used in this execution. */
+  readonly #used = { s: new Map<string, number>(), i: new Map<string, number>() };
   /** Steps begun whose `step.started` is not written yet: key → when it began (epoch ms). */
   readonly #unwritten = new Map<string, number>();
   #flushing = false;
@@ -132,8 +133,8 @@ export class ActiveRun implements RunContext {
     this.#checkpoint = claimed.checkpoint;
   }
 
-  step<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
-    return this.#guard(async () => {
+  async step<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+    try {
       checkKey(key, "step key");
       if (typeof fn !== "function") {
         throw new NervaError(
@@ -142,8 +143,11 @@ export class ActiveRun implements RunContext {
           { issues: [{ path: "fn", message: "must be a function" }] },
         );
       }
-      return this.memo<T>(this.unique("s", key), fn);
-    });
+      return await this.memo<T>(this.unique("s", key), fn);
+    } catch (err) {
+      this.note(err);
+      throw err;
+    }
   }
 
   /** `step` without the key rules, for the Runner's own `$` keys. */
@@ -268,11 +272,10 @@ export class ActiveRun implements RunContext {
   takeAnswers<T>(key: string): T[] {
     const out: T[] = [];
     for (;;) {
-      const id = `i\u0000${key}`;
-      const n = (this.#used.get(id) ?? 0) + 1;
+      const n = (this.#used.i.get(key) ?? 0) + 1;
       const text = this.#inputs.get(n === 1 ? key : `${key}#${n}`);
       if (text === undefined) return out;
-      this.#used.set(id, n);
+      this.#used.i.set(key, n);
       out.push(parse<T>(text));
     }
   }
@@ -348,10 +351,10 @@ export class ActiveRun implements RunContext {
   }
 
   /** `key` the first time in this execution, then `key#2`, `key#3`… (per kind of key). */
-  unique(space: string, key: string): string {
-    const id = `${space}\u0000${key}`;
-    const n = (this.#used.get(id) ?? 0) + 1;
-    this.#used.set(id, n);
+  unique(space: "s" | "i", key: string): string {
+    const used = this.#used[space];
+    const n = (used.get(key) ?? 0) + 1;
+    used.set(key, n);
     return n === 1 ? key : `${key}#${n}`;
   }
 

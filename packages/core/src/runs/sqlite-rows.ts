@@ -64,9 +64,9 @@ export class RunRows {
     const row = this.#s.holder.get(lease.runId) as HolderRow | undefined;
     if (
       row === undefined ||
-      row.status !== RunStatus.RUNNING ||
-      row.lease_fence !== lease.fence ||
-      row.lease_worker_id !== lease.workerId
+      row[0] !== RunStatus.RUNNING ||
+      row[2] !== lease.fence ||
+      row[1] !== lease.workerId
     ) {
       throw leaseLost(lease, this.read(lease.runId));
     }
@@ -76,12 +76,13 @@ export class RunRows {
   /** Appends `events` after the holder's last one (the run row is not touched). */
   addEvents(lease: LeaseRef, holder: HolderRow, events: readonly NewEvent[]): EventDraft[] {
     const now = Date.now();
-    let seq = holder.last_seq;
+    const attempt = holder[3];
+    let seq = holder[4];
     const drafts = events.map(([type, data, at]) => ({
       seq: ++seq,
       type,
       at: at ?? now,
-      attempt: holder.attempt,
+      attempt,
       data,
     }));
     this.writeEvents(lease.runId, drafts);

@@ -8,14 +8,17 @@ export interface RunRow {
   doc: string;
   last_seq: number;
 }
-/** What a fenced write that only adds events and values needs of its run (no JSON). */
-export interface HolderRow {
-  status: string;
-  last_seq: number;
-  lease_worker_id: string | null;
-  lease_fence: number | null;
-  attempt: number;
-}
+/**
+ * What a fenced write that only adds events and values needs of its run (no JSON), as the
+ * `holder` statement returns it: a raw row, no object built per write.
+ */
+export type HolderRow = [
+  status: string,
+  leaseWorkerId: string | null,
+  leaseFence: number | null,
+  attempt: number,
+  lastSeq: number,
+];
 export interface EventRow {
   seq: number;
   type: string;
@@ -68,11 +71,13 @@ export function prepareStatements(db: SqliteDatabase, t: ReturnType<typeof runTa
   return {
     get: db.prepare(`SELECT ${record} FROM ${t.runs} WHERE id = ?`),
     byKey: db.prepare(`SELECT ${record} FROM ${t.runs} WHERE queue = ? AND idempotency_key = ?`),
-    holder: db.prepare(
-      `SELECT status, lease_worker_id, lease_fence, attempt,
-         (SELECT MAX(seq) FROM ${t.events} e WHERE e.run_id = ${t.runs}.id) AS last_seq
-       FROM ${t.runs} WHERE id = ?`,
-    ),
+    holder: db
+      .prepare(
+        `SELECT status, lease_worker_id, lease_fence, attempt,
+           (SELECT MAX(seq) FROM ${t.events} e WHERE e.run_id = ${t.runs}.id) AS last_seq
+         FROM ${t.runs} WHERE id = ?`,
+      )
+      .raw(true),
     insert: db.prepare(
       `INSERT INTO ${t.runs} (id, queue, status, priority, claimable_at, idempotency_key, user_id, created_at, finished_at, doc, lease_worker_id, lease_fence, attempt)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

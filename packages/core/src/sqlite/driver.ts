@@ -6,6 +6,8 @@ export interface SqliteStatement {
   run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
   get(...params: unknown[]): unknown;
   all(...params: unknown[]): unknown[];
+  /** Rows as arrays of column values instead of objects (the statement keeps the mode). */
+  raw(toggle?: boolean): SqliteStatement;
 }
 
 /** The part of a better-sqlite3 database Nerva uses. */
