@@ -80,12 +80,12 @@ class VisitContext implements NodeContext {
   readonly exec: ExecContext;
   readonly runtime: AgentRuntime;
   readonly stateKeys: ReadonlySet<string>;
-  readonly answers: readonly JsonValue[];
   readonly shared: SharedStateView;
   readonly #scope: VisitScope;
   readonly #key: string;
   readonly #active: ActiveRun | null;
   #kit: AgentKit | null = null;
+  #answers: JsonValue[] | null = null;
   #asked = 0;
 
   constructor(scope: VisitScope) {
@@ -100,10 +100,18 @@ class VisitContext implements NodeContext {
     this.shared = scope.shared;
     this.#key = nodeStepKey(scope.nodeId, scope.visit);
     this.#active = scope.run instanceof ActiveRun ? scope.run : null;
-    const answers: JsonValue[] =
-      this.#active === null ? [] : this.#active.takeAnswers<JsonValue>(this.#key);
-    if (scope.preset !== null && answers.length === 0) answers.push(scope.preset.value);
-    this.answers = answers;
+  }
+
+  /** Answers given to this visit's questions so far (taken on first use: most nodes ask none). */
+  get answers(): readonly JsonValue[] {
+    if (this.#answers === null) {
+      const answers: JsonValue[] =
+        this.#active === null ? [] : this.#active.takeAnswers<JsonValue>(this.#key);
+      const preset = this.#scope.preset;
+      if (preset !== null && answers.length === 0) answers.push(preset.value);
+      this.#answers = answers;
+    }
+    return this.#answers;
   }
 
   get signal(): AbortSignal {
@@ -144,8 +152,9 @@ class VisitContext implements NodeContext {
 
   async input<T = JsonValue>(request: InputRequest): Promise<T> {
     let error: string | null = null;
-    while (this.#asked < this.answers.length) {
-      const answer = this.answers[this.#asked++];
+    const answers = this.answers;
+    while (this.#asked < answers.length) {
+      const answer = answers[this.#asked++];
       if (request.schema === undefined) return answer as T;
       const parsed = request.schema.safeParse(answer);
       if (parsed.success) return parsed.data as T;

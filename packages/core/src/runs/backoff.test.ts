@@ -54,6 +54,37 @@ describe("toJsonText", () => {
     );
   });
 
+  it("accepts exactly the values made of plain objects, arrays and JSON leaves", () => {
+    // The reference rule, written plainly (recursive: fast-check values are shallow).
+    const plain = (v: unknown): boolean => {
+      if (v === null || typeof v === "string" || typeof v === "boolean") return true;
+      if (typeof v === "number") return Number.isFinite(v);
+      if (typeof v !== "object") return false;
+      if (Array.isArray(v)) return v.every((x) => plain(x)); // holes are skipped, as JSON nulls
+      const proto: unknown = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null) return false;
+      return Object.values(v).every(plain);
+    };
+    fc.assert(
+      fc.property(
+        fc.anything({
+          withBigInt: true,
+          withDate: true,
+          withMap: true,
+          withSet: true,
+          withTypedArray: true,
+          withSparseArray: true,
+          withNullPrototype: true,
+          withBoxedValues: true,
+        }),
+        (v) => {
+          expect(notJson(v, "v") === null).toBe(plain(v));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
   it("names what is not JSON", () => {
     expect(notJson({ a: [1, new Date(0)] }, "value")).toBe(
       "value.a[1] is a Date, not a plain object",

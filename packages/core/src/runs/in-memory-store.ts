@@ -26,6 +26,7 @@ import {
   resumeRun,
   retryRun,
   runNotFound,
+  startedStepEvents,
   type Transition,
 } from "./transitions.js";
 import {
@@ -161,6 +162,31 @@ export class InMemoryRunStore implements RunStore {
       entry,
       appendEvent(entry.run, lease, RunEventType.STEP_COMPLETED, { key }, Date.now()),
     );
+    return value;
+  }
+
+  async commitStartedStep(
+    lease: LeaseRef,
+    key: string,
+    value: string,
+    startedAt: number,
+  ): Promise<string> {
+    const entry = this.#held(lease);
+    const existing = entry.steps.get(key);
+    const t = startedStepEvents(
+      entry.run,
+      lease,
+      key,
+      startedAt,
+      existing === undefined,
+      Date.now(),
+    );
+    if (existing !== undefined) {
+      this.#apply(entry, t);
+      return existing;
+    }
+    entry.steps.set(key, value);
+    this.#apply(entry, t);
     return value;
   }
 

@@ -10,6 +10,8 @@ export const DEFAULT_MAX_STEP_BYTES = 1024 * 1024;
  * be what a replay returns. Iterative, after the depth bound.
  */
 export function notJson(value: unknown, label: string): string | null {
+  if (isPlainJson(value)) return null;
+  // Only a value that fails the quick check is walked again, to say where and why.
   const violation = jsonLimitViolation(value, DEFAULT_JSON_LIMITS);
   if (violation !== null) return `${label} is ${violation}`;
   const values: unknown[] = [value];
@@ -51,6 +53,49 @@ export function notJson(value: unknown, label: string): string | null {
   return null;
 }
 
+/** A JSON leaf that reads back equal: a string, a boolean or a finite number. */
+function isJsonLeaf(v: unknown): boolean {
+  return typeof v === "string" || typeof v === "boolean" || Number.isFinite(v);
+}
+
+/**
+ * Whether `value` is plain JSON within {@link DEFAULT_JSON_LIMITS}: the rules of {@link notJson}
+ * and `jsonLimitViolation` in one iterative walk that builds no paths (the common case is a valid
+ * value, checked at every step commit). `false` may be conservative: {@link notJson} decides.
+ */
+function isPlainJson(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return value === null || isJsonLeaf(value);
+  const { maxDepth, maxNodes } = DEFAULT_JSON_LIMITS;
+  const containers: object[] = [value];
+  const depths: number[] = [1];
+  let nodes = 1;
+  while (containers.length > 0) {
+    const v = containers.pop() as object;
+    const depth = depths.pop() as number;
+    if (depth > maxDepth) return false;
+    let items: readonly unknown[];
+    if (Array.isArray(v)) {
+      items = v;
+    } else {
+      const proto: unknown = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null) return false;
+      items = Object.values(v);
+    }
+    nodes += items.length;
+    if (nodes > maxNodes) return false;
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      if (typeof item === "object" && item !== null) {
+        containers.push(item);
+        depths.push(depth + 1);
+      } else if (item !== null && !isJsonLeaf(item)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 /**
  * `value` as JSON text, after checking it is plain JSON (see {@link notJson}) of at most
  * `maxBytes` UTF-8 bytes. Throws INVALID_INPUT naming `label`, followed by `fix`.
@@ -66,7 +111,8 @@ export function toJsonText(value: unknown, label: string, maxBytes: number, fix:
     });
   }
   const text = JSON.stringify(value);
-  const bytes = Buffer.byteLength(text);
+  // A UTF-16 unit is at most 3 bytes of UTF-8: short texts need no count.
+  const bytes = text.length * 3 <= maxBytes ? 0 : Buffer.byteLength(text);
   if (bytes > maxBytes) {
     throw new NervaError(
       ErrorCode.INVALID_INPUT,

@@ -101,6 +101,8 @@ export async function executeAttempt(
       }
     }
     if (active.lost !== null || active.paused !== null) return;
+    // A step the handler left running: its start goes in the history before the outcome.
+    await active.writeStarts().catch(() => undefined);
     if (execution.releasing) {
       await persist(a, active, () => a.store.release(active.lease));
       return;

@@ -106,7 +106,11 @@ export class ActiveRun implements RunContext {
   readonly #maxBytes: number;
   readonly #steps: Map<string, string>;
   readonly #inputs: ReadonlyMap<string, string>;
-  readonly #used = new Map<string, number>();
+  /** How many times each step key (`s`) and input key (`i`) was used in this execution. */
+  readonly #used = { s: new Map<string, number>(), i: new Map<string, number>() };
+  /** Steps begun whose `step.started` is not written yet: key → when it began (epoch ms). */
+  readonly #unwritten = new Map<string, number>();
+  #flushing = false;
   #checkpoint: string | null;
   /** Set once a write was refused: nothing more is written. */
   lost: NervaError | null = null;
@@ -129,8 +133,8 @@ export class ActiveRun implements RunContext {
     this.#checkpoint = claimed.checkpoint;
   }
 
-  step<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
-    return this.#guard(async () => {
+  async step<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+    try {
       checkKey(key, "step key");
       if (typeof fn !== "function") {
         throw new NervaError(
@@ -139,34 +143,100 @@ export class ActiveRun implements RunContext {
           { issues: [{ path: "fn", message: "must be a function" }] },
         );
       }
-      return this.memo<T>(this.unique("s", key), fn);
-    });
+      return await this.memo<T>(this.unique("s", key), fn);
+    } catch (err) {
+      this.note(err);
+      throw err;
+    }
   }
 
   /** `step` without the key rules, for the Runner's own `$` keys. */
   async memo<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
     const done = this.#steps.get(key);
     if (done !== undefined) return parse<T>(done);
-    await this.#write(() => this.#store.append(this.lease, RunEventType.STEP_STARTED, { key }));
-    let value: T;
+    if (this.#store.commitStartedStep === undefined) {
+      await this.#write(() => this.#store.append(this.lease, RunEventType.STEP_STARTED, { key }));
+    } else {
+      this.#deferStart(key);
+    }
+    let committed: string;
     try {
-      value = await fn();
+      let value: T;
+      try {
+        value = await fn();
+      } catch (err) {
+        this.note(err);
+        throw err;
+      }
+      const text =
+        value === undefined
+          ? ""
+          : toJsonText(
+              value,
+              `value of step "${key}"`,
+              this.#maxBytes,
+              "Return plain JSON (objects, arrays, strings, finite numbers, booleans, null) within maxStepBytes.",
+            );
+      committed = await this.#write(() => this.#commit(key, text), false);
     } catch (err) {
-      this.note(err);
+      // A step that failed still shows in the history as started, as when its start came first.
+      await this.writeStarts().catch(() => undefined);
       throw err;
     }
-    const text =
-      value === undefined
-        ? ""
-        : toJsonText(
-            value,
-            `value of step "${key}"`,
-            this.#maxBytes,
-            "Return plain JSON (objects, arrays, strings, finite numbers, booleans, null) within maxStepBytes.",
-          );
-    const committed = await this.#write(() => this.#store.commitStep(this.lease, key, text));
     this.#steps.set(key, committed);
     return parse<T>(committed);
+  }
+
+  /**
+   * Writes the `step.started` events not written yet (steps still running, or that failed).
+   * Every other write does it first, so the history keeps the order things happened in.
+   */
+  writeStarts(): Promise<void> {
+    return this.#unwritten.size === 0 ? Promise.resolve() : this.#write(() => Promise.resolve());
+  }
+
+  /**
+   * Remembers that step `key` began, without writing it yet: a step that ends within this turn
+   * of the event loop has its start written with its commit (one store write instead of two);
+   * one still running when the turn ends (waiting on I/O or a timer) has it written then, so
+   * tails see it begin.
+   */
+  #deferStart(key: string): void {
+    this.#unwritten.set(key, Date.now());
+    if (this.#flushing) return;
+    this.#flushing = true;
+    setImmediate(() => {
+      this.#flushing = false;
+      this.writeStarts().catch(() => undefined);
+    });
+  }
+
+  /** Commits step `key`, with its start when that is not written yet. */
+  async #commit(key: string, text: string): Promise<string> {
+    const startedAt = this.#unwritten.get(key);
+    const commitStarted = this.#store.commitStartedStep;
+    if (startedAt === undefined || commitStarted === undefined) {
+      return this.#store.commitStep(this.lease, key, text);
+    }
+    // Steps that began before this one (it runs inside them) have their starts written first.
+    if (this.#unwritten.keys().next().value !== key) await this.#appendStarts(key);
+    this.#unwritten.delete(key);
+    try {
+      return await commitStarted.call(this.#store, this.lease, key, text, startedAt);
+    } catch (err) {
+      // Nothing was written: the start is still to write (the failure path writes it).
+      this.#unwritten.set(key, startedAt);
+      throw err;
+    }
+  }
+
+  /** Writes pending starts oldest first, stopping at `until` when given. */
+  async #appendStarts(until?: string): Promise<void> {
+    for (const key of this.#unwritten.keys()) {
+      if (key === until) return;
+      this.#unwritten.delete(key);
+      await this.#store.append(this.lease, RunEventType.STEP_STARTED, { key });
+    }
   }
 
   /** Whether `key` was committed (a memoized chain step), and its value. */
@@ -202,11 +272,10 @@ export class ActiveRun implements RunContext {
   takeAnswers<T>(key: string): T[] {
     const out: T[] = [];
     for (;;) {
-      const id = `i\u0000${key}`;
-      const n = (this.#used.get(id) ?? 0) + 1;
+      const n = (this.#used.i.get(key) ?? 0) + 1;
       const text = this.#inputs.get(n === 1 ? key : `${key}#${n}`);
       if (text === undefined) return out;
-      this.#used.set(id, n);
+      this.#used.i.set(key, n);
       out.push(parse<T>(text));
     }
   }
@@ -282,10 +351,10 @@ export class ActiveRun implements RunContext {
   }
 
   /** `key` the first time in this execution, then `key#2`, `key#3`… (per kind of key). */
-  unique(space: string, key: string): string {
-    const id = `${space}\u0000${key}`;
-    const n = (this.#used.get(id) ?? 0) + 1;
-    this.#used.set(id, n);
+  unique(space: "s" | "i", key: string): string {
+    const used = this.#used[space];
+    const n = (used.get(key) ?? 0) + 1;
+    used.set(key, n);
     return n === 1 ? key : `${key}#${n}`;
   }
 
@@ -298,10 +367,12 @@ export class ActiveRun implements RunContext {
     }
   }
 
-  async #write<T>(fn: () => Promise<T>): Promise<T> {
+  /** Runs one fenced write, after the pending starts unless `starts` is false. */
+  async #write<T>(fn: () => Promise<T>, starts = true): Promise<T> {
     if (this.lost !== null) throw this.lost;
     if (this.paused !== null) throw new RunPaused(this.paused);
     try {
+      if (starts && this.#unwritten.size > 0) await this.#appendStarts();
       return await fn();
     } catch (err) {
       if (isNervaError(err, ErrorCode.LEASE_LOST)) this.lose(err);

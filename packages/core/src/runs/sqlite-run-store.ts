@@ -3,11 +3,12 @@ import { ErrorCode, parseOrThrow } from "../errors.js";
 import { openDatabase, TABLE_PREFIX, type SqliteDatabase } from "../sqlite/driver.js";
 import type { JsonValue } from "../types/agent.js";
 import { decodeCursor, encodeCursor } from "./list-cursor.js";
+import { RunRows } from "./sqlite-rows.js";
 import { ensureRunSchema, runTables } from "./sqlite-schema.js";
 import {
-  claimableAt,
   prepareStatements,
-  unavailable,
+  recordColumns,
+  toRecord,
   type EventRow,
   type RunRow,
   type Statements,
@@ -23,14 +24,11 @@ import type {
   RunStore,
 } from "./store.js";
 import {
-  appendEvent,
   cancelRun,
-  checkFence,
   claimRun,
   createRun,
   finishRun,
   heartbeatRun,
-  leaseLost,
   pauseRun,
   redriveRun,
   releaseRun,
@@ -38,6 +36,7 @@ import {
   resumeRun,
   retryRun,
   runNotFound,
+  type EventDraft,
   type Transition,
 } from "./transitions.js";
 import {
@@ -66,7 +65,8 @@ export type SqliteRunStoreOptions = z.input<typeof SqliteRunStoreOptionsSchema>;
 /**
  * A {@link RunStore} in one SQLite file (better-sqlite3 12, WAL): one `BEGIN IMMEDIATE`
  * transaction per transition, so any number of worker and producer processes on one machine can
- * share the file. Waiting claims and event tails see other processes' commits within `pollMs`
+ * share the file. Writes that only add events and step values (a step, an event, a checkpoint)
+ * check the fence on the record's columns and leave its JSON as it is. Waiting claims and event tails see other processes' commits within `pollMs`
  * (they watch SQLite's `data_version`, and only while someone waits); this process's own writes
  * wake them at once.
  *
@@ -76,7 +76,7 @@ export type SqliteRunStoreOptions = z.input<typeof SqliteRunStoreOptionsSchema>;
 export class SqliteRunStore implements RunStore {
   readonly #db: SqliteDatabase;
   readonly #s: Statements;
-  readonly #tx: <A extends unknown[], R>(fn: (...args: A) => R) => (...args: A) => R;
+  readonly #rows: RunRows;
   /** Waiting claims and event tails, and what wakes them. */
   readonly #waiters: SqliteWaiters;
   #closed = false;
@@ -96,21 +96,12 @@ export class SqliteRunStore implements RunStore {
       const t = runTables(o.tablePrefix);
       ensureRunSchema(db, t, o.path);
       this.#s = prepareStatements(db, t);
-      this.#listSql = `SELECT doc FROM ${t.runs} WHERE queue = ?`;
+      this.#listSql = `SELECT ${recordColumns(t)} FROM ${t.runs} WHERE queue = ?`;
     } catch (err) {
       db.close();
       throw err;
     }
-    this.#tx = (fn) => {
-      const tx = db.transaction(fn);
-      return (...args) => {
-        try {
-          return tx.immediate(...args);
-        } catch (err) {
-          throw unavailable(err);
-        }
-      };
-    };
+    this.#rows = new RunRows(db, this.#s);
     this.#waiters = new SqliteWaiters(
       o.pollMs,
       () => db.pragma("data_version", { simple: true }) as number,
@@ -120,35 +111,21 @@ export class SqliteRunStore implements RunStore {
   readonly #listSql: string;
 
   async create(init: NewRun): Promise<{ run: RunRecord; created: boolean }> {
-    const result = this.#tx(() => {
+    const result = this.#rows.atomic(() => {
       if (init.idempotencyKey !== null) {
         const row = this.#s.byKey.get(init.queue, init.idempotencyKey) as RunRow | undefined;
-        if (row !== undefined) return { run: JSON.parse(row.doc) as RunRecord, created: false };
+        if (row !== undefined) return { run: toRecord(row), created: false };
       }
       const t = createRun(init, Date.now());
-      const r = t.run;
-      this.#s.insert.run(
-        r.id,
-        r.queue,
-        r.status,
-        r.priority,
-        claimableAt(r),
-        r.idempotencyKey,
-        r.userId,
-        r.createdAt,
-        r.finishedAt,
-        r.lastSeq,
-        JSON.stringify(r),
-      );
-      this.#writeEvents(t);
-      return { run: r as RunRecord, created: true };
-    })();
+      this.#rows.insert(t);
+      return { run: t.run as RunRecord, created: true };
+    });
     if (result.created) this.#waiters.wake(result.run);
     return result;
   }
 
   async get(runId: string): Promise<RunRecord | null> {
-    return this.#read(runId);
+    return this.#rows.read(runId);
   }
 
   async list(query: RunListQuery): Promise<RunPage> {
@@ -175,7 +152,7 @@ export class SqliteRunStore implements RunStore {
     sql += " ORDER BY created_at DESC, id DESC LIMIT ?";
     params.push(query.limit + 1);
     const rows = this.#db.prepare(sql).all(...params) as RunRow[];
-    const runs = rows.slice(0, query.limit).map((r) => JSON.parse(r.doc) as RunRecord);
+    const runs = rows.slice(0, query.limit).map(toRecord);
     const last = runs[runs.length - 1];
     return {
       runs,
@@ -185,11 +162,11 @@ export class SqliteRunStore implements RunStore {
 
   async claim(request: ClaimRequest): Promise<ClaimedRun | null> {
     const deadline = Date.now() + request.waitMs;
-    const take = this.#tx((now: number): ClaimedRun | null | "again" => {
+    const take = (now: number): ClaimedRun | null | "again" => {
       const row = this.#s.next.get(request.queue, now) as RunRow | undefined;
       if (row === undefined) return null;
-      const t = claimRun(JSON.parse(row.doc) as RunRecord, request.workerId, request.leaseMs, now);
-      this.#save(t);
+      const t = claimRun(toRecord(row), request.workerId, request.leaseMs, now);
+      this.#rows.save(t);
       if (!t.claimed) return "again";
       const steps = new Map<string, string>();
       const inputs = new Map<string, string>();
@@ -210,11 +187,11 @@ export class SqliteRunStore implements RunStore {
         inputs,
         checkpoint,
       };
-    });
+    };
     for (;;) {
       if (this.#closed || request.signal?.aborted === true) return null;
       const now = Date.now();
-      const got = take(now);
+      const got = this.#rows.atomic(() => take(now));
       if (got === "again") continue;
       if (got !== null) {
         this.#waiters.events.wake(got.run.id);
@@ -233,54 +210,43 @@ export class SqliteRunStore implements RunStore {
   }
 
   async heartbeat(lease: LeaseRef, leaseMs: number): Promise<{ cancelRequested: boolean }> {
-    return this.#tx(() => {
-      const run = this.#held(lease);
-      const next = heartbeatRun(run, lease, leaseMs, Date.now());
-      this.#save({ run: next, events: [] });
+    return this.#rows.atomic(() => {
+      const next = heartbeatRun(this.#rows.held(lease), lease, leaseMs, Date.now());
+      this.#rows.save({ run: next, events: [] });
       return { cancelRequested: next.cancelRequested };
-    })();
+    });
   }
 
   async append(lease: LeaseRef, type: string, data: Record<string, JsonValue>): Promise<RunEvent> {
-    const t = this.#tx(() => {
-      const t = appendEvent(this.#held(lease), lease, type, data, Date.now());
-      this.#save(t);
-      return t;
-    })();
-    this.#waiters.wake(t.run);
-    const e = t.events[0]!;
-    return { runId: lease.runId, ...e };
+    const [e] = this.#rows.atomic(() =>
+      this.#rows.addEvents(lease, this.#rows.holder(lease), [[type, data]]),
+    );
+    this.#waiters.events.wake(lease.runId);
+    return { runId: lease.runId, ...(e as EventDraft) };
   }
 
   async commitStep(lease: LeaseRef, key: string, value: string): Promise<string> {
-    const [committed, t] = this.#tx((): [string, Transition | null] => {
-      const run = checkFence(this.#held(lease), lease);
-      const existing = this.#s.value.get(run.id, "step", key) as { value: string } | undefined;
-      if (existing !== undefined) return [existing.value, null];
-      this.#s.putValue.run(run.id, "step", key, value);
-      const t = appendEvent(run, lease, RunEventType.STEP_COMPLETED, { key }, Date.now());
-      this.#save(t);
-      return [value, t];
-    })();
-    if (t !== null) this.#waiters.wake(t.run);
-    return committed;
+    return this.#commitStep(lease, key, value, null);
+  }
+
+  async commitStartedStep(
+    lease: LeaseRef,
+    key: string,
+    value: string,
+    startedAt: number,
+  ): Promise<string> {
+    return this.#commitStep(lease, key, value, startedAt);
   }
 
   async checkpoint(lease: LeaseRef, state: string): Promise<void> {
-    const t = this.#tx(() => {
-      const run = this.#held(lease);
-      const t = appendEvent(
-        run,
-        lease,
-        RunEventType.CHECKPOINT,
-        { bytes: Buffer.byteLength(state) },
-        Date.now(),
-      );
-      this.#s.putValue.run(run.id, "checkpoint", "", state);
-      this.#save(t);
-      return t;
-    })();
-    this.#waiters.wake(t.run);
+    this.#rows.atomic(() => {
+      const holder = this.#rows.holder(lease);
+      this.#s.putValue.run(lease.runId, "checkpoint", "", state);
+      this.#rows.addEvents(lease, holder, [
+        [RunEventType.CHECKPOINT, { bytes: Buffer.byteLength(state) }],
+      ]);
+    });
+    this.#waiters.events.wake(lease.runId);
   }
 
   async pause(lease: LeaseRef, pause: RunPause): Promise<RunRecord> {
@@ -318,7 +284,7 @@ export class SqliteRunStore implements RunStore {
   async prune(queue: string, beforeMs: number): Promise<number> {
     let total = 0;
     for (;;) {
-      const ids = this.#tx(() => {
+      const ids = this.#rows.atomic(() => {
         const rows = this.#s.prunable.all(queue, beforeMs) as { id: string }[];
         for (const { id } of rows) {
           this.#s.deleteRun.run(id);
@@ -326,7 +292,7 @@ export class SqliteRunStore implements RunStore {
           this.#s.deleteValues.run(id);
         }
         return rows.map((r) => r.id);
-      })();
+      });
       for (const id of ids) this.#waiters.events.wake(id);
       total += ids.length;
       if (ids.length < 500) return total;
@@ -370,55 +336,32 @@ export class SqliteRunStore implements RunStore {
 
   // ---- internals -------------------------------------------------------------------------
 
-  #read(runId: string): RunRecord | null {
-    const row = this.#s.get.get(runId) as RunRow | undefined;
-    return row === undefined ? null : (JSON.parse(row.doc) as RunRecord);
-  }
-
-  #held(lease: LeaseRef): RunRecord {
-    const run = this.#read(lease.runId);
-    if (run === null) throw leaseLost(lease, null);
-    return run;
-  }
-
-  #save(t: { run: RunRecord; events: Transition["events"] }): void {
-    const r = t.run;
-    this.#s.update.run(
-      r.status,
-      r.priority,
-      claimableAt(r),
-      r.finishedAt,
-      r.lastSeq,
-      JSON.stringify(r),
-      r.id,
+  #commitStep(lease: LeaseRef, key: string, value: string, startedAt: number | null): string {
+    const [committed, wrote] = this.#rows.atomic(() =>
+      this.#rows.commitStep(lease, key, value, startedAt),
     );
-    this.#writeEvents(t);
-  }
-
-  #writeEvents(t: { run: RunRecord; events: Transition["events"] }): void {
-    for (const e of t.events) {
-      this.#s.event.run(t.run.id, e.seq, e.type, e.at, e.attempt, JSON.stringify(e.data));
-    }
+    if (wrote) this.#waiters.events.wake(lease.runId);
+    return committed;
   }
 
   #leased(lease: LeaseRef, apply: (run: RunRecord, now: number) => Transition): Promise<RunRecord> {
-    const t = this.#tx(() => {
-      const t = apply(this.#held(lease), Date.now());
-      this.#save(t);
+    const t = this.#rows.atomic(() => {
+      const t = apply(this.#rows.held(lease), Date.now());
+      this.#rows.save(t);
       return t;
-    })();
+    });
     this.#waiters.wake(t.run);
     return Promise.resolve(t.run);
   }
 
   #change(runId: string, apply: (run: RunRecord, now: number) => Transition): Promise<RunRecord> {
-    const t = this.#tx(() => {
-      const run = this.#read(runId);
+    const t = this.#rows.atomic(() => {
+      const run = this.#rows.read(runId);
       if (run === null) throw runNotFound(runId);
       const t = apply(run, Date.now());
-      if (t.events.length > 0) this.#save(t);
+      if (t.events.length > 0) this.#rows.save(t);
       return t;
-    })();
+    });
     this.#waiters.wake(t.run);
     return Promise.resolve(t.run);
   }

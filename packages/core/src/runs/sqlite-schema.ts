@@ -1,8 +1,13 @@
 import { ErrorCode, NervaError } from "../errors.js";
 import type { SqliteDatabase } from "../sqlite/driver.js";
 
-/** The schema version this code writes. A file with a newer one is refused, never rewritten. */
-export const RUNS_SCHEMA_VERSION = 1;
+/**
+ * The schema version this code writes. A file with a newer one is refused, never rewritten; an
+ * older one is upgraded when opened. Version 2 keeps the holder's lease and attempt in columns
+ * and takes a run's last event from its events (no `last_seq` column; the `doc`'s may lag), so
+ * a write that only adds events and step values touches neither the run row nor its JSON.
+ */
+export const RUNS_SCHEMA_VERSION = 2;
 const SCHEMA_NAME = "nerva-runs";
 
 /** Table names for a prefix. */
@@ -59,6 +64,7 @@ export function ensureRunSchema(db: SqliteDatabase, t: RunTables, path: string):
           `"${path}" holds runs in schema version ${meta.get("version")}, newer than this Nerva understands (${RUNS_SCHEMA_VERSION}). Upgrade @nerva/core in this process, or point it at another file.`,
         );
       }
+      if (version === 1) upgradeFromV1(db, t);
       return;
     }
     for (const table of [t.runs, t.events, t.values]) {
@@ -81,8 +87,10 @@ export function ensureRunSchema(db: SqliteDatabase, t: RunTables, path: string):
         user_id TEXT,
         created_at INTEGER NOT NULL,
         finished_at INTEGER,
-        last_seq INTEGER NOT NULL,
         doc TEXT NOT NULL,
+        lease_worker_id TEXT,
+        lease_fence INTEGER,
+        attempt INTEGER NOT NULL DEFAULT 1,
         UNIQUE (queue, idempotency_key)
       );
       CREATE INDEX ${t.runs}_claim ON ${t.runs} (queue, priority, claimable_at)
@@ -111,4 +119,21 @@ export function ensureRunSchema(db: SqliteDatabase, t: RunTables, path: string):
     put.run("schema", SCHEMA_NAME);
     put.run("version", String(RUNS_SCHEMA_VERSION));
   }).immediate();
+}
+
+/** Version 1 → 2: the lease and attempt columns, filled from each record's JSON; no last_seq. */
+function upgradeFromV1(db: SqliteDatabase, t: RunTables): void {
+  db.exec(`
+    ALTER TABLE ${t.runs} ADD COLUMN lease_worker_id TEXT;
+    ALTER TABLE ${t.runs} ADD COLUMN lease_fence INTEGER;
+    ALTER TABLE ${t.runs} ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;
+    UPDATE ${t.runs} SET
+      lease_worker_id = json_extract(doc, '$.lease.workerId'),
+      lease_fence = json_extract(doc, '$.lease.fence'),
+      attempt = json_extract(doc, '$.attempt');
+    ALTER TABLE ${t.runs} DROP COLUMN last_seq;
+  `);
+  db.prepare(`UPDATE ${t.meta} SET value = ? WHERE key = 'version'`).run(
+    String(RUNS_SCHEMA_VERSION),
+  );
 }

@@ -6,13 +6,35 @@ import { RunStatus, type RunRecord } from "./types.js";
 /** Rows as the statements below return them. */
 export interface RunRow {
   doc: string;
+  last_seq: number;
 }
+/**
+ * What a fenced write that only adds events and values needs of its run (no JSON), as the
+ * `holder` statement returns it: a raw row, no object built per write.
+ */
+export type HolderRow = [
+  status: string,
+  leaseWorkerId: string | null,
+  leaseFence: number | null,
+  attempt: number,
+  lastSeq: number,
+];
 export interface EventRow {
   seq: number;
   type: string;
   at: number;
   attempt: number;
   data: string;
+}
+
+/**
+ * The record a row holds: its JSON, with `lastSeq` from the run's events (the JSON's lags behind
+ * events appended since the record was last written).
+ */
+export function toRecord(row: RunRow): RunRecord {
+  const run = JSON.parse(row.doc) as RunRecord & { lastSeq: number };
+  run.lastSeq = row.last_seq;
+  return run;
 }
 
 /** Where a run can be claimed: its due time while pending or running, else nothing. */
@@ -35,33 +57,60 @@ export function unavailable(err: unknown): unknown {
   return err;
 }
 
+/**
+ * The columns of a run row a record is read from: its JSON and its last event's seq, looked up in
+ * the events' primary key (the runs row is not rewritten for each event).
+ */
+export function recordColumns(t: ReturnType<typeof runTables>): string {
+  return `doc, (SELECT MAX(seq) FROM ${t.events} e WHERE e.run_id = ${t.runs}.id) AS last_seq`;
+}
+
 /** Every statement the store runs, prepared once. */
 export function prepareStatements(db: SqliteDatabase, t: ReturnType<typeof runTables>) {
+  const record = recordColumns(t);
   return {
-    get: db.prepare(`SELECT doc FROM ${t.runs} WHERE id = ?`),
-    byKey: db.prepare(`SELECT doc FROM ${t.runs} WHERE queue = ? AND idempotency_key = ?`),
+    get: db.prepare(`SELECT ${record} FROM ${t.runs} WHERE id = ?`),
+    byKey: db.prepare(`SELECT ${record} FROM ${t.runs} WHERE queue = ? AND idempotency_key = ?`),
+    holder: db
+      .prepare(
+        `SELECT status, lease_worker_id, lease_fence, attempt,
+           (SELECT MAX(seq) FROM ${t.events} e WHERE e.run_id = ${t.runs}.id) AS last_seq
+         FROM ${t.runs} WHERE id = ?`,
+      )
+      .raw(true),
     insert: db.prepare(
-      `INSERT INTO ${t.runs} (id, queue, status, priority, claimable_at, idempotency_key, user_id, created_at, finished_at, last_seq, doc)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO ${t.runs} (id, queue, status, priority, claimable_at, idempotency_key, user_id, created_at, finished_at, doc, lease_worker_id, lease_fence, attempt)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     update: db.prepare(
-      `UPDATE ${t.runs} SET status = ?, priority = ?, claimable_at = ?, finished_at = ?, last_seq = ?, doc = ? WHERE id = ?`,
+      `UPDATE ${t.runs} SET status = ?, priority = ?, claimable_at = ?, finished_at = ?, doc = ?, lease_worker_id = ?, lease_fence = ?, attempt = ? WHERE id = ?`,
     ),
     next: db.prepare(
-      `SELECT doc FROM ${t.runs} WHERE queue = ? AND claimable_at IS NOT NULL AND claimable_at <= ?
+      `SELECT ${record} FROM ${t.runs} WHERE queue = ? AND claimable_at IS NOT NULL AND claimable_at <= ?
        ORDER BY priority, claimable_at, created_at, id LIMIT 1`,
     ),
     nextDue: db.prepare(
       `SELECT MIN(claimable_at) AS due FROM ${t.runs} WHERE queue = ? AND claimable_at IS NOT NULL`,
     ),
-    lastSeq: db.prepare(`SELECT last_seq FROM ${t.runs} WHERE id = ?`),
+    lastSeq: db.prepare(
+      `SELECT (SELECT MAX(seq) FROM ${t.events} e WHERE e.run_id = ${t.runs}.id) AS last_seq
+       FROM ${t.runs} WHERE id = ?`,
+    ),
     event: db.prepare(
       `INSERT INTO ${t.events} (run_id, seq, type, at, attempt, data) VALUES (?, ?, ?, ?, ?, ?)`,
+    ),
+    twoEvents: db.prepare(
+      `INSERT INTO ${t.events} (run_id, seq, type, at, attempt, data)
+       VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)`,
     ),
     events: db.prepare(
       `SELECT seq, type, at, attempt, data FROM ${t.events} WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
     ),
     value: db.prepare(`SELECT value FROM ${t.values} WHERE run_id = ? AND kind = ? AND key = ?`),
+    putStep: db.prepare(
+      `INSERT INTO ${t.values} (run_id, kind, key, value) VALUES (?, 'step', ?, ?)
+       ON CONFLICT (run_id, kind, key) DO NOTHING`,
+    ),
     values: db.prepare(`SELECT kind, key, value FROM ${t.values} WHERE run_id = ?`),
     putValue: db.prepare(
       `INSERT INTO ${t.values} (run_id, kind, key, value) VALUES (?, ?, ?, ?)
@@ -74,6 +123,9 @@ export function prepareStatements(db: SqliteDatabase, t: ReturnType<typeof runTa
     deleteRun: db.prepare(`DELETE FROM ${t.runs} WHERE id = ?`),
     deleteEvents: db.prepare(`DELETE FROM ${t.events} WHERE run_id = ?`),
     deleteValues: db.prepare(`DELETE FROM ${t.values} WHERE run_id = ?`),
+    begin: db.prepare("BEGIN IMMEDIATE"),
+    commit: db.prepare("COMMIT"),
+    rollback: db.prepare("ROLLBACK"),
   };
 }
 export type Statements = ReturnType<typeof prepareStatements>;

@@ -107,6 +107,18 @@ export interface RunStore {
    * keeps its first value, which is returned.
    */
   commitStep(lease: LeaseRef, key: string, value: string): Promise<string>;
+  /**
+   * Optional: `append(lease, "step.started", { key })` (the event dated `startedAt`, epoch ms)
+   * followed by `commitStep(lease, key, value)`, as one atomic write. A worker whose store has it
+   * writes the start of a step that finishes within the same turn of the event loop together with
+   * its commit (one transaction per step instead of two); without it, it writes them apart.
+   */
+  commitStartedStep?(
+    lease: LeaseRef,
+    key: string,
+    value: string,
+    startedAt: number,
+  ): Promise<string>;
   checkpoint(lease: LeaseRef, state: string): Promise<void>;
   /** The run becomes paused and its lease is released. */
   pause(lease: LeaseRef, pause: RunPause): Promise<RunRecord>;

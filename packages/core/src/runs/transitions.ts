@@ -185,6 +185,25 @@ export function appendEvent(
   return t;
 }
 
+/**
+ * A step's `step.started` (dated `startedAt`) and, unless the step was committed before,
+ * `step.completed`, for a fenced holder: `appendEvent` and a step commit as one transition.
+ */
+export function startedStepEvents(
+  run: RunRecord,
+  lease: LeaseRef,
+  key: string,
+  startedAt: number,
+  fresh: boolean,
+  now: number,
+): Transition {
+  checkFence(run, lease);
+  const t = start(run);
+  push(t, RunEventType.STEP_STARTED, { key }, Math.min(startedAt, now));
+  if (fresh) push(t, RunEventType.STEP_COMPLETED, { key }, now);
+  return t;
+}
+
 /** Writes the final status, result, error and event, and drops the lease. */
 function end(
   t: Transition,

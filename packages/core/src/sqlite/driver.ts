@@ -6,6 +6,8 @@ export interface SqliteStatement {
   run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
   get(...params: unknown[]): unknown;
   all(...params: unknown[]): unknown[];
+  /** Rows as arrays of column values instead of objects (the statement keeps the mode). */
+  raw(toggle?: boolean): SqliteStatement;
 }
 
 /** The part of a better-sqlite3 database Nerva uses. */
@@ -19,6 +21,7 @@ export interface SqliteDatabase {
   ): F & { deferred: F; immediate: F; exclusive: F };
   close(): unknown;
   readonly open: boolean;
+  readonly inTransaction: boolean;
 }
 
 type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => SqliteDatabase;

@@ -46,6 +46,24 @@ const claimOf = (store: RunStore, workerId = "w1", leaseMs = 5_000, waitMs = 0) 
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * The store's `commitStartedStep`, or what a worker does without it: the start, then the commit
+ * (the observable outcome is the same; only the start's time differs).
+ */
+async function startAndCommit(
+  store: RunStore,
+  lease: LeaseRef,
+  key: string,
+  value: string,
+  startedAt: number,
+): Promise<string> {
+  if (store.commitStartedStep !== undefined) {
+    return store.commitStartedStep(lease, key, value, startedAt);
+  }
+  await store.append(lease, RunEventType.STEP_STARTED, { key });
+  return store.commitStep(lease, key, value);
+}
+
 async function allEvents(store: RunStore, id: string): Promise<RunEvent[]> {
   return store.readEvents(id, 0, 10_000);
 }
@@ -150,6 +168,7 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
         store.heartbeat(lease, 5_000),
         store.append(lease, "app.progress", { n: 1 }),
         store.commitStep(lease, "only-stale", '"x"'),
+        startAndCommit(store, lease, "only-stale", '"x"', Date.now()),
         store.checkpoint(lease, '{"at":1}'),
         store.pause(lease, { key: "k", prompt: null, kind: "approval", data: {} }),
         store.retry(lease, 0, { code: "HANDLER_ERROR", message: "x", retriable: true }),
@@ -197,6 +216,38 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       expect(next?.run.attempt).toBe(1);
       expect(Object.fromEntries(next?.steps ?? [])).toEqual({ a: "1" });
       expect(next?.checkpoint).toBe('{"n":2}');
+    });
+
+    it("commits a step with its start in one write, dated when it began (commitStartedStep)", async () => {
+      const { store, reopen } = await make();
+      const { run } = await store.create(newRun());
+      const lease = ((await claimOf(store)) as { lease: LeaseRef }).lease;
+      const began = Date.now() - 40;
+      expect(await startAndCommit(store, lease, "a", '{"n":1}', began)).toBe('{"n":1}');
+      // A key committed before keeps its first value; only the start is written.
+      expect(await startAndCommit(store, lease, "a", '{"n":2}', Date.now())).toBe('{"n":1}');
+      await store.append(lease, "app.after", {});
+      const events = (await allEvents(store, run.id)).slice(2);
+      expect(events.map((e) => [e.type, e.data])).toEqual([
+        ["step.started", { key: "a" }],
+        ["step.completed", { key: "a" }],
+        ["step.started", { key: "a" }],
+        ["app.after", {}],
+      ]);
+      expect(events.map((e) => e.seq)).toEqual([3, 4, 5, 6]);
+      if (store.commitStartedStep !== undefined) {
+        expect((events[0] as RunEvent).at).toBe(began);
+      }
+      expect((events[0] as RunEvent).at).toBeLessThanOrEqual((events[1] as RunEvent).at);
+      expect((await store.get(run.id))?.lastSeq).toBe(6);
+      await store.release(lease);
+      const next = await (reopen === undefined ? store : await reopen()).claim({
+        queue: "contract",
+        workerId: "w2",
+        leaseMs: 5_000,
+        waitMs: 0,
+      });
+      expect(Object.fromEntries(next?.steps ?? [])).toEqual({ a: '{"n":1}' });
     });
 
     it("reclaims an expired lease and fails a run that lost its worker more than maxReclaims times", async () => {

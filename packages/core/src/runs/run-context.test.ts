@@ -1,0 +1,146 @@
+// How a worker writes a step's start: with its commit when the step ends within the turn of the
+// event loop it began in, on its own as soon as the step waits on I/O or a timer, and always
+// before any other write, so the history keeps the order things happened in. Run against the
+// real stores, each wrapped to record which writes it was asked for.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { ExecContext } from "../context/exec-context.js";
+import { InMemoryRunStore } from "./in-memory-store.js";
+import { DEFAULT_MAX_STEP_BYTES } from "./json-value.js";
+import { ActiveRun, RunPaused } from "./run-context.js";
+import { RunQueue } from "./run-queue.js";
+import { SqliteRunStore } from "./sqlite-run-store.js";
+import type { RunStore } from "./store.js";
+
+const dir = mkdtempSync(join(tmpdir(), "nerva-run-context-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const WRITES = new Set(["append", "commitStep", "commitStartedStep", "checkpoint", "pause"]);
+
+/** `store`, recording the name of each write it is asked for. */
+function recorded(store: RunStore): { store: RunStore; writes: string[] } {
+  const writes: string[] = [];
+  const proxy = new Proxy(store, {
+    get(target, name, receiver) {
+      const value: unknown = Reflect.get(target, name, receiver);
+      if (typeof value !== "function" || typeof name !== "string") return value;
+      return (...args: unknown[]) => {
+        if (WRITES.has(name)) writes.push(name);
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { store: proxy, writes };
+}
+
+const stores: RunStore[] = [];
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close();
+});
+let n = 0;
+const backends: [string, () => RunStore][] = [
+  ["InMemoryRunStore", () => new InMemoryRunStore()],
+  ["SqliteRunStore", () => new SqliteRunStore({ path: join(dir, `ctx-${++n}.db`) })],
+];
+
+/** A claimed run of a fresh store, as the Runner hands it to a handler. */
+async function activeRun(make: () => RunStore) {
+  const real = make();
+  stores.push(real);
+  const { store, writes } = recorded(real);
+  const queue = new RunQueue({ store: real, name: "ctx" });
+  const { id } = await queue.enqueue({
+    handler: "h",
+    input: { message: "x" },
+    ctx: ExecContext.create(),
+  });
+  const claimed = await real.claim({ queue: "ctx", workerId: "w", leaseMs: 30_000, waitMs: 0 });
+  if (claimed === null) throw new Error("nothing to claim");
+  const run = new ActiveRun(store, claimed, DEFAULT_MAX_STEP_BYTES);
+  const history = async () =>
+    (await real.readEvents(id, 2, 1000)).map((e) =>
+      e.type.startsWith("step.") ? `${e.type} ${String(e.data.key)}` : e.type,
+    );
+  return { run, writes, history, real, id };
+}
+
+describe.each(backends)("step starts and commits on %s", (_label, make) => {
+  it("writes a step that ends within its turn with its start, in one write", async () => {
+    const { run, writes, history, real, id } = await activeRun(make);
+    const before = Date.now();
+    expect(await run.step("quick", () => ({ n: 1 }))).toEqual({ n: 1 });
+    expect(writes).toEqual(["commitStartedStep"]);
+    expect(await history()).toEqual(["step.started quick", "step.completed quick"]);
+    const [started, completed] = await real.readEvents(id, 2, 2);
+    expect(started?.at).toBeGreaterThanOrEqual(before);
+    expect(started?.at).toBeLessThanOrEqual(completed?.at as number);
+  });
+
+  it("writes the start of a step that waits on a timer before it ends, so a tail sees it begin", async () => {
+    const { run, writes, history } = await activeRun(make);
+    let seenWhileRunning: string[] = [];
+    await run.step("slow", async () => {
+      await sleep(30);
+      seenWhileRunning = await history();
+      return 1;
+    });
+    expect(seenWhileRunning).toEqual(["step.started slow"]);
+    expect(writes).toEqual(["append", "commitStep"]);
+    expect(await history()).toEqual(["step.started slow", "step.completed slow"]);
+  });
+
+  it("writes a start before any other write of the run: events, nested steps, checkpoints", async () => {
+    const { run, history } = await activeRun(make);
+    await run.step("outer", async () => {
+      await run.emit("app.note", { a: 1 });
+      await run.step("inner", () => "i");
+      await run.checkpoint({ at: "inner" });
+      return "o";
+    });
+    expect(await history()).toEqual([
+      "step.started outer",
+      "app.note",
+      "step.started inner",
+      "step.completed inner",
+      "run.checkpoint",
+      "step.completed outer",
+    ]);
+  });
+
+  it("keeps the start of a step that failed or paused, and commits nothing for it", async () => {
+    const { run, history } = await activeRun(make);
+    await expect(
+      run.step("boom", () => {
+        throw new Error("boom");
+      }),
+    ).rejects.toThrow("boom");
+    await expect(run.step("bad", () => ({ when: new Date(0) }))).rejects.toMatchObject({
+      code: "INVALID_INPUT",
+    });
+    await expect(run.step("ask", () => run.waitForInput("go"))).rejects.toBeInstanceOf(RunPaused);
+    expect(await history()).toEqual([
+      "step.started boom",
+      "step.started bad",
+      "step.started ask",
+      "run.paused",
+    ]);
+  });
+});
+
+describe("step starts on a store without commitStartedStep", () => {
+  it("writes the start before the step runs, then the commit", async () => {
+    class TwoWriteStore extends InMemoryRunStore {}
+    Object.defineProperty(TwoWriteStore.prototype, "commitStartedStep", { value: undefined });
+    const { run, writes, history } = await activeRun(() => new TwoWriteStore());
+    let seenInside: string[] = [];
+    await run.step("s", async () => {
+      seenInside = await history();
+      return 1;
+    });
+    expect(seenInside).toEqual(["step.started s"]);
+    expect(writes).toEqual(["append", "commitStep"]);
+  });
+});
