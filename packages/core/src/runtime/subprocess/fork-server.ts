@@ -172,10 +172,11 @@ export class ForkServer {
 }
 
 /**
- * The fork servers of one runtime: an idle one takes the next call (one call at a time each, so
- * concurrent calls never share a namespace); when none is idle, a call starts its own and a
- * spare is started for the next. Idle servers do not keep the host alive; their init exits when
- * the host goes away.
+ * The fork servers of one runtime. A call takes an idle one (one call at a time each, so calls
+ * running at the same time never share a namespace); when none is idle, the call starts the way
+ * a server would (a per-call init started ahead of need, which costs no more), and a server is
+ * started for the calls that follow. Idle servers do not keep the host alive; their init exits
+ * when the host goes away.
  */
 export class ForkServerPool {
   readonly #launch: () => Launch;
@@ -186,7 +187,7 @@ export class ForkServerPool {
   #spareQueued = false;
   #closed = false;
 
-  constructor(launch: () => Launch, cwd: string, maxIdle = 2) {
+  constructor(launch: () => Launch, cwd: string, maxIdle = 4) {
     this.#launch = launch;
     this.#cwd = cwd;
     this.#maxIdle = maxIdle;
@@ -203,13 +204,15 @@ export class ForkServerPool {
     return server;
   }
 
-  /** Runs `command` on an idle server (or a new one); hand the server back with {@link release}. */
-  run(command: Buffer): { server: ForkServer; call: ServerCall } {
+  /**
+   * An idle server for the next call (give it back with {@link release}), or null when none is;
+   * when this leaves none idle, another is started in a later turn of the event loop.
+   */
+  take(): ForkServer | null {
     let server: ForkServer | undefined;
     while ((server = this.#idle.pop()) !== undefined && !server.available);
-    server ??= this.#start();
     if (this.#idle.length === 0) this.#queueSpare();
-    return { server, call: server.run(command) };
+    return server ?? null;
   }
 
   /** After a call: an idle server that has calls left waits for the next; a killed one is dropped. */

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Duplex, Readable, Writable } from "node:stream";
-import type { ForkServerPool } from "./fork-server.js";
+import type { ForkServer, ForkServerPool } from "./fork-server.js";
 import { STATUS_FD, encodeHandshake, parseInitReport, type InitReport } from "./init.js";
 import type { Launcher } from "./launcher.js";
 import { killGroup } from "./output.js";
@@ -43,7 +43,7 @@ export interface HandlerProcess {
 export interface ProcessSource {
   readonly launcher: Launcher;
   readonly cwd: string;
-  /** Confined launchers started ahead of need (per-call init), or null. */
+  /** Confined launchers started ahead of need (per-call init), or null without an init. */
   readonly spares: SpareLauncher | null;
   /** Fork servers (namespace modes where the machine allows), or null. */
   readonly servers: ForkServerPool | null;
@@ -123,8 +123,12 @@ function fromChild(child: ChildProcess, launched: boolean, handshake: Buffer | n
 }
 
 /** A call on a fork server: the program is forked by the server, inside its namespace. */
-function onForkServer(servers: ForkServerPool, command: Buffer): HandlerProcess {
-  const { server, call } = servers.run(command);
+function onForkServer(
+  servers: ForkServerPool,
+  server: ForkServer,
+  command: Buffer,
+): HandlerProcess {
+  const call = server.run(command);
   const ended = call.ended.then((end): ProcessEnd =>
     end.kind === "report" ? reportEnd(end.report) : { kind: "lost", why: end.why },
   );
@@ -153,8 +157,8 @@ function onForkServer(servers: ForkServerPool, command: Buffer): HandlerProcess 
 }
 
 /**
- * Starts `file` with `env` for one call: on a fork server, in a spare per-call init, or spawned
- * now (in its own process group, so a kill takes its children too).
+ * Starts `file` with `env` for one call: on an idle fork server, else in a per-call init started
+ * ahead of need, else spawned now (in its own process group, so a kill takes its children too).
  */
 export function startHandler(
   source: ProcessSource,
@@ -162,7 +166,10 @@ export function startHandler(
   env: Record<string, string>,
   limitKb: number,
 ): HandlerProcess {
-  if (source.servers !== null) return onForkServer(source.servers, encodeHandshake(file, [], env));
+  const server = source.servers?.take() ?? null;
+  if (server !== null) {
+    return onForkServer(source.servers as ForkServerPool, server, encodeHandshake(file, [], env));
+  }
   const run = source.launcher.launch(file, [], env, limitKb);
   if (run.handshake !== null && source.spares !== null) {
     return fromChild(source.spares.take(), false, run.handshake);

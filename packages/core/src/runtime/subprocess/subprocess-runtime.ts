@@ -310,10 +310,7 @@ export class SubprocessRuntime implements AgentRuntime {
     const serve = launcher.forkServer;
     const servers =
       serve === null ? null : new ForkServerPool(() => serve(limitKb), this.handlerDir);
-    const spares =
-      servers === null && launcher.hasInit
-        ? new SpareLauncher(launcher, this.handlerDir, limitKb)
-        : null;
+    const spares = launcher.hasInit ? new SpareLauncher(launcher, this.handlerDir, limitKb) : null;
     return { launcher, cwd: this.handlerDir, spares, servers };
   }
 
