@@ -162,6 +162,24 @@ for (const mode of KILLING) {
       expect(await goneWithin(pids[0] as number)).toBeLessThan(1000);
     }, 30_000);
 
+    it("applies memoryLimitMb to each program it forks", async () => {
+      const runtime = new SubprocessRuntime({
+        handlerDir: isolation,
+        confinement: mode,
+        pool: { min: 0 },
+        timeoutSeconds: 20,
+        memoryLimitMb: 256,
+      });
+      runtimes.push(runtime);
+      const ctx = () => ExecContext.create();
+      expect((await runtime.invoke("plain", { message: "" }, ctx())).status).toBe("success");
+      for (let i = 0; i < 2; i++) {
+        const hog = await runtime.invoke("py_mem", { message: "x" }, ctx());
+        expect(hog.error).toMatch(/Memory limit exceeded.*256 MiB address space/);
+      }
+      expect((await runtime.invoke("plain", { message: "" }, ctx())).output).toBe("hello from sh");
+    }, 30_000);
+
     it("kills a server whose call is stopped, and runs the next call on another", async () => {
       const runtime = await warm(mode, confinement);
       const stopped = await call(runtime, "escape_sh", 1);
