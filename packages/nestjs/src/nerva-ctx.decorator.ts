@@ -51,7 +51,9 @@ export function rawResponseOf(ctx: ExecContext): ServerResponse | undefined {
  */
 function requestOf(context: ExecutionContext): PlatformRequest {
   const type = context.getType<string>();
-  if (type === "http") return context.switchToHttp().getRequest<PlatformRequest>();
+  // The request is the first argument (what switchToHttp().getRequest() reads, without the
+  // three closures switchToHttp() makes on every call).
+  if (type === "http") return context.getArgByIndex<PlatformRequest>(0);
   if (type === "graphql") {
     const gqlContext = context.getArgByIndex<{ req?: PlatformRequest } | undefined>(2);
     if (typeof gqlContext?.req?.headers === "object") return gqlContext.req;
@@ -83,9 +85,7 @@ export function nervaContextOf(context: ExecutionContext): ExecContext {
   }
   const ctx = scope.context(request);
   if (context.getType<string>() === "http" && isSseRoute(context) && !responses.has(ctx)) {
-    const response = context
-      .switchToHttp()
-      .getResponse<ServerResponse & { raw?: ServerResponse }>();
+    const response = context.getArgByIndex<(ServerResponse & { raw?: ServerResponse }) | null>(1);
     const raw = response?.raw ?? response;
     if (typeof raw?.write === "function") responses.set(ctx, raw);
   }
