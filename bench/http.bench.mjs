@@ -14,7 +14,7 @@
 // Env: BENCH_DURATION (s per run, default 5), BENCH_ROUNDS (default 3), BENCH_FRAMEWORKS (csv),
 // BENCH_PIN=0 (do not pin).
 import { execFileSync, spawn } from "node:child_process";
-import { availableParallelism } from "node:os";
+import { availableParallelism, loadavg } from "node:os";
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -263,6 +263,8 @@ async function main() {
     connections: CONNECTIONS,
     duration_seconds: DURATION_SECONDS,
     rounds: ROUNDS,
+    // Other work on the machine moves req/s far more than CPU per request: say how much there was.
+    load_average_at_start: loadavg().map((x) => +x.toFixed(2)),
   };
   for (const framework of FRAMEWORKS.filter((f) => wanted.includes(f))) {
     const servers = {};
@@ -302,6 +304,7 @@ async function main() {
       for (const s of Object.values(servers)) s.child.kill("SIGKILL");
     }
   }
+  result.load_average_at_end = loadavg().map((x) => +x.toFixed(2));
   console.log(JSON.stringify(result));
 }
 

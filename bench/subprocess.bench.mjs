@@ -8,11 +8,15 @@
 // give each call its own process group, so a kill takes grandchildren too): on Linux kernels with
 // sched_autogroup the setsid() it implies has a cost of its own, which this separates from the
 // runtime's. It also runs the executable with `confinement: "none"`, to show what confinement
-// (a user and PID namespace per call, docs/subprocess-runtime.md#confinement) adds.
+// adds (in the namespace modes executables run on fork servers: a perl init in prepared
+// namespaces that forks each call's program, docs/subprocess-runtime.md#confinement; the first
+// call of a runtime, before a server is up, starts its own init and is part of the warm-up).
+// The load average at the start and the end is part of the output: figures from a loaded
+// machine are not comparable with figures from an idle one.
 // Run: pnpm --filter @nerva/core build && node bench/subprocess.bench.mjs   (or: pnpm bench subprocess)
 import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ExecContext, InProcessRuntime } from "@nerva/core";
 import { SubprocessRuntime } from "@nerva/core/subprocess";
@@ -84,6 +88,7 @@ function rawSpawn(detached = false) {
   });
 }
 
+const loadAtStart = loadavg().map((x) => +x.toFixed(2));
 try {
   await subprocess.warmUp();
   const expected = "Processed: hello";
@@ -130,6 +135,7 @@ try {
       bench: "subprocess",
       node: process.version,
       cpus: cpus().length,
+      load_average: { start: loadAtStart, end: loadavg().map((x) => +x.toFixed(2)) },
       warm_module_vs_in_process: {
         calls: MODULE_CALLS,
         in_process: ip,

@@ -2,6 +2,7 @@ import type { ServerResponse } from "node:http";
 import { ErrorCode, NervaError, type ExecContext } from "@nerva/core";
 import { getRequestScope, type HttpRequestLike, type RequestScope } from "@nerva/core/http";
 import { createParamDecorator, type ExecutionContext } from "@nestjs/common";
+import { SSE_METADATA } from "@nestjs/common/constants.js";
 
 type PlatformRequest = HttpRequestLike & { raw?: object };
 
@@ -14,10 +15,29 @@ export function requestScopeOf(request: PlatformRequest): RequestScope | undefin
 }
 
 /**
- * The Node response of each context `@NervaCtx()` gave out, so that `toSSEObservable(source, ctx)`
- * can wait for its socket. Weak: an entry lives as long as its context.
+ * The Node response of each context `@NervaCtx()` gave out in an `@Sse()` route, so that
+ * `toSSEObservable(source, ctx)` can wait for its socket and report to the module's `onError`.
+ * Weak: an entry lives as long as its context.
  */
 const responses = new WeakMap<ExecContext, ServerResponse>();
+
+/** Whether each route handler is an `@Sse()` route, read from Nest's metadata once per handler. */
+const sseRoutes = new WeakMap<object, boolean>();
+
+/**
+ * Only an `@Sse()` route needs its response recorded: a WeakMap entry per request costs the
+ * garbage collector more than the rest of `@NervaCtx()` does.
+ */
+function isSseRoute(context: ExecutionContext): boolean {
+  const handler = context.getHandler();
+  let sse = sseRoutes.get(handler);
+  if (sse === undefined) {
+    const reflect = Reflect as unknown as { getMetadata?: (key: string, on: object) => unknown };
+    sse = reflect.getMetadata?.(SSE_METADATA, handler) === true;
+    sseRoutes.set(handler, sse);
+  }
+  return sse;
+}
 
 /** The Node response behind a context `@NervaCtx()` resolved, if any. */
 export function rawResponseOf(ctx: ExecContext): ServerResponse | undefined {
@@ -31,7 +51,9 @@ export function rawResponseOf(ctx: ExecContext): ServerResponse | undefined {
  */
 function requestOf(context: ExecutionContext): PlatformRequest {
   const type = context.getType<string>();
-  if (type === "http") return context.switchToHttp().getRequest<PlatformRequest>();
+  // The request is the first argument (what switchToHttp().getRequest() reads, without the
+  // three closures switchToHttp() makes on every call).
+  if (type === "http") return context.getArgByIndex<PlatformRequest>(0);
   if (type === "graphql") {
     const gqlContext = context.getArgByIndex<{ req?: PlatformRequest } | undefined>(2);
     if (typeof gqlContext?.req?.headers === "object") return gqlContext.req;
@@ -62,10 +84,8 @@ export function nervaContextOf(context: ExecutionContext): ExecContext {
     );
   }
   const ctx = scope.context(request);
-  if (context.getType<string>() === "http" && !responses.has(ctx)) {
-    const response = context
-      .switchToHttp()
-      .getResponse<ServerResponse & { raw?: ServerResponse }>();
+  if (context.getType<string>() === "http" && isSseRoute(context) && !responses.has(ctx)) {
+    const response = context.getArgByIndex<(ServerResponse & { raw?: ServerResponse }) | null>(1);
     const raw = response?.raw ?? response;
     if (typeof raw?.write === "function") responses.set(ctx, raw);
   }

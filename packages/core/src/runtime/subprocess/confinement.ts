@@ -5,12 +5,15 @@ import {
   constants,
   mkdtempSync,
   openSync,
+  readFileSync,
   rmSync,
   writeSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, isAbsolute, join } from "node:path";
 import { ErrorCode, NervaError } from "../../errors.js";
+import { FIRST_CALL_FD, FORK_SERVER_CALLS } from "./fork-server-script.js";
+import { encodeHandshake } from "./init.js";
 import {
   Confinement,
   SH,
@@ -77,6 +80,58 @@ function probe(launcher: Launcher): string | null {
   }
 }
 
+/**
+ * What the probe's program runs: exit 3 if it holds no capability at all (every capability set
+ * in /proc/self/status is zero), else 4. Shell builtins only.
+ */
+const NO_CAPS_CHECK =
+  "while IFS= read -r line; do case $line in Cap*:*[1-9a-f]*) exit 4;; esac; done < /proc/self/status; exit 3";
+
+/**
+ * Runs one call on a fork server of `launcher` the way the runtime would, checking that the
+ * program ran without capabilities; null when it did, else why not. The control fd is a scratch
+ * file holding the command, then the report; the calls' stdio is /dev/null.
+ */
+function probeForkServer(launcher: Launcher): string | null {
+  if (launcher.forkServer === null) return `no system call table for ${process.arch}`;
+  const run = launcher.forkServer(0);
+  const command = encodeHandshake(SH, ["-c", NO_CAPS_CHECK], { PATH: "/usr/bin:/bin" });
+  const dir = mkdtempSync(join(tmpdir(), "nerva-probe-"));
+  const file = join(dir, "control");
+  const fd = openSync(file, "w+");
+  // Every call's fds must be open ("ignore" would leave them closed past fd 2).
+  const devNull = openSync("/dev/null", "r+");
+  try {
+    writeSync(fd, command, 0, command.length, 0);
+    const stdio: (number | "ignore" | "pipe")[] = ["ignore", "ignore", "pipe", fd];
+    while (stdio.length < FIRST_CALL_FD + 4 * FORK_SERVER_CALLS) stdio.push(devNull);
+    const result = spawnSync(run.command, run.args, {
+      stdio,
+      env: run.env,
+      timeout: 5000,
+      encoding: "utf8",
+    });
+    if (result.error !== undefined) return result.error.message;
+    const report = readFileSync(file).subarray(command.length).toString("latin1");
+    if (report === "0 X3\n") return null;
+    if (report === "0 X4\n") return "a program it started kept capabilities";
+    const said = (result.stderr ?? "").trim().split("\n")[0] ?? "";
+    return said !== ""
+      ? said
+      : `reported ${JSON.stringify(report)}, exit ${result.status ?? result.signal}`;
+  } finally {
+    closeSync(fd);
+    closeSync(devNull);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * For tests: whether namespace modes start executables through fork servers where the machine
+ * allows (else through a per-call init, the fallback).
+ */
+export const forkServers = { enabled: true };
+
 const probed = new Map<ConfinementMode, Probed>();
 let warned = false;
 
@@ -92,7 +147,15 @@ function detectUncached(mode: ConfinementMode): Probed {
   const fail = (reason: string): Probed => ({ launcher: null, reason });
   const tried = (launcher: Launcher): Probed => {
     const why = probe(launcher);
-    return why === null ? { launcher, reason: null } : fail(why);
+    if (why !== null) return fail(why);
+    // A fork server that fails its probe leaves executables on the per-call init.
+    return {
+      launcher:
+        launcher.forkServer === null || probeForkServer(launcher) === null
+          ? launcher
+          : { ...launcher, forkServer: null },
+      reason: null,
+    };
   };
   if (mode === Confinement.NONE) return { launcher: makeLauncher(mode, {}), reason: null };
   if (process.platform !== "linux") {
@@ -136,7 +199,7 @@ function detectUncached(mode: ConfinementMode): Probed {
 export function resolveConfinement(requested: Confinement): Launcher {
   if (requested !== Confinement.AUTO) {
     const found = detect(requested);
-    if (found.launcher !== null) return found.launcher;
+    if (found.launcher !== null) return withForkServers(found.launcher);
     throw new NervaError(
       ErrorCode.INVALID_OPTIONS,
       `Invalid options.confinement: "${requested}" is not available on this machine: ${found.reason}. Use "auto" (the strongest mechanism available) or "none".`,
@@ -151,9 +214,15 @@ export function resolveConfinement(requested: Confinement): Launcher {
       continue;
     }
     if (!found.launcher.killsDescendants) warnOnce(found.launcher.mode, reasons);
-    return found.launcher;
+    return withForkServers(found.launcher);
   }
   return makeLauncher(Confinement.NONE, {});
+}
+
+function withForkServers(launcher: Launcher): Launcher {
+  return forkServers.enabled || launcher.forkServer === null
+    ? launcher
+    : { ...launcher, forkServer: null };
 }
 
 function warnOnce(mode: ConfinementMode, reasons: readonly string[]): void {

@@ -1,6 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { accessSync, closeSync, constants, openSync, readSync } from "node:fs";
-import type { Readable, Writable } from "node:stream";
 import type { ExecContext } from "../../context/exec-context.js";
 import { ErrorCode, type NervaError } from "../../errors.js";
 import { checkJsonLimits } from "../../internal/json-limits.js";
@@ -14,12 +12,10 @@ import { AgentStatus } from "../../types/status.js";
 import { FrameDecoder, encodeFrame } from "../protocol/codec.js";
 import { WorkerFrameSchema, type WorkerFrame } from "../protocol/frames.js";
 import { RESULT_DATA_LIMITS, errorResult, messageOf } from "../results.js";
-import { STATUS_FD, parseInitReport, type InitReport } from "./init.js";
-import type { Launcher } from "./launcher.js";
 import { contextEnv } from "./env.js";
-import { TailBuffer, describeSignal, killGroup, looksOutOfMemory, withStderr } from "./output.js";
+import { startHandler, type ProcessEnd, type ProcessSource } from "./handler-process.js";
+import { TailBuffer, describeSignal, looksOutOfMemory, withStderr } from "./output.js";
 import { InvocationSession } from "./session.js";
-import type { SpareLauncher } from "./spare.js";
 
 /** Settings of one executable call. */
 export interface ExecutableCall {
@@ -33,10 +29,8 @@ export interface ExecutableCall {
   readonly stderrTailBytes: number;
   readonly memoryLimitMb: number | undefined;
   readonly cancelGraceMs: number;
-  /** How the process is started (confinement, memory limit). */
-  readonly launcher: Launcher;
-  /** Launchers started ahead of need, when the launcher has an init (null otherwise). */
-  readonly spares: SpareLauncher | null;
+  /** How the process is started (confinement, spares or fork servers). */
+  readonly source: ProcessSource;
   readonly delegate: (handler: string, input: AgentInput) => Promise<AgentResult>;
   /**
    * Told the pid once spawned, the stderr tail as it grows (for results the guard builds), and
@@ -137,32 +131,6 @@ export function parseStdout(text: string): { output: string; data: Record<string
   return { output: text.replace(/\r?\n$/, ""), data: {} };
 }
 
-/** The process of one call: the program itself, or a launcher that runs it. */
-interface Started {
-  readonly child: ChildProcess;
-  /** For the namespace's init: the program and its environment, to write on its socket. */
-  readonly handshake: Buffer | null;
-  /** Whether `child` starts the program (a shell, setpriv, unshare) rather than being it. */
-  readonly launched: boolean;
-}
-
-function start(call: ExecutableCall, env: Record<string, string>, limitKb: number): Started {
-  const run = call.launcher.launch(call.file, [], env, limitKb);
-  if (run.handshake !== null && call.spares !== null) {
-    return { child: call.spares.take(), handshake: run.handshake, launched: true };
-  }
-  const child = spawn(run.command, run.args, {
-    cwd: call.cwd,
-    env: run.env,
-    detached: true,
-    stdio:
-      run.handshake === null
-        ? ["pipe", "pipe", "pipe", "pipe"]
-        : ["pipe", "pipe", "pipe", "pipe", "pipe"],
-  });
-  return { child, handshake: run.handshake, launched: run.command !== call.file };
-}
-
 /**
  * The result of a process that exited with code 2 (the executable protocol's "wrong handler"):
  * stdout parsed as for a success, and the reason in `error`: the `error` string the process
@@ -183,11 +151,11 @@ export function declinedResult(
 }
 
 /**
- * Runs an executable handler once (the executable protocol of docs/protocol.md): a new process
- * group per call, AgentInput on stdin, result on stdout, exit code for the status, fd 3 as the
- * frame channel. Resolves (never rejects) when the process and all its stdio are closed, or,
- * under a namespace's init, once the init reported the program's end and its stdio is closed
- * (the namespace is torn down after that, which takes the kernel a few milliseconds).
+ * Runs an executable handler once (the executable protocol of docs/protocol.md): AgentInput on
+ * stdin, result on stdout, exit code for the status, fd 3 as the frame channel; its own process
+ * group, or its own namespace when confined. Resolves (never rejects) once it is known how the
+ * program ended and its stdout, stderr and channel are closed (under a namespace's init, the
+ * namespace may be torn down a moment later).
  */
 export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
   const { handler, scoped } = call;
@@ -195,19 +163,15 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
   return new Promise<AgentResult>((resolve) => {
     const env = { ...call.baseEnv, ...contextEnv(handler, scoped) };
     const limitKb = call.memoryLimitMb === undefined ? 0 : call.memoryLimitMb * 1024;
-    const { child, handshake, launched } = start(call, env, limitKb);
-    const hasInit = handshake !== null;
-    const pid = child.pid;
-    const exited = new Promise<void>((done) => {
-      if (child.exitCode !== null || child.signalCode !== null || pid === undefined) done();
-      else child.once("exit", () => done()).once("error", () => done());
-    });
-    call.observe({ ...(pid === undefined ? {} : { pid }), stderr, exited });
+    const proc = startHandler(call.source, call.file, env, limitKb);
+    const { pid, stdin, stdout, channel } = proc;
+    const stderrStream = proc.stderr;
+    call.observe({ ...(pid === undefined ? {} : { pid }), stderr, exited: proc.exited });
 
     let failure: string | null = null;
     let stopped: NervaError | null = null;
     let settled = false;
-    let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+    let end: ProcessEnd | null = null;
     const out: Buffer[] = [];
     let outBytes = 0;
     let errBytes = 0;
@@ -216,40 +180,29 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
     let resultFrame: Extract<WorkerFrame, { type: "result" }> | null = null;
     let graceTimer: ReturnType<typeof setTimeout> | null = null;
 
-    const stdin = child.stdio[0] as Writable;
-    const stdout = child.stdio[1] as Readable;
-    const stderrStream = child.stdio[2] as Readable;
-    const channel = child.stdio[3] as (Readable & Writable) | null | undefined;
-    let initText = "";
-    let report: InitReport | null = null;
     /** stdout, stderr and the channel, until each has closed. */
     let openStreams = 3;
-    const settleOnReport = (): void => {
-      if (report !== null && openStreams === 0) settle(exit ?? { code: null, signal: null });
+    const settleIfDone = (): void => {
+      if (end !== null && openStreams === 0) settle(end);
     };
     for (const stream of [stdout, stderrStream, channel]) {
-      if (stream === null || stream === undefined) openStreams--;
-      else
-        stream.once("close", () => {
-          openStreams--;
-          settleOnReport();
-        });
-    }
-    if (handshake !== null) {
-      const status = child.stdio[STATUS_FD] as Readable & Writable;
-      status.on("error", () => undefined);
-      status.write(handshake);
-      status.setEncoding("latin1");
-      status.on("data", (text: string) => {
-        if (initText.length < 64) initText += text;
-        report ??= parseInitReport(initText);
-        settleOnReport();
+      stream.once("close", () => {
+        openStreams--;
+        settleIfDone();
       });
     }
+    void proc.ended.then((how) => {
+      if (how.kind === "spawn-error") {
+        finish(errorResult(handler, spawnFailure(handler, call.file, how.error)));
+        return;
+      }
+      end = how;
+      settleIfDone();
+    });
 
     const fail = (message: string): void => {
       if (failure === null && stopped === null) failure = message;
-      killGroup(pid);
+      proc.kill();
     };
     const session = new InvocationSession({
       handler,
@@ -257,7 +210,7 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
       id: scoped.requestId,
       delegate: call.delegate,
       send: (frame) => {
-        if (channel?.writable === true) channel.write(encodeFrame(frame));
+        if (channel.writable) channel.write(encodeFrame(frame));
       },
       fail,
     });
@@ -267,10 +220,10 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
     const onAbort = (): void => {
       stopped = scoped.endReason;
       if (call.cancelGraceMs > 0 && pid !== undefined) {
-        killGroup(pid, "SIGTERM");
-        graceTimer = setTimeout(() => killGroup(pid), call.cancelGraceMs);
+        proc.kill("SIGTERM");
+        graceTimer = setTimeout(() => proc.kill(), call.cancelGraceMs);
       } else {
-        killGroup(pid);
+        proc.kill();
       }
     };
     const signal = scoped.signal;
@@ -282,15 +235,12 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
       settled = true;
       signal.removeEventListener("abort", onAbort);
       if (graceTimer !== null) clearTimeout(graceTimer);
+      // A call stopped within its grace period still ends its namespace: nothing is reused.
+      if (stopped !== null) proc.kill();
       session.close();
+      proc.release();
       void session.drain().then(() => resolve(withStderr(result, stderr.text())));
     };
-    child.on("error", (err: NodeJS.ErrnoException) => {
-      // spawn failures (ENOENT, EACCES) arrive here, before any exit.
-      if (exit === null && err.syscall?.startsWith("spawn") === true) {
-        finish(errorResult(handler, spawnFailure(handler, call.file, err)));
-      }
-    });
     stdin.on("error", () => {
       // EPIPE: the handler exited without reading its input; its exit code tells the story.
     });
@@ -307,46 +257,36 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
       if (!outOfMemory && limitKb !== 0) outOfMemory = looksOutOfMemory(bytes.toString("latin1"));
       if (errBytes > call.maxOutputBytes) fail(limit("stderr"));
     });
-    if (channel !== null && channel !== undefined) {
-      const decoder = new FrameDecoder({
-        schema: WorkerFrameSchema,
-        maxFrameBytes: call.maxOutputBytes + FRAME_SLACK,
-        onFrame: (frame, bytes) => {
-          channelBytes += bytes;
-          if (channelBytes > call.maxOutputBytes) {
-            fail(limit("its channel (fd 3)"));
-            return;
-          }
-          // The process serves this one invocation: an id, if given, must be its id.
-          const id = "id" in frame ? frame.id : undefined;
-          if (id !== undefined && id !== scoped.requestId) {
-            fail(
-              `Protocol error on the channel of "${handler}": a ${frame.type} frame for invocation "${id}", which is not running (this call is "${scoped.requestId}"; omit the id).`,
-            );
-            return;
-          }
-          if (session.handle(frame)) return;
-          if (frame.type === "result") resultFrame = frame;
-          else if (frame.type === "error") fail(`Handler "${handler}" reported: ${frame.message}`);
-        },
-        onError: (err) => fail(`Protocol error on the channel of "${handler}": ${err.message}`),
-      });
-      channel.on("data", (bytes: Buffer) => decoder.push(bytes));
-      // A frame cut off by the end of the channel is a protocol error, not a frame to forget.
-      channel.on("end", () => decoder.end());
-      channel.on("error", () => undefined);
-    }
+    const decoder = new FrameDecoder({
+      schema: WorkerFrameSchema,
+      maxFrameBytes: call.maxOutputBytes + FRAME_SLACK,
+      onFrame: (frame, bytes) => {
+        channelBytes += bytes;
+        if (channelBytes > call.maxOutputBytes) {
+          fail(limit("its channel (fd 3)"));
+          return;
+        }
+        // The process serves this one invocation: an id, if given, must be its id.
+        const id = "id" in frame ? frame.id : undefined;
+        if (id !== undefined && id !== scoped.requestId) {
+          fail(
+            `Protocol error on the channel of "${handler}": a ${frame.type} frame for invocation "${id}", which is not running (this call is "${scoped.requestId}"; omit the id).`,
+          );
+          return;
+        }
+        if (session.handle(frame)) return;
+        if (frame.type === "result") resultFrame = frame;
+        else if (frame.type === "error") fail(`Handler "${handler}" reported: ${frame.message}`);
+      },
+      onError: (err) => fail(`Protocol error on the channel of "${handler}": ${err.message}`),
+    });
+    channel.on("data", (bytes: Buffer) => decoder.push(bytes));
+    // A frame cut off by the end of the channel is a protocol error, not a frame to forget.
+    channel.on("end", () => decoder.end());
+    channel.on("error", () => undefined);
 
-    child.on("exit", (code, sig) => {
-      exit = { code, signal: sig };
-      // Nothing the handler started may outlive it.
-      killGroup(pid);
-    });
-    child.on("close", (code: number | null, sig: NodeJS.Signals | null) => {
-      settle(exit ?? { code, signal: sig });
-    });
-    /** The end of the call: `status` is the spawned process's, unless the init reported. */
-    function settle(status: { code: number | null; signal: NodeJS.Signals | null }): void {
+    /** The end of the call, once the program's end is known and its output streams closed. */
+    function settle(how: ProcessEnd): void {
       if (settled) return;
       if (stopped !== null) {
         finish(errorResult(handler, `Handler "${handler}" was stopped: ${stopped.message}`));
@@ -356,16 +296,23 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
         finish(errorResult(handler, failure));
         return;
       }
-      if (report?.kind === "exec-error") {
-        // The init's own complaint is noise next to this.
-        stderr.clear();
-        const err = Object.assign(new Error(report.code), { code: report.code });
-        finish(errorResult(handler, spawnFailure(handler, call.file, err)));
-        return;
+      switch (how.kind) {
+        case "exec-error": {
+          // The init's own complaint is noise next to this.
+          stderr.clear();
+          const err = Object.assign(new Error(how.code), { code: how.code });
+          finish(errorResult(handler, spawnFailure(handler, call.file, err)));
+          return;
+        }
+        case "lost":
+          finish(errorResult(handler, `Handler "${handler}" could not be run: ${how.why}.`));
+          return;
+        case "exit":
+          finish(interpret(how.code, how.signal));
+          return;
+        default:
+          return;
       }
-      if (report?.kind === "signal") finish(interpret(null, report.signal));
-      else if (report?.kind === "exit") finish(interpret(report.code, null));
-      else finish(interpret(status.code, status.signal));
     }
 
     const interpret = (code: number | null, sig: NodeJS.Signals | null): AgentResult => {
@@ -411,7 +358,7 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
         );
       }
       const failed =
-        launched && !hasInit && (code === 126 || code === 127) ? execFailure(call.file) : null;
+        proc.launched && (code === 126 || code === 127) ? execFailure(call.file) : null;
       if (failed !== null) {
         // The launcher's own complaint ("exec: ...: not found") says less than this does.
         stderr.clear();

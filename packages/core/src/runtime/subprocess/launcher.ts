@@ -1,4 +1,10 @@
 import { readdirSync, readFileSync } from "node:fs";
+import {
+  FORK_SERVER,
+  FORK_SERVER_CALLS,
+  forkServerArgs,
+  syscallNumbers,
+} from "./fork-server-script.js";
 import { INIT, encodeHandshake } from "./init.js";
 
 /**
@@ -63,6 +69,13 @@ export interface Launcher {
     env: Readonly<Record<string, string>>,
     limitKb: number,
   ): Launch;
+  /**
+   * How to start a fork server (fork-server-script.ts) in this mode's namespaces, under an
+   * address-space limit (KiB, 0 for none); null where there is none (no namespace, a CPU
+   * architecture without a table of system call numbers, or a machine where it failed its
+   * probe): executables then start through a per-call init.
+   */
+  readonly forkServer: ((limitKb: number) => Launch) | null;
 }
 
 /** Paths of the programs the launchers use (absolute). */
@@ -89,6 +102,11 @@ export const PID_NS: readonly string[] = [
   "--propagation",
   "slave",
 ];
+/**
+ * The namespaces of a fork server: unshare does not fork (the process it becomes would hold
+ * every call's stdio); the server forks its namespace's init and mounts its /proc itself.
+ */
+export const SERVER_NS: readonly string[] = ["--mount", "--propagation", "slave", "--pid"];
 
 /** `argv` under an address-space limit (a shell applying `ulimit -v`), or as is. */
 function limited(argv: readonly string[], limitKb: number): string[] {
@@ -107,10 +125,19 @@ export function makeLauncher(mode: ConfinementMode, tools: Partial<LauncherTools
   switch (mode) {
     case Confinement.USER_NAMESPACE:
     case Confinement.PID_NAMESPACE: {
+      const user = ["--user", tools.userFlag ?? "--map-current-user"];
       const prefix =
         mode === Confinement.USER_NAMESPACE
-          ? ["--user", tools.userFlag ?? "--map-current-user", ...PID_NS, "--"]
+          ? [...user, ...PID_NS, "--"]
           : [...PID_NS, "--", setpriv, ...DROP_CAPS, "--"];
+      // The server needs its capabilities to mount /proc (kept across exec for a mapped
+      // non-root user by --keep-caps); the programs it forks run without any.
+      const serverPrefix =
+        mode === Confinement.USER_NAMESPACE
+          ? [...user, "--keep-caps", ...SERVER_NS, "--"]
+          : [...SERVER_NS, "--"];
+      const numbers = syscallNumbers();
+      const server = [perl, "-e", FORK_SERVER];
       return {
         mode,
         killsDescendants: true,
@@ -121,6 +148,18 @@ export function makeLauncher(mode: ConfinementMode, tools: Partial<LauncherTools
           env: {},
           handshake: encodeHandshake(file, args, env),
         }),
+        forkServer:
+          numbers === null
+            ? null
+            : (limitKb) => ({
+                command: unshare,
+                args: [
+                  ...serverPrefix,
+                  ...limited([...server, ...forkServerArgs(FORK_SERVER_CALLS, numbers)], limitKb),
+                ],
+                env: {},
+                handshake: null,
+              }),
       };
     }
     case Confinement.CAPABILITIES:
@@ -130,6 +169,7 @@ export function makeLauncher(mode: ConfinementMode, tools: Partial<LauncherTools
         hasInit: false,
         launch: (file, args, env, limitKb) =>
           plain([setpriv, ...DROP_CAPS, "--", ...limited([file, ...args], limitKb)], env),
+        forkServer: null,
       };
     case Confinement.NONE:
       return {
@@ -137,6 +177,7 @@ export function makeLauncher(mode: ConfinementMode, tools: Partial<LauncherTools
         killsDescendants: false,
         hasInit: false,
         launch: (file, args, env, limitKb) => plain(limited([file, ...args], limitKb), env),
+        forkServer: null,
       };
   }
 }

@@ -16,7 +16,9 @@ import { resolveConfinement } from "./confinement.js";
 import type { ConfinementMode, Launcher } from "./launcher.js";
 import { baseEnv } from "./env.js";
 import { runExecutable } from "./executable.js";
+import { ForkServerPool } from "./fork-server.js";
 import { HandlerKind, scanHandlerDir, type HandlerFile, type HandlerScan } from "./handler-dir.js";
+import type { ProcessSource } from "./handler-process.js";
 import {
   SubprocessRuntimeOptionsSchema,
   type ResolvedSubprocessOptions,
@@ -74,8 +76,11 @@ export class SubprocessRuntime implements AgentRuntime {
   readonly #delegation: DelegationOptions;
   readonly #env: Readonly<Record<string, string>>;
   readonly #launcher: Launcher;
-  /** Confined launchers started ahead of need, once an executable has run (namespace modes). */
-  #spares: SpareLauncher | null = null;
+  /**
+   * Where executables' processes come from: fork servers (namespace modes), else per-call
+   * launchers started ahead of need; created when the first executable runs.
+   */
+  #source: ProcessSource | null = null;
   readonly #entries = new Map<string, Entry>();
   #conflicts: HandlerScan["conflicts"] = new Map();
   readonly #pool: WorkerPool;
@@ -283,10 +288,7 @@ export class SubprocessRuntime implements AgentRuntime {
         observe,
       });
     }
-    if (this.#launcher.hasInit) {
-      const limitKb = o.memoryLimitMb === undefined ? 0 : o.memoryLimitMb * 1024;
-      this.#spares ??= new SpareLauncher(this.#launcher, this.handlerDir, limitKb);
-    }
+    this.#source ??= this.#processSource();
     const running = runExecutable({
       handler: name,
       file: entry.file.file,
@@ -298,8 +300,7 @@ export class SubprocessRuntime implements AgentRuntime {
       stderrTailBytes: o.stderrTailBytes,
       memoryLimitMb: o.memoryLimitMb,
       cancelGraceMs: Math.round(o.cancelGraceSeconds * 1000),
-      launcher: this.#launcher,
-      spares: this.#spares,
+      source: this.#source,
       delegate,
       observe,
     });
@@ -307,6 +308,17 @@ export class SubprocessRuntime implements AgentRuntime {
     // Listed until its process has exited, which may be after the result (see runExecutable).
     void running.then(() => obs.exited).then(() => this.#executables.delete(running));
     return running;
+  }
+
+  #processSource(): ProcessSource {
+    const launcher = this.#launcher;
+    const o = this.#options;
+    const limitKb = o.memoryLimitMb === undefined ? 0 : o.memoryLimitMb * 1024;
+    const serve = launcher.forkServer;
+    const servers =
+      serve === null ? null : new ForkServerPool(() => serve(limitKb), this.handlerDir);
+    const spares = launcher.hasInit ? new SpareLauncher(launcher, this.handlerDir, limitKb) : null;
+    return { launcher, cwd: this.handlerDir, spares, servers };
   }
 
   invokeChain(
@@ -339,7 +351,13 @@ export class SubprocessRuntime implements AgentRuntime {
         }
       }
     }
-    await Promise.all([this.#pool.close(), this.#spares?.close(), ...running, ...exits]);
+    await Promise.all([
+      this.#pool.close(),
+      this.#source?.spares?.close(),
+      this.#source?.servers?.close(),
+      ...running,
+      ...exits,
+    ]);
   }
 }
 
