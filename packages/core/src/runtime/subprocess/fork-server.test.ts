@@ -1,5 +1,6 @@
 // Executables in the namespace modes run on fork servers: one namespace serves several calls in
 // turn, so nothing of a call may reach the next. Real servers, real namespaces, real processes.
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -8,6 +9,8 @@ import { NervaError } from "../../errors.js";
 import { AgentStatus } from "../../types/status.js";
 import { forkServers } from "./confinement.js";
 import { FORK_SERVER_CALLS, parseServerReports } from "./fork-server-script.js";
+import { ForkServer, ForkServerPool } from "./fork-server.js";
+import { encodeHandshake } from "./init.js";
 import { Confinement, type ConfinementMode } from "./launcher.js";
 import { goneWithin, markerGoneWithin, withMarker } from "./process-probe.test-support.js";
 import { SubprocessRuntime } from "./subprocess-runtime.js";
@@ -81,6 +84,32 @@ const call = async (runtime: SubprocessRuntime, handler: string, timeoutSeconds?
   const result = await runtime.invoke(handler, { message: "x" }, ctx);
   return { result, pid, requestId: ctx.requestId };
 };
+
+describe("fork server pool: servers that cannot start", () => {
+  it("stops handing out servers (calls then start their own init)", async () => {
+    let started = 0;
+    const pool = new ForkServerPool(() => {
+      started++;
+      return { command: "/bin/sh", args: ["-c", "exit 7"], env: {}, handshake: null };
+    }, tmpdir());
+    try {
+      expect(pool.take()).toBeNull();
+      await new Promise((r) => setImmediate(r));
+      const server = pool.take();
+      expect(server?.available).toBe(true);
+      const call = (server as ForkServer).run(encodeHandshake("/bin/true", [], {}));
+      expect(await call.ended).toMatchObject({ kind: "server-gone" });
+      await server?.exited;
+      expect(server?.failedToStart).toBe(true);
+      const before = started;
+      expect(pool.take()).toBeNull();
+      await new Promise((r) => setImmediate(r));
+      expect(started).toBe(before);
+    } finally {
+      await pool.close();
+    }
+  });
+});
 
 describe("fork server: the report protocol", () => {
   it("splits complete report lines and keeps the rest", () => {

@@ -45,6 +45,8 @@ export class ForkServer {
   #reportText = "";
   #current: { call: number; resolve: (end: ServerCallEnd) => void } | null = null;
   #dead = false;
+  #killed = false;
+  #reported = 0;
   /** Resolves when the launcher process has exited. */
   readonly exited: Promise<void>;
 
@@ -79,6 +81,11 @@ export class ForkServer {
 
   get pid(): number | undefined {
     return this.#child.pid;
+  }
+
+  /** Whether the server ended by itself before it reported a single call (it could not start). */
+  get failedToStart(): boolean {
+    return this.#dead && !this.#killed && this.#reported === 0;
   }
 
   /** Whether the server can take a call now: alive, idle, with a call's stdio left. */
@@ -118,6 +125,7 @@ export class ForkServer {
       return;
     }
     this.#dead = true;
+    this.#killed = true;
     const init = pid === undefined ? undefined : childPids(pid)[0];
     try {
       if (init === undefined) throw new Error("no init yet");
@@ -154,6 +162,7 @@ export class ForkServer {
       const current = this.#current;
       if (current === null || current.call !== call) continue;
       this.#current = null;
+      this.#reported++;
       this.#refServer(false);
       current.resolve({ kind: "report", report });
     }
@@ -186,6 +195,8 @@ export class ForkServerPool {
   readonly #all = new Set<ForkServer>();
   #spareQueued = false;
   #closed = false;
+  /** Set when a server could not start: later calls use per-call inits (the probe passed, yet). */
+  #broken = false;
 
   constructor(launch: () => Launch, cwd: string, maxIdle = 4) {
     this.#launch = launch;
@@ -197,6 +208,7 @@ export class ForkServerPool {
     const server = new ForkServer(this.#launch(), this.#cwd);
     this.#all.add(server);
     void server.exited.then(() => {
+      if (server.failedToStart) this.#broken = true;
       this.#all.delete(server);
       const at = this.#idle.indexOf(server);
       if (at !== -1) this.#idle.splice(at, 1);
@@ -209,6 +221,7 @@ export class ForkServerPool {
    * when this leaves none idle, another is started in a later turn of the event loop.
    */
   take(): ForkServer | null {
+    if (this.#broken) return null;
     let server: ForkServer | undefined;
     while ((server = this.#idle.pop()) !== undefined && !server.available);
     if (this.#idle.length === 0) this.#queueSpare();
@@ -227,11 +240,11 @@ export class ForkServerPool {
 
   // In a later turn of the event loop: Node's spawn is synchronous, so not on the call's path.
   #queueSpare(): void {
-    if (this.#spareQueued || this.#closed) return;
+    if (this.#spareQueued || this.#closed || this.#broken) return;
     this.#spareQueued = true;
     setImmediate(() => {
       this.#spareQueued = false;
-      if (this.#closed || this.#idle.some((s) => s.available)) return;
+      if (this.#closed || this.#broken || this.#idle.some((s) => s.available)) return;
       this.#idle.unshift(this.#start());
     }).unref();
   }
