@@ -187,12 +187,11 @@ export class GraphExecutor<S extends GraphState = GraphState> {
                 preset: given,
               });
               const after = mergeUpdates(this.graph, this.#keys, before, [[id, update]]);
+              const next = routeAfter(this.graph, id, after);
               const total = usageNow();
-              return {
-                state: after,
-                next: routeAfter(this.graph, id, after),
-                ...(total.total_tokens > 0 || total.cost_usd > 0 ? { usage: total } : {}),
-              };
+              return total.total_tokens > 0 || total.cost_usd > 0
+                ? { state: after, next, usage: total }
+                : { state: after, next };
             }),
           );
           usage = commit.usage ?? usage;

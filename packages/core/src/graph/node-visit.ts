@@ -29,11 +29,11 @@ export async function visitNode<S extends GraphState>(v: NodeVisit<S>): Promise<
   let fail: (reason: unknown) => void = () => undefined;
   const ended = new Promise<never>((_, reject) => (fail = reject));
   ended.catch(() => undefined);
-  const exec = ctx.fork({
-    span,
-    ...(node.timeoutSeconds === undefined ? {} : { timeoutSeconds: node.timeoutSeconds }),
-    onEnd: (reason) => fail(reason),
-  });
+  const onEnd = (reason: unknown): void => fail(reason);
+  const exec =
+    node.timeoutSeconds === undefined
+      ? ctx.fork({ span, onEnd })
+      : ctx.fork({ span, timeoutSeconds: node.timeoutSeconds, onEnd });
   try {
     const nodeCtx = createNodeContext({
       graph: v.graph.name,

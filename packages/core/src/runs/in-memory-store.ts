@@ -25,6 +25,7 @@ import {
   resumeKey,
   resumeRun,
   retryRun,
+  runEvent,
   runNotFound,
   startedStepEvents,
   type Transition,
@@ -299,7 +300,7 @@ export class InMemoryRunStore implements RunStore {
 
   #apply(entry: Entry, t: Transition): void {
     entry.run = t.run;
-    for (const e of t.events) entry.events.push({ runId: entry.run.id, ...e });
+    for (const e of t.events) entry.events.push(runEvent(entry.run.id, e));
     if (t.events.length > 0) this.#events.wake(entry.run.id);
     if (entry.run.status === RunStatus.PENDING) {
       this.#work.wake(entry.run.queue);

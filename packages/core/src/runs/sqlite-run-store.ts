@@ -35,6 +35,7 @@ import {
   resumeKey,
   resumeRun,
   retryRun,
+  runEvent,
   runNotFound,
   type EventDraft,
   type Transition,
@@ -222,7 +223,7 @@ export class SqliteRunStore implements RunStore {
       this.#rows.addEvents(lease, this.#rows.holder(lease), [[type, data]]),
     );
     this.#waiters.events.wake(lease.runId);
-    return { runId: lease.runId, ...(e as EventDraft) };
+    return runEvent(lease.runId, e as EventDraft);
   }
 
   async commitStep(lease: LeaseRef, key: string, value: string): Promise<string> {

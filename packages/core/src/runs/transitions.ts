@@ -6,6 +6,7 @@ import {
   RunStatus,
   isFinalStatus,
   type RunError,
+  type RunEvent,
   type RunPause,
   type RunRecord,
 } from "./types.js";
@@ -24,6 +25,11 @@ export interface EventDraft {
   readonly at: number;
   readonly attempt: number;
   readonly data: Record<string, JsonValue>;
+}
+
+/** The event `e` of run `runId` (fields written out: a literal spreading `e` is slow in V8 11). */
+export function runEvent(runId: string, e: EventDraft): RunEvent {
+  return { runId, seq: e.seq, type: e.type, at: e.at, attempt: e.attempt, data: e.data };
 }
 
 /** What a transition produced: the new record and its events, in order. */
