@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { context, trace, TraceFlags } from "@opentelemetry/api";
+import { context, createContextKey, ROOT_CONTEXT, trace, TraceFlags } from "@opentelemetry/api";
 import {
   defaultResource,
   detectResources,
@@ -49,6 +49,14 @@ function resourceOf(o: OtelSinkSettings): Resource {
     : base.merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: o.serviceName }));
 }
 
+const PROBE = ROOT_CONTEXT.setValue(createContextKey("@nerva/otel probe"), true);
+const isProbe = (): boolean => context.active() === PROBE;
+
+/** Whether a context manager is registered (the no-op one ignores `context.with`). */
+function hasContextManager(): boolean {
+  return context.with(PROBE, isProbe);
+}
+
 /** The nearest ancestor of `span` that genai mode exports, else the remote parent id, else none. */
 function keptAncestor(span: Span): Span | string | null {
   let s = span;
@@ -70,6 +78,7 @@ class OtelTraceSink implements OtelSink {
   /** The MCP server a `tools.call` span reached, set when its `mcp.call` child ends. */
   readonly #mcp = new WeakMap<Span, string>();
   #closed = false;
+  #managed = false;
   droppedEvents = 0;
 
   constructor(o: OtelSinkSettings) {
@@ -93,29 +102,25 @@ class OtelTraceSink implements OtelSink {
     const events = this.#events.size === 0 ? undefined : this.#takeEvents(span.id);
     if (!span.sampled) return;
     const name = span.name;
+    let mcpServer: string | undefined;
     if (name === "mcp.call") {
       const parent = span.parentSpan;
       const server = span.attributes.server;
       if (parent !== null && typeof server === "string") this.#mcp.set(parent, server);
+    } else if (name === "tools.call") {
+      mcpServer = this.#mcp.get(span);
     }
-    let parent: Span | string | null;
+    let parent: Span | string | null | undefined;
     if (this.#genai) {
       if (operationOf(name) === null) {
         if (events !== undefined) this.#moveEvents(span, events);
         return;
       }
       parent = keptAncestor(span);
-    } else {
-      parent = span.parentSpan ?? span.parentId;
     }
-    const readable = new NervaReadableSpan(
-      span,
-      this.#settings,
-      parent,
-      events,
-      0,
-      name === "tools.call" ? this.#mcp.get(span) : undefined,
-    );
+    const extras =
+      events === undefined && mcpServer === undefined ? undefined : { events, mcpServer };
+    const readable = new NervaReadableSpan(span, this.#settings, parent, extras);
     const processors = this.spanProcessors;
     for (let i = 0; i < processors.length; i++) processors[i]!.onEnd(readable);
   }
@@ -134,6 +139,9 @@ class OtelTraceSink implements OtelSink {
   }
 
   runInSpan<T>(span: Span, fn: () => T): T {
+    // Without a context manager (none registered yet: no NodeSDK), OpenTelemetry has no active
+    // context to set, and the work would be wasted. Once one answers, it stays assumed.
+    if (!this.#managed && !(this.#managed = hasContextManager())) return fn();
     const spanContext = {
       traceId: span.traceId,
       spanId: span.id,

@@ -17,7 +17,6 @@ import {
   otelKind,
   otelName,
   otelStatus,
-  type GenAIOperation,
   type MappingSettings,
 } from "./mapping.js";
 
@@ -30,46 +29,46 @@ export interface ExportSettings extends MappingSettings {
 const NO_LINKS: Link[] = [];
 const NO_EVENTS: TimedEvent[] = [];
 
+/** What only some spans carry, in one object made only for them. */
+export interface SpanExtras {
+  /** Events recorded under the span. */
+  readonly events?: readonly ContextEvent[];
+  /** The MCP server a `tools.call` span reached. */
+  readonly mcpServer?: string;
+}
+
+/** What the export reads, converted once. */
+interface Converted {
+  readonly attributes: Attributes;
+  readonly startTime: HrTime;
+  readonly endTime: HrTime;
+}
+
 /**
  * One ended Nerva span as the OpenTelemetry SDK's span processors and exporters read it: same
- * trace and span id. Made when the span ends, at the cost of one small object; its name,
- * attributes and times are converted on first read, which for a batch processor is the
- * export, off the request path (an SDK span would cost microseconds on it).
+ * trace and span id. Made when the span ends, at the cost of one object of four fields (it is
+ * also its own `spanContext()`, so a batch processor's sampled check allocates nothing and
+ * formats no id); its name, attributes and times are converted on first read, which for a batch
+ * processor is the export, off the request path (an SDK span would cost microseconds on it).
  */
-export class NervaReadableSpan implements ReadableSpan {
+export class NervaReadableSpan implements ReadableSpan, SpanContext {
   readonly #span: Span;
   readonly #settings: ExportSettings;
-  readonly #op: GenAIOperation | null;
-  /** The exported parent: the Nerva parent, or (genai mode) the nearest kept ancestor. */
-  readonly #parent: Span | string | null;
-  readonly #mcpServer: string | undefined;
-  #context: SpanContext | null = null;
-  #attributes: Attributes | null = null;
-  #startTime: HrTime | null = null;
-  #endTime: HrTime | null = null;
-  readonly #events: readonly ContextEvent[] | undefined;
-  #timedEvents: TimedEvent[] | null = null;
-  readonly links: Link[] = NO_LINKS;
-  readonly ended = true;
-  readonly droppedAttributesCount = 0;
-  readonly droppedEventsCount: number;
-  readonly droppedLinksCount = 0;
+  /** The exported parent; `undefined`: the Nerva span's own (genai mode re-parents). */
+  readonly #parent: Span | string | null | undefined;
+  readonly #extras: SpanExtras | undefined;
+  #converted: Converted | null = null;
 
   constructor(
     span: Span,
     settings: ExportSettings,
-    parent: Span | string | null,
-    events: readonly ContextEvent[] | undefined,
-    droppedEvents: number,
-    mcpServer: string | undefined,
+    parent: Span | string | null | undefined,
+    extras: SpanExtras | undefined,
   ) {
     this.#span = span;
     this.#settings = settings;
-    this.#op = operationOf(span.name);
     this.#parent = parent;
-    this.#events = events;
-    this.droppedEventsCount = droppedEvents;
-    this.#mcpServer = mcpServer;
+    this.#extras = extras;
   }
 
   /** The Nerva span this one was made from. */
@@ -77,22 +76,32 @@ export class NervaReadableSpan implements ReadableSpan {
     return this.#span;
   }
 
-  spanContext(): SpanContext {
-    return (this.#context ??= {
-      traceId: this.#span.traceId,
-      spanId: this.#span.id,
-      // Only sampled traces reach a processor (the sink drops the others).
-      traceFlags: TraceFlags.SAMPLED,
-      isRemote: false,
-    });
+  // ---- SpanContext: only sampled traces reach a processor (the sink drops the others).
+  get traceId(): string {
+    return this.#span.traceId;
+  }
+  get spanId(): string {
+    return this.#span.id;
+  }
+  get traceFlags(): number {
+    return TraceFlags.SAMPLED;
+  }
+  get isRemote(): boolean {
+    return false;
   }
 
+  spanContext(): SpanContext {
+    return this;
+  }
+
+  // ---- ReadableSpan
   get parentSpanContext(): SpanContext | undefined {
-    const parent = this.#parent;
+    const span = this.#span;
+    const parent = this.#parent === undefined ? (span.parentSpan ?? span.parentId) : this.#parent;
     if (parent === null) return undefined;
     const remote = typeof parent === "string";
     return {
-      traceId: this.#span.traceId,
+      traceId: span.traceId,
       spanId: remote ? parent : parent.id,
       traceFlags: TraceFlags.SAMPLED,
       isRemote: remote,
@@ -100,11 +109,11 @@ export class NervaReadableSpan implements ReadableSpan {
   }
 
   get name(): string {
-    return otelName(this.#span, this.#op);
+    return otelName(this.#span, operationOf(this.#span.name));
   }
 
   get kind(): SpanKind {
-    return otelKind(this.#span, this.#op);
+    return otelKind(this.#span, operationOf(this.#span.name));
   }
 
   get status(): SpanStatus {
@@ -112,34 +121,46 @@ export class NervaReadableSpan implements ReadableSpan {
   }
 
   get attributes(): Attributes {
-    return (this.#attributes ??= otelAttributes(
-      this.#span,
-      this.#op,
-      this.#settings,
-      this.#mcpServer,
-    ));
+    return this.#convert().attributes;
   }
 
   get startTime(): HrTime {
-    return (this.#startTime ??= millisToHrTime(this.#span.startMs));
+    return this.#convert().startTime;
   }
 
   get endTime(): HrTime {
-    return (this.#endTime ??= millisToHrTime(this.#span.endMs ?? this.#span.startMs));
+    return this.#convert().endTime;
   }
 
   get duration(): HrTime {
-    return hrTimeDuration(this.startTime, this.endTime);
+    const c = this.#convert();
+    return hrTimeDuration(c.startTime, c.endTime);
   }
 
   get events(): TimedEvent[] {
-    const events = this.#events;
+    const events = this.#extras?.events;
     if (events === undefined) return NO_EVENTS;
-    return (this.#timedEvents ??= events.map((e) => ({
+    return events.map((e) => ({
       name: e.name,
       time: millisToHrTime(e.timestampMs),
       attributes: { ...e.attributes },
-    })));
+    }));
+  }
+
+  get links(): Link[] {
+    return NO_LINKS;
+  }
+  get ended(): boolean {
+    return true;
+  }
+  get droppedAttributesCount(): number {
+    return 0;
+  }
+  get droppedEventsCount(): number {
+    return 0;
+  }
+  get droppedLinksCount(): number {
+    return 0;
   }
 
   get resource(): Resource {
@@ -148,5 +169,20 @@ export class NervaReadableSpan implements ReadableSpan {
 
   get instrumentationScope(): InstrumentationScope {
     return this.#settings.scope;
+  }
+
+  #convert(): Converted {
+    if (this.#converted !== null) return this.#converted;
+    const span = this.#span;
+    return (this.#converted = {
+      attributes: otelAttributes(
+        span,
+        operationOf(span.name),
+        this.#settings,
+        this.#extras?.mcpServer,
+      ),
+      startTime: millisToHrTime(span.startMs),
+      endTime: millisToHrTime(span.endMs ?? span.startMs),
+    });
   }
 }

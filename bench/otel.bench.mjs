@@ -1,0 +1,332 @@
+// Tracing sinks (issue 13 §8): what a trace sink adds to Orchestrator.handle() (RuleRouter +
+// InProcessRuntime, one fresh ExecContext per request, four spans), and what @nerva/otel adds to
+// a whole HTTP request when it really exports.
+//
+// In process, alternating rounds of the same loop (median of ROUNDS):
+//   none           handle() without a sink (the baseline of every ratio)
+//   noop           a sink whose onSpanEnd does nothing                         target ≤ +5%
+//   otel           createOtelSink, batch processor, export deferred (a discarding exporter):
+//                  the in-request cost                                          target ≤ +15%
+//   otel_convert   the same with an exporter that reads every field of every span (the conversion
+//                  the batch export does, still without serialising): information
+// then the same none/otel pair with OpenTelemetry's AsyncLocalStorage context manager registered,
+// as NodeSDK does (runInSpan then really switches contexts): `als_*`.
+// With NERVA_BASELINE_CORE=<path to another build's packages/core/dist/index.js> (e.g. the commit
+// before the trace sinks), `base` runs the same loop on that core: the no-sink row (target ±3%).
+//
+// Over HTTP (servers pinned to CPU 1, autocannon on CPU 0, as in http.bench.mjs): Fastify and
+// Express POST /chat through the bridge and handle(), sink off vs @nerva/otel exporting OTLP/HTTP
+// protobuf to a receiver in the same server process; server CPU µs per request. Target ≤ +15%.
+//
+// Run: pnpm build && node --expose-gc bench/run.mjs otel
+// Env: BENCH_ROUNDS (default 7), BENCH_DURATION (s per HTTP run, default 5), BENCH_HTTP=0 (skip),
+// NERVA_BASELINE_CORE (see above).
+import { execFileSync, spawn } from "node:child_process";
+import { createServer } from "node:http";
+import { createRequire } from "node:module";
+import { availableParallelism } from "node:os";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const self = fileURLToPath(import.meta.url);
+const root = new URL("../", import.meta.url);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const DURATION_SECONDS = Number(process.env.BENCH_DURATION ?? 5);
+const N = 50_000;
+
+/** Imports `specifier` as packages/<pkg> sees it (@opentelemetry/* are @nerva/otel's). */
+const from = (pkg, specifier) =>
+  import(
+    pathToFileURL(createRequire(new URL(`packages/${pkg}/package.json`, root)).resolve(specifier))
+      .href
+  );
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const pct = (a, b) => +((a / b - 1) * 100).toFixed(1);
+
+/** An exporter that only acknowledges, or (`read`) also reads every field the OTLP encoder reads. */
+function exporterOf(read) {
+  let sink = 0;
+  return {
+    export(spans, done) {
+      if (read) {
+        for (const s of spans) {
+          const sc = s.spanContext();
+          sink += s.name.length + Object.keys(s.attributes).length + s.events.length + s.kind;
+          sink += s.startTime[1] + s.endTime[1] + s.status.code + sc.spanId.length;
+          sink += (s.parentSpanContext?.spanId.length ?? 0) + s.duration[1];
+        }
+      }
+      done({ code: 0 });
+    },
+    shutdown: async () => {
+      if (sink === -1) console.error("unreachable");
+    },
+  };
+}
+
+function orchestratorOf(core) {
+  const runtime = new core.InProcessRuntime();
+  runtime.register("my_agent", async (input) => `Processed: ${input.message}`);
+  return new core.Orchestrator({
+    router: new core.RuleRouter({ rules: [], defaultHandler: "my_agent" }),
+    runtime,
+  });
+}
+
+/** CPU ns per request of `n` create + handle() + dispose with `traceSink` (or none). */
+async function loop(core, orchestrator, traceSink, n) {
+  const options =
+    traceSink === null
+      ? { userId: "u1", sessionId: "s1" }
+      : { userId: "u1", sessionId: "s1", traceSink };
+  // CPU time, not wall time: on a machine shared with other work, being descheduled is not cost.
+  const t = process.cpuUsage();
+  for (let i = 0; i < n; i++) {
+    const ctx = core.ExecContext.create(options);
+    await orchestrator.handle("hello there", ctx);
+    ctx.dispose();
+  }
+  const used = process.cpuUsage(t);
+  return ((used.user + used.system) * 1000) / n;
+}
+
+/** Alternating rounds of each variant; returns the median ns per request of each. */
+async function alternate(variants) {
+  for (const v of variants) await loop(v.core, v.orchestrator, v.sink, N); // warm-up
+  const times = Object.fromEntries(variants.map((v) => [v.name, []]));
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const v of variants) times[v.name].push(await loop(v.core, v.orchestrator, v.sink, N));
+  }
+  return Object.fromEntries(variants.map((v) => [v.name, median(times[v.name])]));
+}
+
+async function inProcess() {
+  const core = await import("@nerva/core");
+  const { createOtelSink } = await import("@nerva/otel");
+  const { BatchSpanProcessor } = await from("otel", "@opentelemetry/sdk-trace-base");
+  const orchestrator = orchestratorOf(core);
+  const otelSink = (read) =>
+    createOtelSink({ spanProcessors: [new BatchSpanProcessor(exporterOf(read))] });
+  const check = await orchestrator.handle("hello there", core.ExecContext.create());
+  if (check.text !== "Processed: hello there") throw new Error(`unexpected answer ${check.text}`);
+
+  const variants = [
+    { name: "none", sink: null },
+    { name: "noop", sink: { onSpanEnd() {} } },
+    { name: "otel", sink: otelSink(false) },
+    { name: "otel_convert", sink: otelSink(true) },
+  ].map((v) => ({ ...v, core, orchestrator }));
+  if (process.env.NERVA_BASELINE_CORE) {
+    const base = await import(pathToFileURL(process.env.NERVA_BASELINE_CORE).href);
+    variants.push({ name: "base", sink: null, core: base, orchestrator: orchestratorOf(base) });
+  }
+  const plain = await alternate(variants);
+
+  // As under NodeSDK: a real context manager, so runInSpan switches OpenTelemetry's context.
+  const { context } = await from("otel", "@opentelemetry/api");
+  const { AsyncLocalStorageContextManager } = await from(
+    "otel",
+    "@opentelemetry/context-async-hooks",
+  );
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  const als = await alternate([
+    { name: "none", sink: null, core, orchestrator },
+    { name: "otel", sink: otelSink(false), core, orchestrator },
+  ]);
+
+  const out = {
+    handle_ns: +plain.none.toFixed(0),
+    noop_sink_ns: +plain.noop.toFixed(0),
+    noop_sink_added_pct: pct(plain.noop, plain.none),
+    otel_sink_ns: +plain.otel.toFixed(0),
+    otel_sink_added_pct: pct(plain.otel, plain.none),
+    otel_sink_with_conversion_ns: +plain.otel_convert.toFixed(0),
+    otel_sink_with_conversion_added_pct: pct(plain.otel_convert, plain.none),
+    als_handle_ns: +als.none.toFixed(0),
+    als_otel_sink_ns: +als.otel.toFixed(0),
+    als_otel_sink_added_pct: pct(als.otel, als.none),
+  };
+  if (plain.base !== undefined) {
+    out.baseline_core_handle_ns = +plain.base.toFixed(0);
+    out.no_sink_vs_baseline_core_pct = pct(plain.none, plain.base);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP: `node otel.bench.mjs --serve <framework> <off|otel>` prints { port }.
+
+async function serve(framework, variant) {
+  const core = await import("@nerva/core");
+  const orchestrator = orchestratorOf(core);
+  let traceSink;
+  const count = { requests: 0, spans: 0, bytes: 0 };
+  if (variant === "otel") {
+    // The collector stand-in, in this process: its CPU counts against the sink.
+    const receiver = createServer((req, res) => {
+      req.on("data", (c) => (count.bytes += c.length));
+      req.on("end", () => res.writeHead(200, { "content-type": "application/x-protobuf" }).end());
+    });
+    await new Promise((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    const { OTLPTraceExporter } = await from("otel", "@opentelemetry/exporter-trace-otlp-proto");
+    const { createOtelSink } = await import("@nerva/otel");
+    const otlp = new OTLPTraceExporter({
+      url: `http://127.0.0.1:${receiver.address().port}/v1/traces`,
+    });
+    traceSink = createOtelSink({
+      // Counts what reaches the exporter, to tell a batch processor that drops spans.
+      exporter: {
+        export: (spans, done) => {
+          count.spans += spans.length;
+          otlp.export(spans, done);
+        },
+        shutdown: () => otlp.shutdown(),
+        forceFlush: () => otlp.forceFlush(),
+      },
+      onExportError: (err) => console.error(`export failed: ${err.message}`),
+    });
+  }
+  const options = { traceSink };
+  const auth = (req) => {
+    req.user = { id: "bench-user", roles: ["member"] };
+  };
+  let port;
+  if (framework === "express") {
+    const { default: express } = await from("express", "express");
+    const { nervaMiddleware } = await from("express", "@nerva/express");
+    const app = express();
+    app.use(express.json());
+    app.use((req, _res, next) => {
+      auth(req);
+      next();
+    });
+    app.use(nervaMiddleware(options));
+    app.post("/chat", async (req, res) => {
+      count.requests++;
+      res.json((await orchestrator.handle(req.body.message, req.nervaCtx)).text);
+    });
+    port = await new Promise((resolve) => {
+      const server = app.listen(0, "127.0.0.1", () => resolve(server.address().port));
+    });
+  } else {
+    const { default: Fastify } = await from("fastify", "fastify");
+    const { nervaPlugin } = await from("fastify", "@nerva/fastify");
+    const app = Fastify();
+    app.addHook("onRequest", (req, _reply, done) => {
+      auth(req);
+      done();
+    });
+    await app.register(nervaPlugin, options);
+    app.post("/chat", async (req) => {
+      count.requests++;
+      return (await orchestrator.handle(req.body.message, req.nervaCtx)).text;
+    });
+    await app.listen({ port: 0, host: "127.0.0.1" });
+    port = app.server.address().port;
+  }
+  process.on("message", async (m) => {
+    if (m === "cpu") process.send({ cpu: process.cpuUsage() });
+    if (m === "flush") {
+      await traceSink?.forceFlush();
+      process.send(count);
+    }
+  });
+  console.log(JSON.stringify({ port }));
+}
+
+function pinLoadSide() {
+  if (process.env.BENCH_PIN === "0" || availableParallelism() < 2) return false;
+  try {
+    execFileSync("taskset", ["-a", "-cp", "0", String(process.pid)], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function start(framework, variant, pinned) {
+  const command = [process.execPath, self, "--serve", framework, variant];
+  if (pinned) command.unshift("taskset", "-c", "1");
+  const child = spawn(command[0], command.slice(1), {
+    stdio: ["ignore", "pipe", "inherit", "ipc"],
+    env: { ...process.env, NODE_ENV: "production" },
+  });
+  const info = await new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (d) => {
+      out += d;
+      const line = out.split("\n").find((l) => l.startsWith("{"));
+      if (line !== undefined) resolve(JSON.parse(line));
+    });
+    child.once("exit", (code) => reject(new Error(`${framework}/${variant} exited ${code}`)));
+  });
+  return { child, ...info };
+}
+
+const ask = (child, what) =>
+  new Promise((resolve) => {
+    child.once("message", resolve);
+    child.send(what);
+  });
+
+async function measure(server, seconds) {
+  const { default: autocannon } = await import("autocannon");
+  const before = (await ask(server.child, "cpu")).cpu;
+  const r = await autocannon({
+    url: `http://127.0.0.1:${server.port}/chat`,
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ message: "Book me a flight" }),
+    connections: 50,
+    duration: seconds,
+  });
+  // Export of what the run left buffered counts too: flush inside the measured CPU window.
+  await ask(server.child, "flush");
+  const after = (await ask(server.child, "cpu")).cpu;
+  if (r.non2xx > 0 || r.errors > 0) throw new Error(`${r.non2xx} non-2xx, ${r.errors} errors`);
+  const cpu = after.user + after.system - before.user - before.system;
+  return { rps: r.requests.average, cpuUs: cpu / r.requests.total };
+}
+
+async function http() {
+  const pinned = pinLoadSide();
+  const out = { pinned };
+  for (const framework of ["fastify", "express"]) {
+    const servers = {
+      off: await start(framework, "off", pinned),
+      otel: await start(framework, "otel", pinned),
+    };
+    try {
+      for (const s of Object.values(servers)) await measure(s, 2); // warm-up
+      const runs = { off: [], otel: [] };
+      for (let r = 0; r < Math.min(ROUNDS, 3); r++) {
+        for (const v of ["off", "otel"]) runs[v].push(await measure(servers[v], DURATION_SECONDS));
+      }
+      const cpu = (v) => median(runs[v].map((x) => x.cpuUs));
+      const rps = (v) => median(runs[v].map((x) => x.rps));
+      const count = await ask(servers.otel.child, "flush");
+      out[framework] = {
+        cpu_us_per_request: { off: +cpu("off").toFixed(1), otel: +cpu("otel").toFixed(1) },
+        rps: { off: Math.round(rps("off")), otel: Math.round(rps("otel")) },
+        otel_cpu_added_pct: pct(cpu("otel"), cpu("off")),
+        // 4 spans per request (handle, router.classify, runtime.invoke, responder.format): fewer
+        // would mean the batch processor dropped some.
+        spans_exported_per_request: +(count.spans / count.requests).toFixed(3),
+        otlp_bytes_per_request: Math.round(count.bytes / count.requests),
+      };
+      console.error(`${framework}: ${JSON.stringify(out[framework])}`);
+    } finally {
+      for (const s of Object.values(servers)) s.child.kill("SIGKILL");
+    }
+  }
+  return out;
+}
+
+if (process.argv[2] === "--serve") {
+  await serve(process.argv[3], process.argv[4]);
+} else {
+  const result = { bench: "otel", rounds: ROUNDS, in_process: await inProcess() };
+  console.error(`in process: ${JSON.stringify(result.in_process)}`);
+  if (process.env.BENCH_HTTP !== "0") result.http = await http();
+  console.log(JSON.stringify(result));
+}
