@@ -5,6 +5,7 @@ import { HandlerNameSchema } from "../runtime/options.js";
 import { RUN_STATUSES } from "./types.js";
 import { DEFAULT_MAX_STEP_BYTES } from "./json-value.js";
 import type { RunStore } from "./store.js";
+import { isTraceSink, type TraceSink } from "../tracing/sink.js";
 
 const seconds = z.number().nonnegative().finite();
 const positiveSeconds = z.number().positive().finite();
@@ -125,6 +126,14 @@ export const RunnerOptionsSchema = z
     workerId: z.string().min(1).max(200).optional(),
     /** How long one claim call waits for work before looking again (bounded by heartbeatSeconds). */
     idleWaitSeconds: positiveSeconds.optional(),
+    /**
+     * Where the spans and events of the runs this worker executes go. Each run joins the
+     * enqueuer's trace, under its `runs.enqueue` span (persisted with the run).
+     */
+    traceSink: z
+      .custom<TraceSink>(isTraceSink, "must be a TraceSink (an object with onSpanEnd)")
+      .nullable()
+      .optional(),
   })
   .strict()
   .refine((o) => o.heartbeatSeconds < o.leaseSeconds, {

@@ -8,6 +8,7 @@ import { ValidatedInput, type AgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 import { retryDelaySeconds } from "./backoff.js";
 import { RunPaused, type ActiveRun, type ThrownError } from "./run-context.js";
+import { inRunSpan } from "./run-span.js";
 import type { ClaimedRun, RunOutcome, RunStore } from "./store.js";
 import { RunStatus, type RunError } from "./types.js";
 
@@ -93,7 +94,9 @@ export async function executeAttempt(
     let result: AgentResult | null = null;
     if (!execution.cancelled) {
       try {
-        result = await invokeChain(a.runtime, execution, run.handlers, run.input);
+        result = await inRunSpan(ctx, run, (scoped) =>
+          invokeChain(a.runtime, { ...execution, ctx: scoped }, run.handlers, run.input),
+        );
       } catch (err) {
         if (err instanceof RunPaused || active.paused !== null) return;
         active.note(err);

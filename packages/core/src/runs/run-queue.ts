@@ -18,6 +18,7 @@ import {
 } from "./options.js";
 import type { RunStore } from "./store.js";
 import { runNotFound } from "./transitions.js";
+import type { StartSpanOptions } from "../context/options.js";
 import {
   FINAL_EVENT_TYPES,
   RUN_STATUSES,
@@ -49,6 +50,7 @@ function checkId(id: unknown): string {
 }
 
 const ChainAnswerSchema = z.object({ args: z.record(z.string(), z.string()) }).strict();
+const CLIENT: StartSpanOptions = Object.freeze({ kind: "client" });
 
 /**
  * The producer side of durable runs: enqueue runs, read them, follow their events, cancel,
@@ -110,19 +112,34 @@ export class RunQueue {
       "options.retry",
       "maxAttempts >= 1, delays >= 0 seconds, backoffFactor >= 1, jitter in [0, 1].",
     );
-    const { run } = await this.store.create({
-      id: newRunId(),
-      queue: this.name,
-      handlers: o.handlers ?? [o.handler as string],
-      input: wireInput,
-      retry,
-      maxReclaims: o.maxReclaims ?? this.#options.maxReclaims,
-      priority: o.priority,
-      timeoutSeconds: o.timeoutSeconds ?? null,
-      idempotencyKey: o.idempotencyKey ?? null,
-      context: { ...o.ctx.toWire(), cancelled: false },
-      delayMs: Math.round(o.delaySeconds * 1000),
-    });
+    // The run joins the enqueuer's trace under this span: its id is persisted with the run
+    // (the context's span_id), and the worker that executes it nests its spans there.
+    const span = o.ctx.startSpan(
+      "runs.enqueue",
+      { "run.queue": this.name, handler: (o.handlers ?? [o.handler as string]).join(",") },
+      CLIENT,
+    );
+    let run: RunRecord;
+    try {
+      ({ run } = await this.store.create({
+        id: newRunId(),
+        queue: this.name,
+        handlers: o.handlers ?? [o.handler as string],
+        input: wireInput,
+        retry,
+        maxReclaims: o.maxReclaims ?? this.#options.maxReclaims,
+        priority: o.priority,
+        timeoutSeconds: o.timeoutSeconds ?? null,
+        idempotencyKey: o.idempotencyKey ?? null,
+        context: { ...o.ctx.toWire(), span_id: span.id, cancelled: false },
+        delayMs: Math.round(o.delaySeconds * 1000),
+      }));
+    } catch (err) {
+      span.end("error", err instanceof Error ? err.message : String(err));
+      throw err;
+    }
+    span.setAttribute("run.id", run.id);
+    span.end("ok");
     return run;
   }
 

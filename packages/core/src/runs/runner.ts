@@ -18,6 +18,7 @@ import { kRunContext } from "./run-context-key.js";
 import { RunQueue } from "./run-queue.js";
 import type { ClaimedRun, RunStore } from "./store.js";
 import { RunStatus, type RunError } from "./types.js";
+import type { TraceSink } from "../tracing/sink.js";
 
 export { classifyFailure };
 
@@ -41,6 +42,7 @@ export class Runner {
   readonly #heartbeatMs: number;
   readonly #idleMs: number;
   readonly #onError: (err: unknown) => void;
+  readonly #traceSink: TraceSink | null;
   /** What each attempt uses of this Runner (run-attempt.ts). */
   readonly #attempt: AttemptScope;
   readonly #active = new Map<string, { execution: Execution; done: Promise<void> }>();
@@ -57,7 +59,7 @@ export class Runner {
       rest,
       ErrorCode.INVALID_OPTIONS,
       "options",
-      "Pass { queue: RunQueue, runtime: AgentRuntime, concurrency?, leaseSeconds?, heartbeatSeconds? (< leaseSeconds), workerId? }.",
+      "Pass { queue: RunQueue, runtime: AgentRuntime, concurrency?, leaseSeconds?, heartbeatSeconds? (< leaseSeconds), workerId?, traceSink? }.",
     );
     if (!(o.queue instanceof RunQueue)) {
       throw new NervaError(
@@ -78,6 +80,7 @@ export class Runner {
     );
     this.workerId = o.workerId ?? `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
     this.#onError = onError ?? (() => undefined);
+    this.#traceSink = o.traceSink ?? null;
     this.#attempt = {
       store: this.#store,
       runtime: o.runtime,
@@ -187,7 +190,8 @@ export class Runner {
           timeout_at: run.timeoutSeconds === null ? null : nowSeconds + run.timeoutSeconds,
           cancelled: false,
         },
-        { stream: { push: (chunk) => active.delta(chunk) } },
+        // Same trace as the enqueuer, current span its `runs.enqueue` span: the run nests there.
+        { stream: { push: (chunk) => active.delta(chunk) }, traceSink: this.#traceSink },
       );
     } catch (err) {
       // A stored context this code cannot read (written by another version, or edited): the run

@@ -9,7 +9,12 @@ import { ContextKey } from "../../context/local.js";
 import type { Attributes } from "../../types/trace.js";
 import type { WorkerSpanWire } from "./frames.js";
 
-/** The bounds the host applies to the spans of one invocation. */
+/**
+ * The bounds the host applies to the spans of one invocation (docs/protocol.md).
+ *
+ * @example
+ * if (sent >= WORKER_SPAN_LIMITS.maxSpans) dropped++; // a worker that keeps to the host's limit
+ */
 export const WORKER_SPAN_LIMITS = Object.freeze({
   /** Spans kept per invocation; the rest are counted in one `worker.spans_dropped` event. */
   maxSpans: 1000,
@@ -23,7 +28,13 @@ export const WORKER_SPAN_LIMITS = Object.freeze({
   maxValueChars: 4096,
 });
 
-/** Name of the event recorded when spans of an invocation were dropped. */
+/**
+ * Name of the event recorded (on the invocation's span, attributes `handler`, `count`, `limit`)
+ * when spans of an invocation were dropped.
+ *
+ * @example
+ * const dropped = ctx.events.filter((e) => e.name === SPANS_DROPPED_EVENT);
+ */
 export const SPANS_DROPPED_EVENT = "worker.spans_dropped";
 
 const VALID_ID = /^(?!0{16}$)[0-9a-f]{16}$/;
@@ -116,7 +127,16 @@ function usageOf(u: WorkerSpanWire["usage"]): SpanUsageTotals | null {
  * - usage: moved from the invocation span's own usage, never added (see `Span.takeUsage`).
  *
  * The sink hears of each adopted span as of a local one: start, then end, parents before their
- * children start and after they end.
+ * children start and after they end. A runtime of your own that speaks the worker protocol makes
+ * one per invocation, with the context it gave the handler (whose current span is the
+ * invocation's), and calls `finish()` when the invocation is over.
+ *
+ * @example
+ * const spans = new WorkerSpans(scoped, "my_agent");
+ * decoder = new FrameDecoder({ schema: WorkerFrameSchema, onError, onFrame: (frame) => {
+ *   if (frame.type === "span") spans.add(frame.span);
+ *   if (frame.type === "result") { spans.addDropped(frame.spans_dropped); spans.finish(); }
+ * } });
  */
 export class WorkerSpans {
   readonly #ctx: ExecContext;
@@ -129,6 +149,8 @@ export class WorkerSpans {
   readonly #adopted = new Map<string, Span>();
   /** Spans waiting for their parent, by the parent's id. */
   readonly #waiting = new Map<string, Pending[]>();
+  /** The request tree's reported ids (a request-local slot), once looked up. */
+  #treeIds: Set<string> | null = null;
   #accepted = 0;
   #dropped = 0;
   #finished = false;
@@ -264,7 +286,7 @@ export class WorkerSpans {
   }
 
   #reported(): Set<string> {
-    return this.#ctx.local(kReportedIds, () => new Set<string>());
+    return (this.#treeIds ??= this.#ctx.local(kReportedIds, () => new Set<string>()));
   }
 
   /**
