@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ErrorCode, messageOf, parseOrThrow } from "../errors.js";
 import type { ContextEvent } from "../context/events.js";
 import { Span } from "../context/span.js";
-import { eventLine, spanLine } from "./log-fields.js";
+import { eventJson, spanJson } from "./log-fields.js";
 import type { TraceSink } from "./sink.js";
 
 /** Where lines go when no `write` is given: a stream such as `process.stdout` or a file stream. */
@@ -197,7 +197,7 @@ export class JsonLinesTraceSink implements TraceSink {
       const lines: string[] = [];
       for (const item of items) {
         try {
-          lines.push(JSON.stringify(item instanceof Span ? spanLine(item) : eventLine(item)));
+          lines.push(item instanceof Span ? spanJson(item) : eventJson(item));
         } catch (err) {
           this.#lost(err, 1, false);
         }

@@ -80,6 +80,52 @@ function usageLine(u: SpanUsage): UsageLogLine | null {
   };
 }
 
+// ---- serialisation -----------------------------------------------------------------------
+// Lines are written by hand rather than by JSON.stringify of a SpanLogLine object: a span's line
+// is built once per span of every request, and the generic path (an object per line, a Date per
+// timestamp) cost several times more. Only values that may need escaping (names, errors,
+// attributes, ids that came from elsewhere) go through JSON.stringify; trace ids and this
+// process's span ids are validated hex, and the numbers are finite. The object forms below are
+// the reference the hand-written lines are tested against.
+
+let isoSecond = Number.NaN;
+let isoPrefix = "";
+
+/** `new Date(ms).toISOString()`, with the date and time up to the second formatted once per second. */
+export function isoTime(ms: number): string {
+  const whole = Math.floor(ms);
+  const second = Math.floor(whole / 1000);
+  if (second !== isoSecond) {
+    isoSecond = second;
+    isoPrefix = new Date(second * 1000).toISOString().slice(0, 20); // "2026-01-02T03:04:05."
+  }
+  const milli = whole - second * 1000;
+  return `${isoPrefix}${milli < 10 ? "00" : milli < 100 ? "0" : ""}${milli}Z`;
+}
+
+function usageJson(u: SpanUsage): string {
+  if (u.totalTokens === 0 && u.promptTokens === 0 && u.completionTokens === 0 && u.costUsd === 0) {
+    return "null";
+  }
+  return `{"prompt_tokens":${u.promptTokens},"completion_tokens":${u.completionTokens},"total_tokens":${u.totalTokens},"cost_usd":${u.costUsd},"cached_input_tokens":${u.cachedInputTokens},"reasoning_tokens":${u.reasoningTokens}}`;
+}
+
+const json = JSON.stringify;
+// A parent id may have come from another process (any string of up to 128 characters): escaped.
+const idJson = (id: string | null): string => (id === null ? "null" : json(id));
+
+/** The JSON line of an ended span: the same text as `JSON.stringify(spanLine(span))`. */
+export function spanJson(span: Span): string {
+  const duration = span.durationMs;
+  const error = span.error;
+  return `{"ts":"${isoTime(span.startMs)}","kind":"span","trace_id":"${span.traceId}","span_id":"${span.id}","parent_id":${idJson(span.parentId)},"request_id":${json(span.requestId)},"name":${json(span.name)},"duration_ms":${duration === null ? "null" : Math.round(duration * 1000) / 1000},"status":"${span.status}","error":${error === null ? "null" : json(error)},"attrs":${json(span.attributes)},"usage":${usageJson(span.usage)},"total_usage":${usageJson(span.totalUsage)}}`;
+}
+
+/** The JSON line of an event: the same text as `JSON.stringify(eventLine(event))`. */
+export function eventJson(event: ContextEvent): string {
+  return `{"ts":"${isoTime(event.timestampMs)}","kind":"event","trace_id":"${event.traceId}","span_id":${idJson(event.spanId)},"request_id":${json(event.requestId)},"name":${json(event.name)},"attrs":${json(event.attributes)}}`;
+}
+
 /** The log line of an ended span (`ts` is its start; lines are written as spans end). */
 export function spanLine(span: Span): SpanLogLine {
   const duration = span.durationMs;
