@@ -1,44 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
+import { runWork as run, workAt } from "./work-tree.test-support.js";
 import { isNervaError } from "../errors.js";
 import { Orchestrator } from "../orchestrator/orchestrator.js";
 import { RuleRouter } from "../router/rule-router.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { UsageMeter, type UserUsage } from "./usage-meter.js";
-
-/** A random tree of work: each node records some tokens, then runs its children (some delegated). */
-interface Work {
-  prompt: number;
-  completion: number;
-  cents: number;
-  delegate: boolean;
-  children: Work[];
-}
-
-const workAt = (depth: number): fc.Arbitrary<Work> =>
-  fc.record({
-    prompt: fc.integer({ min: 0, max: 5000 }),
-    completion: fc.integer({ min: 0, max: 5000 }),
-    cents: fc.integer({ min: 0, max: 100 }),
-    delegate: fc.boolean(),
-    children: depth === 0 ? fc.constant([]) : fc.array(workAt(depth - 1), { maxLength: 3 }),
-  });
-
-async function run(node: Work, ctx: ExecContext, name: string): Promise<void> {
-  const target = node.delegate ? ctx.child(name) : ctx;
-  await target.span(name, async (inner) => {
-    // Yield so that concurrent requests interleave their spans.
-    await new Promise((r) => setImmediate(r));
-    inner.recordTokens({
-      promptTokens: node.prompt,
-      completionTokens: node.completion,
-      costUsd: node.cents / 100,
-    });
-    let i = 0;
-    for (const child of node.children) await run(child, inner, `${name}.${i++}`);
-  });
-}
 
 const request = fc.record({
   user: fc.constantFrom<string | null>("alice", "bob", "карл", null),
