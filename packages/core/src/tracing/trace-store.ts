@@ -136,8 +136,12 @@ export class TraceStore implements TraceSink {
   droppedSpans = 0;
   /** Events dropped past `maxEventsPerTrace`, all traces together. */
   droppedEvents = 0;
-  // Insertion order is first-seen order: the oldest trace is the first key.
   readonly #traces = new Map<string, Entry>();
+  // The kept traces in first-seen order, as a ring: slot #next holds the oldest (or nothing yet).
+  // Not the Map's own order: finding a Map's first key walks over the slots its deletions left,
+  // which made eviction cost grow with maxTraces.
+  readonly #ring: (Entry | undefined)[] = [];
+  #next = 0;
 
   constructor(options: TraceStoreOptions = {}) {
     const o = parseOrThrow(
@@ -196,9 +200,11 @@ export class TraceStore implements TraceSink {
       "limit is a positive integer, userId a string or null.",
     );
     const out: TraceSummary[] = [];
-    const entries = [...this.#traces.values()];
-    for (let i = entries.length - 1; i >= 0 && out.length < (q.limit ?? Infinity); i--) {
-      const summary = summarise(entries[i]!);
+    const ring = this.#ring;
+    for (let i = 1; i <= ring.length && out.length < (q.limit ?? Infinity); i++) {
+      const entry = ring[(this.#next - i + ring.length) % ring.length];
+      if (entry === undefined) continue;
+      const summary = summarise(entry);
       if (summary === null) continue;
       if (q.userId !== undefined && summary.userId !== q.userId) continue;
       out.push(summary);
@@ -230,15 +236,17 @@ export class TraceStore implements TraceSink {
   /** Forgets every trace and resets the counters. */
   clear(): void {
     this.#traces.clear();
+    this.#ring.length = 0;
+    this.#next = 0;
     this.droppedTraces = this.droppedSpans = this.droppedEvents = 0;
   }
 
   #entry(traceId: string): Entry {
     let entry = this.#traces.get(traceId);
     if (entry === undefined) {
-      if (this.#traces.size >= this.maxTraces) {
-        const oldest = this.#traces.keys().next().value as string;
-        this.#traces.delete(oldest);
+      const oldest = this.#ring[this.#next];
+      if (oldest !== undefined) {
+        this.#traces.delete(oldest.traceId);
         this.droppedTraces++;
       }
       entry = {
@@ -250,6 +258,8 @@ export class TraceStore implements TraceSink {
         droppedEvents: 0,
       };
       this.#traces.set(traceId, entry);
+      this.#ring[this.#next] = entry;
+      this.#next = (this.#next + 1) % this.maxTraces;
     }
     return entry;
   }
