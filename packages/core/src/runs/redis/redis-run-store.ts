@@ -221,7 +221,8 @@ export class RedisRunStore implements RunStore {
       missing: () => leaseLost(lease, null),
       ...(op === undefined ? {} : { op }),
     });
-    held.run = result.t.run;
+    // A step committed before wrote nothing: the held record stays as it is (no seq used).
+    if (result.existing === undefined) held.run = result.t.run;
     held.v = result.v;
     return result;
   }
