@@ -221,12 +221,9 @@ export class RedisRunStore implements RunStore {
       missing: () => leaseLost(lease, null),
       ...(op === undefined ? {} : { op }),
     });
-    // A step committed before: the script wrote nothing, so the cached record stays as it was
-    // (adopting the unwritten transition would skip a sequence number on the next event).
-    if (result.existing === undefined) {
-      held.run = result.t.run;
-      held.v = result.v;
-    }
+    // A step committed before wrote nothing: the held record stays as it is (no seq used).
+    if (result.existing === undefined) held.run = result.t.run;
+    held.v = result.v;
     return result;
   }
 
