@@ -12,10 +12,12 @@
 // Where `taskset` exists and there are at least 2 CPUs, the servers run on CPU 1 and autocannon
 // (this process) on CPU 0, so the load generator never takes CPU from the server it measures.
 // Env: BENCH_DURATION (s per run, default 5), BENCH_ROUNDS (default 3), BENCH_FRAMEWORKS (csv),
-// BENCH_PIN=0 (do not pin).
+// BENCH_PIN=0 (do not pin). Servers only: BENCH_NESTJS_DIST (a directory holding another build of
+// @nerva/nestjs), BENCH_NEST_EXCEPTION_FILTER=0 (NervaModule without its filter); see http-ab.mjs.
 import { execFileSync, spawn } from "node:child_process";
 import { availableParallelism, loadavg } from "node:os";
 import { createRequire } from "node:module";
+import { resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const self = fileURLToPath(import.meta.url);
@@ -137,7 +139,10 @@ async function serveNest(platform, variant, work) {
   const { Body, Controller, Injectable, Module, Post, UseGuards, createParamDecorator } =
     await from("nestjs", "@nestjs/common");
   const { NestFactory } = await from("nestjs", "@nestjs/core");
-  const nerva = await from("nestjs", "@nerva/nestjs");
+  // For A/B runs (bench/http-ab.mjs): another build of @nerva/nestjs, e.g. an older commit's.
+  const nerva = process.env.BENCH_NESTJS_DIST
+    ? await import(pathToFileURL(resolve(process.env.BENCH_NESTJS_DIST, "index.js")).href)
+    : await from("nestjs", "@nerva/nestjs");
   // Plain JavaScript: decorators applied the way tsc's output applies them.
   const decorate = (decorators, target, key, desc) =>
     Reflect.decorate(decorators, target, key, desc);
@@ -168,7 +173,13 @@ async function serveNest(platform, variant, work) {
   decorate(
     [
       Module({
-        imports: usesBridge(variant) ? [nerva.NervaModule.forRoot({})] : [],
+        imports: usesBridge(variant)
+          ? [
+              nerva.NervaModule.forRoot(
+                process.env.BENCH_NEST_EXCEPTION_FILTER === "0" ? { exceptionFilter: false } : {},
+              ),
+            ]
+          : [],
         controllers: [ChatController],
         providers: [AuthGuard],
       }),
