@@ -1,4 +1,4 @@
-import { TraceStore, combineSinks, type TraceSink } from "@nerva/core";
+import { TraceStore, UsageMeter, combineSinks, type TraceSink } from "@nerva/core";
 import { createTraceViewer, type TraceViewer, type TraceViewerMeter } from "@nerva/core/viewer";
 
 /** The example apps' trace viewer: the sink their bridge reports to and the handler they mount. */
@@ -12,9 +12,8 @@ export interface ExampleTraceUI {
 
 /**
  * The trace viewer of an example app when `NERVA_TRACE_UI=1`, else `null`: a `TraceStore` of the
- * last 200 requests and the viewer over it, at `/_nerva/traces`. With `meter` (a sink that also
- * answers `users()`, such as a UsageMeter), the bridge reports to it too and the page shows its
- * per-user table.
+ * last 200 requests and the viewer over it, at `/_nerva/traces`, with a per-user table from
+ * `meter` (default: a new `UsageMeter`; the bridge reports to it too).
  *
  * @example
  * const traceUI = traceUIFromEnv();
@@ -27,10 +26,10 @@ export function traceUIFromEnv(
 ): ExampleTraceUI | null {
   if (env["NERVA_TRACE_UI"] !== "1") return null;
   const store = new TraceStore({ maxTraces: 200 });
-  const { meter } = options;
+  const meter = options.meter ?? new UsageMeter();
   return {
-    traceSink: meter === undefined ? store : combineSinks(store, meter),
+    traceSink: combineSinks(store, meter),
     store,
-    viewer: createTraceViewer(meter === undefined ? { store } : { store, meter }),
+    viewer: createTraceViewer({ store, meter }),
   };
 }

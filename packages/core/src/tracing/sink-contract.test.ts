@@ -12,6 +12,7 @@ import { JsonLinesTraceSink } from "./json-lines-sink.js";
 import type { EventLogLine, SpanLogLine } from "./log-fields.js";
 import { MemoryTraceSink } from "./memory-sink.js";
 import { combineSinks, type TraceSink } from "./sink.js";
+import { TraceStore } from "./trace-store.js";
 import { UsageMeter } from "./usage-meter.js";
 
 /** JSON lines back into the contract's form: what a log reader would reconstruct. */
@@ -123,6 +124,42 @@ class RecentTraces implements TraceSink {
     this.#open = false;
   }
 }
+
+describeTraceSinkContract(
+  "TraceStore (the viewer's)",
+  () => {
+    const store = new TraceStore({ maxTraces: 5 });
+    return {
+      sink: store,
+      read: () => ({
+        spans: store.traces({ limit: 5 }).flatMap((t) =>
+          (store.trace(t.traceId)?.spans ?? [])
+            .filter((s) => s.status !== "open")
+            .map((s) => ({
+              traceId: t.traceId,
+              spanId: s.id,
+              parentId: s.parentId,
+              name: s.name,
+              status: s.status,
+              usage: {
+                inputTokens: s.usage.promptTokens,
+                outputTokens: s.usage.completionTokens,
+                costUsd: s.usage.costUsd,
+              },
+            })),
+        ),
+        events: store.traces({ limit: 5 }).flatMap((t) =>
+          (store.trace(t.traceId)?.events ?? []).map((e) => ({
+            traceId: t.traceId,
+            spanId: e.spanId,
+            name: e.name,
+          })),
+        ),
+      }),
+    };
+  },
+  { maxTraces: 5 },
+);
 
 describeTraceSinkContract(
   "a user's own sink",
