@@ -62,12 +62,13 @@ export class SpareLauncher {
     } else {
       child = this.#start();
     }
-    this.#refill();
+    // In a later turn of the event loop: Node's spawn is synchronous, and this call is running.
+    setImmediate(() => this.#refill()).unref();
     return child;
   }
 
   #refill(): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#spare !== null) return;
     const spare = this.#start();
     // Until taken, nobody else listens: errors (a spawn failure) must not go unhandled.
     spare.on("error", () => undefined);
