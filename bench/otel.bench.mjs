@@ -1,18 +1,21 @@
 // Tracing sinks (issue 13 §8): what a trace sink adds to Orchestrator.handle() (RuleRouter +
 // InProcessRuntime, one fresh ExecContext per request, four spans), and what @nerva/otel adds to
-// a whole HTTP request when it really exports.
+// a whole HTTP request when it really exports. Times are CPU time of this process (a machine
+// shared with other work deschedules it; that is not cost), medians of alternating rounds.
 //
-// In process, alternating rounds of the same loop (median of ROUNDS):
+// In process, one request per turn of the event loop (as a server handles them; the sink's batch
+// queue is drained on a later turn, and that work is counted too):
 //   none           handle() without a sink (the baseline of every ratio)
-//   noop           a sink whose onSpanEnd does nothing                         target ≤ +5%
-//   otel           createOtelSink, batch processor, export deferred (a discarding exporter):
-//                  the in-request cost                                          target ≤ +15%
-//   otel_convert   the same with an exporter that reads every field of every span (the conversion
-//                  the batch export does, still without serialising): information
-// then the same none/otel pair with OpenTelemetry's AsyncLocalStorage context manager registered,
-// as NodeSDK does (runInSpan then really switches contexts): `als_*`.
-// With NERVA_BASELINE_CORE=<path to another build's packages/core/dist/index.js> (e.g. the commit
-// before the trace sinks), `base` runs the same loop on that core: the no-sink row (target ±3%).
+//   noop           a sink whose onSpanEnd does nothing                          target ≤ +5%
+//   otel           createOtelSink with an exporter that only acknowledges: everything but the
+//                  conversion and serialisation the export does ("export deferred")  ≤ +15%
+//   otel_convert   the same, the exporter reading every field of every span (the conversion an
+//                  OTLP export does before serialising): information
+//   als_*          none and otel again with OpenTelemetry's AsyncLocalStorage context manager
+//                  registered, as NodeSDK does (runInSpan then really switches contexts)
+// With NERVA_BASELINE_CORE=<another build's packages/core/dist/index.js> (e.g. the commit before
+// the trace sinks), `base` and `none` run back to back in a tight loop (no turn per request, as
+// bench/orchestrator.bench.mjs): the no-sink row, target ±3%.
 //
 // Over HTTP (servers pinned to CPU 1, autocannon on CPU 0, as in http.bench.mjs): Fastify and
 // Express POST /chat through the bridge and handle(), sink off vs @nerva/otel exporting OTLP/HTTP
@@ -74,17 +77,18 @@ function orchestratorOf(core) {
 }
 
 /** CPU ns per request of `n` create + handle() + dispose with `traceSink` (or none). */
-async function loop(core, orchestrator, traceSink, n) {
+async function loop(v, n) {
+  const { core, orchestrator, sink, yields } = v;
   const options =
-    traceSink === null
+    sink === null
       ? { userId: "u1", sessionId: "s1" }
-      : { userId: "u1", sessionId: "s1", traceSink };
-  // CPU time, not wall time: on a machine shared with other work, being descheduled is not cost.
+      : { userId: "u1", sessionId: "s1", traceSink: sink };
   const t = process.cpuUsage();
   for (let i = 0; i < n; i++) {
     const ctx = core.ExecContext.create(options);
     await orchestrator.handle("hello there", ctx);
     ctx.dispose();
+    if (yields) await new Promise(setImmediate);
   }
   const used = process.cpuUsage(t);
   return ((used.user + used.system) * 1000) / n;
@@ -92,10 +96,10 @@ async function loop(core, orchestrator, traceSink, n) {
 
 /** Alternating rounds of each variant; returns the median ns per request of each. */
 async function alternate(variants) {
-  for (const v of variants) await loop(v.core, v.orchestrator, v.sink, N); // warm-up
+  for (const v of variants) await loop(v, N); // warm-up
   const times = Object.fromEntries(variants.map((v) => [v.name, []]));
   for (let r = 0; r < ROUNDS; r++) {
-    for (const v of variants) times[v.name].push(await loop(v.core, v.orchestrator, v.sink, N));
+    for (const v of variants) times[v.name].push(await loop(v, N));
   }
   return Object.fromEntries(variants.map((v) => [v.name, median(times[v.name])]));
 }
@@ -103,24 +107,45 @@ async function alternate(variants) {
 async function inProcess() {
   const core = await import("@nerva/core");
   const { createOtelSink } = await import("@nerva/otel");
-  const { BatchSpanProcessor } = await from("otel", "@opentelemetry/sdk-trace-base");
   const orchestrator = orchestratorOf(core);
-  const otelSink = (read) =>
-    createOtelSink({ spanProcessors: [new BatchSpanProcessor(exporterOf(read))] });
+  const otelSink = (read) => createOtelSink({ exporter: exporterOf(read) });
   const check = await orchestrator.handle("hello there", core.ExecContext.create());
   if (check.text !== "Processed: hello there") throw new Error(`unexpected answer ${check.text}`);
+  const variant = (name, sink, yields = true, c = core, o = orchestrator) => ({
+    name,
+    sink,
+    yields,
+    core: c,
+    orchestrator: o,
+  });
+  const out = {};
 
-  const variants = [
-    { name: "none", sink: null },
-    { name: "noop", sink: { onSpanEnd() {} } },
-    { name: "otel", sink: otelSink(false) },
-    { name: "otel_convert", sink: otelSink(true) },
-  ].map((v) => ({ ...v, core, orchestrator }));
   if (process.env.NERVA_BASELINE_CORE) {
     const base = await import(pathToFileURL(process.env.NERVA_BASELINE_CORE).href);
-    variants.push({ name: "base", sink: null, core: base, orchestrator: orchestratorOf(base) });
+    const ab = await alternate([
+      variant("none", null, false),
+      variant("base", null, false, base, orchestratorOf(base)),
+    ]);
+    out.tight_handle_ns = +ab.none.toFixed(0);
+    out.tight_baseline_core_handle_ns = +ab.base.toFixed(0);
+    out.no_sink_vs_baseline_core_pct = pct(ab.none, ab.base);
   }
-  const plain = await alternate(variants);
+
+  const plain = await alternate([
+    variant("none", null),
+    variant("noop", { onSpanEnd() {} }),
+    variant("otel", otelSink(false)),
+    variant("otel_convert", otelSink(true)),
+  ]);
+  Object.assign(out, {
+    handle_ns: +plain.none.toFixed(0),
+    noop_sink_ns: +plain.noop.toFixed(0),
+    noop_sink_added_pct: pct(plain.noop, plain.none),
+    otel_sink_ns: +plain.otel.toFixed(0),
+    otel_sink_added_pct: pct(plain.otel, plain.none),
+    otel_sink_with_conversion_ns: +plain.otel_convert.toFixed(0),
+    otel_sink_with_conversion_added_pct: pct(plain.otel_convert, plain.none),
+  });
 
   // As under NodeSDK: a real context manager, so runInSpan switches OpenTelemetry's context.
   const { context } = await from("otel", "@opentelemetry/api");
@@ -129,27 +154,12 @@ async function inProcess() {
     "@opentelemetry/context-async-hooks",
   );
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  const als = await alternate([
-    { name: "none", sink: null, core, orchestrator },
-    { name: "otel", sink: otelSink(false), core, orchestrator },
-  ]);
-
-  const out = {
-    handle_ns: +plain.none.toFixed(0),
-    noop_sink_ns: +plain.noop.toFixed(0),
-    noop_sink_added_pct: pct(plain.noop, plain.none),
-    otel_sink_ns: +plain.otel.toFixed(0),
-    otel_sink_added_pct: pct(plain.otel, plain.none),
-    otel_sink_with_conversion_ns: +plain.otel_convert.toFixed(0),
-    otel_sink_with_conversion_added_pct: pct(plain.otel_convert, plain.none),
+  const als = await alternate([variant("none", null), variant("otel", otelSink(false))]);
+  Object.assign(out, {
     als_handle_ns: +als.none.toFixed(0),
     als_otel_sink_ns: +als.otel.toFixed(0),
     als_otel_sink_added_pct: pct(als.otel, als.none),
-  };
-  if (plain.base !== undefined) {
-    out.baseline_core_handle_ns = +plain.base.toFixed(0);
-    out.no_sink_vs_baseline_core_pct = pct(plain.none, plain.base);
-  }
+  });
   return out;
 }
 
@@ -161,6 +171,10 @@ async function serve(framework, variant) {
   const orchestrator = orchestratorOf(core);
   let traceSink;
   const count = { requests: 0, spans: 0, bytes: 0 };
+  if (variant === "otel_discard") {
+    const { createOtelSink } = await import("@nerva/otel");
+    traceSink = createOtelSink({ exporter: exporterOf(true) });
+  }
   if (variant === "otel") {
     // The collector stand-in, in this process: its CPU counts against the sink.
     const receiver = createServer((req, res) => {
@@ -292,15 +306,18 @@ async function http() {
   const pinned = pinLoadSide();
   const out = { pinned };
   for (const framework of ["fastify", "express"]) {
-    const servers = {
-      off: await start(framework, "off", pinned),
-      otel: await start(framework, "otel", pinned),
-    };
+    const variants = [
+      "off",
+      "otel",
+      ...(process.env.BENCH_HTTP_SPLIT === "1" ? ["otel_discard"] : []),
+    ];
+    const servers = {};
+    for (const v of variants) servers[v] = await start(framework, v, pinned);
     try {
       for (const s of Object.values(servers)) await measure(s, 2); // warm-up
-      const runs = { off: [], otel: [] };
+      const runs = Object.fromEntries(variants.map((v) => [v, []]));
       for (let r = 0; r < Math.min(ROUNDS, 3); r++) {
-        for (const v of ["off", "otel"]) runs[v].push(await measure(servers[v], DURATION_SECONDS));
+        for (const v of variants) runs[v].push(await measure(servers[v], DURATION_SECONDS));
       }
       const cpu = (v) => median(runs[v].map((x) => x.cpuUs));
       const rps = (v) => median(runs[v].map((x) => x.rps));
@@ -309,6 +326,13 @@ async function http() {
         cpu_us_per_request: { off: +cpu("off").toFixed(1), otel: +cpu("otel").toFixed(1) },
         rps: { off: Math.round(rps("off")), otel: Math.round(rps("otel")) },
         otel_cpu_added_pct: pct(cpu("otel"), cpu("off")),
+        ...(servers.otel_discard === undefined
+          ? {}
+          : {
+              // The sink and the conversion, without serialising or sending: information.
+              otel_discard_cpu_us_per_request: +cpu("otel_discard").toFixed(1),
+              otel_discard_cpu_added_pct: pct(cpu("otel_discard"), cpu("off")),
+            }),
         // 4 spans per request (handle, router.classify, runtime.invoke, responder.format): fewer
         // would mean the batch processor dropped some.
         spans_exported_per_request: +(count.spans / count.requests).toFixed(3),

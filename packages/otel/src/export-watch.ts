@@ -4,6 +4,18 @@ import { ErrorCode, NervaError } from "@nerva/core";
 
 const MINUTE_MS = 60_000;
 
+/** The `name` of the error that reports spans dropped from a full export queue. */
+export const DROPPED = "SpansDroppedError";
+
+/** The error `onExportError` gets when the export queue was full and `count` spans were dropped. */
+export function droppedError(count: number, queueSize: number): Error {
+  const error = new Error(
+    `${count} span${count === 1 ? "" : "s"} dropped: the export queue (${queueSize} spans) was full; exports are slower than spans are made, or failing`,
+  );
+  error.name = DROPPED;
+  return error;
+}
+
 /**
  * The default `onExportError`: one line on stderr at most once a minute, saying how many failures
  * it did not print. Loud enough to notice a wrong endpoint, quiet enough not to flood a log.
@@ -22,8 +34,9 @@ export function stderrReporter(
     lastMs = now;
     const more = unreported === 0 ? "" : ` (and ${unreported} more failures since the last report)`;
     unreported = 0;
+    const what = error.name === DROPPED ? error.message : `span export failed: ${error.message}`;
     write(
-      `[nerva/otel] span export failed: ${error.message}${more}. Spans are being dropped: check the exporter's endpoint (OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT).\n`,
+      `[nerva/otel] ${what}${more}. Spans are being lost: check the exporter's endpoint (OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT).\n`,
     );
   };
 }
@@ -59,6 +72,15 @@ export class ExportWatch {
       this.#report(err);
     } catch {
       // A throwing reporter must not break the exporter's callback chain.
+    }
+  }
+
+  /** Tells the reporter about a loss that is not a failed export (e.g. a full queue). */
+  warn(error: Error): void {
+    try {
+      this.#report(error);
+    } catch {
+      // as in failed()
     }
   }
 

@@ -105,9 +105,11 @@ export function otelAttributes(
   const out: Attributes = {};
   const a = span.attributes;
   for (const key in a) {
-    if (!settings.captureContent && CONTENT_KEYS.has(key)) continue;
-    if (key.includes(".")) out[key] = a[key];
-    else if (!mapped(op, key)) out[`nerva.${key}`] = a[key];
+    if (key.includes(".")) {
+      if (settings.captureContent || !CONTENT_KEYS.has(key)) out[key] = a[key];
+    } else if (!mapped(op, key)) {
+      out[nervaKey(key)] = a[key];
+    }
   }
   out["nerva.request_id"] = span.requestId;
   if (op !== null) {
@@ -141,6 +143,18 @@ export function otelAttributes(
     out["error.type"] = typeof a.status === "string" ? a.status : "_OTHER";
   }
   return out;
+}
+
+// Nerva's own attribute names are few and fixed: each prefixed string is made once.
+const PREFIXED = new Map<string, string>();
+
+function nervaKey(key: string): string {
+  let prefixed = PREFIXED.get(key);
+  if (prefixed === undefined) {
+    prefixed = `nerva.${key}`;
+    if (PREFIXED.size < 1024) PREFIXED.set(key, prefixed);
+  }
+  return prefixed;
 }
 
 /** Bare keys that a GenAI attribute replaces. */

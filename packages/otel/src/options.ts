@@ -11,7 +11,8 @@ import type { SpanExporter, SpanProcessor } from "@opentelemetry/sdk-trace-base"
  */
 export interface OtelSinkOptions {
   /**
-   * Where spans go, behind a `BatchSpanProcessor`. Default: OTLP/HTTP protobuf configured by the
+   * Where spans go, in batches (the sink's own queue: 2048 spans, 512 per export, at least every
+   * 5 s; a full batch leaves on the next turn of the event loop). Default: OTLP/HTTP protobuf configured by the
    * `OTEL_EXPORTER_OTLP_*` variables (`http://localhost:4318/v1/traces` without them).
    */
   exporter?: SpanExporter;

@@ -7,10 +7,11 @@ import {
   resourceFromAttributes,
   type Resource,
 } from "@opentelemetry/resources";
-import { BatchSpanProcessor, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
+import type { ReadableSpan, SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
-import type { ContextEvent, Span, TraceSink } from "@nerva/core";
-import { ExportWatch, WatchedExporter, stderrReporter } from "./export-watch.js";
+import { Span, type ContextEvent, type TraceSink } from "@nerva/core";
+import { MAX_QUEUE_SIZE, SpanBatcher } from "./batcher.js";
+import { ExportWatch, WatchedExporter, droppedError, stderrReporter } from "./export-watch.js";
 import { otlpExporter, protocolFromEnv } from "./exporter.js";
 import { operationOf } from "./mapping.js";
 import { parseSinkOptions, type OtelSinkOptions, type OtelSinkSettings } from "./options.js";
@@ -40,6 +41,8 @@ export interface OtelSink extends TraceSink {
   readonly spanProcessors: readonly SpanProcessor[];
   /** Events that could not be attached to an exported span (their span ended first, or none). */
   readonly droppedEvents: number;
+  /** Spans dropped because the export queue was full (0 with your own `spanProcessors`). */
+  readonly droppedSpans: number;
 }
 
 function resourceOf(o: OtelSinkSettings): Resource {
@@ -72,6 +75,8 @@ class OtelTraceSink implements OtelSink {
   readonly #settings: ExportSettings;
   readonly #genai: boolean;
   readonly #watch: ExportWatch;
+  /** Our own batch queue, when the sink owns the exporter (no `spanProcessors` given). */
+  readonly #batcher: SpanBatcher<Span> | null;
   /** Events by the id of their span, until it ends. */
   readonly #events = new Map<string, ContextEvent[]>();
   #pending = 0;
@@ -81,20 +86,30 @@ class OtelTraceSink implements OtelSink {
   #managed = false;
   droppedEvents = 0;
 
+  get droppedSpans(): number {
+    return this.#batcher?.droppedSpans ?? 0;
+  }
+
   constructor(o: OtelSinkSettings) {
-    this.#watch = new ExportWatch(o.onExportError ?? stderrReporter());
-    this.spanProcessors = o.spanProcessors ?? [
-      new BatchSpanProcessor(
-        new WatchedExporter(o.exporter ?? otlpExporter(protocolFromEnv()), this.#watch),
-      ),
-    ];
-    this.#settings = {
+    const watch = (this.#watch = new ExportWatch(o.onExportError ?? stderrReporter()));
+    const settings = (this.#settings = {
       resource: resourceOf(o),
       scope: { name: "@nerva/otel", version },
       captureContent: o.captureContent,
       includeUserId: o.includeUserId,
-    };
+    });
     this.#genai = o.spans === "genai";
+    if (o.spanProcessors !== undefined) {
+      this.spanProcessors = o.spanProcessors;
+      this.#batcher = null;
+    } else {
+      const exporter = new WatchedExporter(o.exporter ?? otlpExporter(protocolFromEnv()), watch);
+      const toReadable = (item: Span | ReadableSpan): ReadableSpan =>
+        item instanceof Span ? new NervaReadableSpan(item, settings, undefined, undefined) : item;
+      const onDropped = (count: number): void => watch.warn(droppedError(count, MAX_QUEUE_SIZE));
+      this.#batcher = new SpanBatcher<Span>(exporter, toReadable, onDropped);
+      this.spanProcessors = [this.#batcher];
+    }
   }
 
   onSpanEnd(span: Span): void {
@@ -120,6 +135,16 @@ class OtelTraceSink implements OtelSink {
     }
     const extras =
       events === undefined && mcpServer === undefined ? undefined : { events, mcpServer };
+    const batcher = this.#batcher;
+    if (batcher !== null) {
+      // The common case queues the span itself: it is converted when its batch is exported.
+      batcher.push(
+        parent === undefined && extras === undefined
+          ? span
+          : new NervaReadableSpan(span, this.#settings, parent, extras),
+      );
+      return;
+    }
     const readable = new NervaReadableSpan(span, this.#settings, parent, extras);
     const processors = this.spanProcessors;
     for (let i = 0; i < processors.length; i++) processors[i]!.onEnd(readable);

@@ -247,7 +247,7 @@ describe("createOtelSink: the mapping of §4", () => {
     });
   });
 
-  it("with an exporter: batches behind a BatchSpanProcessor, with the given resource", async () => {
+  it("with an exporter: exports in batches, later, with the given resource", async () => {
     const exporter = new InMemorySpanExporter();
     const sink = createOtelSink({
       exporter,
