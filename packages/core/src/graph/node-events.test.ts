@@ -47,8 +47,8 @@ describe.each(stores)("node events on %s", (_label, make) => {
       name: "two",
       state: z.object({ n: z.number() }),
       nodes: {
-        quick: fnNode((s) => ({ n: s.n + 1 })),
-        slow: fnNode(async (s) => {
+        quick: fnNode((s: { n: number }) => ({ n: s.n + 1 })),
+        slow: fnNode(async (s: { n: number }) => {
           await gate;
           return { n: s.n + 1 };
         }),

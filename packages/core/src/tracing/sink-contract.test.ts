@@ -140,7 +140,7 @@ describeTraceSinkContract(
               spanId: s.id,
               parentId: s.parentId,
               name: s.name,
-              status: s.status,
+              status: s.status as "ok" | "error", // open spans are filtered out above
               usage: {
                 inputTokens: s.usage.promptTokens,
                 outputTokens: s.usage.completionTokens,
