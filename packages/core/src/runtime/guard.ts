@@ -155,7 +155,11 @@ export function invokeGuarded(
     let running: Promise<AgentResult>;
     try {
       // Inside the trace sink's runInSpan: spans the host's tracer makes in the handler nest here.
-      running = ctx.runInSpan(span, () => execute(input, scoped));
+      // (No closure without a sink: this is every invoke's path.)
+      running =
+        ctx.traceSink === null
+          ? execute(input, scoped)
+          : ctx.runInSpan(span, () => execute(input, scoped));
     } catch (err) {
       running = Promise.reject(err);
     }
