@@ -19,11 +19,20 @@
 //
 // Over HTTP (servers pinned to CPU 1, autocannon on CPU 0, as in http.bench.mjs): Fastify and
 // Express POST /chat through the bridge and handle(), sink off vs @nerva/otel exporting OTLP/HTTP
-// protobuf to a receiver in the same server process; server CPU µs per request. Target ≤ +15%.
+// protobuf; server CPU µs per request, target ≤ +15%. The sink uses its default exporter
+// (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT). The receiver (a node:http server on 127.0.0.1:0, the
+// collector's stand-in) runs in THIS process, beside autocannon: a collector runs outside the
+// app, so the server's CPU counts what the sink costs it (conversion, encoding, the batch queue,
+// the HTTP client's send, GC) and not the collector's accepting and reading of each batch.
+// `otel_receiver_in_server` (always reported, information) is the same sink with the receiver in
+// the server's process, the placement before session 5's split. BENCH_HTTP_SPLIT=1 adds a sink
+// that converts but sends nothing, and one given the official OTLP proto exporter.
+// BENCH_SERVER_ARGS="--cpu-prof --cpu-prof-dir=..." passes node flags to the servers (which then
+// exit normally, so that a profile is written).
 //
 // Run: pnpm build && node --expose-gc bench/run.mjs otel
 // Env: BENCH_ROUNDS (default 7), BENCH_DURATION (s per HTTP run, default 5), BENCH_HTTP=0 (skip),
-// NERVA_BASELINE_CORE (see above).
+// BENCH_IN_PROCESS=0 (skip), BENCH_FRAMEWORKS (default fastify,express), NERVA_BASELINE_CORE.
 import { execFileSync, spawn } from "node:child_process";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
@@ -166,39 +175,75 @@ async function inProcess() {
 // ---------------------------------------------------------------------------------------------
 // HTTP: `node otel.bench.mjs --serve <framework> <off|otel>` prints { port }.
 
-async function serve(framework, variant) {
+/** The collector stand-in: a node:http server on 127.0.0.1:0 that counts what it receives. */
+async function startReceiver() {
+  const count = { bytes: 0, batches: 0 };
+  const server = createServer((req, res) => {
+    req.on("data", (c) => (count.bytes += c.length));
+    req.on("end", () => {
+      count.batches++;
+      res.writeHead(200, { "content-type": "application/x-protobuf" }).end();
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, count, url: `http://127.0.0.1:${server.address().port}/v1/traces` };
+}
+
+/**
+ * `variant`: off, otel (default exporter), otel_official (OTLPTraceExporter as `exporter`),
+ * otel_discard (converts, sends nothing), otel_receiver_in_server (otel, with the receiver in
+ * this process, as before session 5's split). `url`: the bench process's receiver, for the rest.
+ */
+async function serve(framework, variant, url) {
   const core = await import("@nerva/core");
   const orchestrator = orchestratorOf(core);
   let traceSink;
-  const count = { requests: 0, spans: 0, bytes: 0 };
+  const count = { requests: 0 };
   if (variant === "otel_discard") {
     const { createOtelSink } = await import("@nerva/otel");
     traceSink = createOtelSink({ exporter: exporterOf(true) });
   }
-  if (variant === "otel") {
-    // The collector stand-in, in this process: its CPU counts against the sink.
-    const receiver = createServer((req, res) => {
-      req.on("data", (c) => (count.bytes += c.length));
-      req.on("end", () => res.writeHead(200, { "content-type": "application/x-protobuf" }).end());
-    });
-    await new Promise((resolve) => receiver.listen(0, "127.0.0.1", resolve));
-    const { OTLPTraceExporter } = await from("otel", "@opentelemetry/exporter-trace-otlp-proto");
+  if (variant === "otel_encode") {
+    // Converts and writes the protobuf request as the default exporter does, sends nothing.
+    const dist = new URL("packages/otel/dist/", root);
+    const { encodeTraceRequest } = await import(new URL("otlp-proto.js", dist).href);
+    const { ProtoWriter } = await import(new URL("proto-writer.js", dist).href);
+    const { defaultResource } = await from("otel", "@opentelemetry/resources");
+    const w = new ProtoWriter();
+    const settings = {
+      resource: defaultResource(),
+      scope: { name: "@nerva/otel", version: "0" },
+      captureContent: false,
+      includeUserId: false,
+    };
     const { createOtelSink } = await import("@nerva/otel");
-    const otlp = new OTLPTraceExporter({
-      url: `http://127.0.0.1:${receiver.address().port}/v1/traces`,
-    });
     traceSink = createOtelSink({
-      // Counts what reaches the exporter, to tell a batch processor that drops spans.
       exporter: {
-        export: (spans, done) => {
-          count.spans += spans.length;
-          otlp.export(spans, done);
+        export(spans, done) {
+          encodeTraceRequest(w, spans, settings, () => undefined);
+          done({ code: 0 });
         },
-        shutdown: () => otlp.shutdown(),
-        forceFlush: () => otlp.forceFlush(),
+        shutdown: async () => {},
       },
-      onExportError: (err) => console.error(`export failed: ${err.message}`),
     });
+  }
+  if (variant === "otel_receiver_in_server") {
+    // The old placement (information): the receiver's CPU counts against the sink too.
+    const receiver = await startReceiver();
+    url = receiver.url;
+  }
+  if (variant === "otel" || variant === "otel_official" || variant === "otel_receiver_in_server") {
+    const { createOtelSink } = await import("@nerva/otel");
+    const onExportError = (err) => console.error(`export failed: ${err.message}`);
+    if (variant !== "otel_official") {
+      // The default exporter, configured as in production by OTEL_EXPORTER_OTLP_*.
+      process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = url;
+      traceSink = createOtelSink({ onExportError });
+    } else {
+      // The official OTLP protobuf exporter given as `exporter` (ReadableSpans): information.
+      const { OTLPTraceExporter } = await from("otel", "@opentelemetry/exporter-trace-otlp-proto");
+      traceSink = createOtelSink({ exporter: new OTLPTraceExporter({ url }), onExportError });
+    }
   }
   const options = { traceSink };
   const auth = (req) => {
@@ -240,9 +285,10 @@ async function serve(framework, variant) {
   }
   process.on("message", async (m) => {
     if (m === "cpu") process.send({ cpu: process.cpuUsage() });
+    if (m === "exit") process.exit(0);
     if (m === "flush") {
       await traceSink?.forceFlush();
-      process.send(count);
+      process.send({ ...count, dropped: traceSink?.droppedSpans ?? 0 });
     }
   });
   console.log(JSON.stringify({ port }));
@@ -258,8 +304,9 @@ function pinLoadSide() {
   }
 }
 
-async function start(framework, variant, pinned) {
-  const command = [process.execPath, self, "--serve", framework, variant];
+async function start(framework, variant, pinned, url) {
+  const extra = process.env.BENCH_SERVER_ARGS?.split(" ").filter(Boolean) ?? [];
+  const command = [process.execPath, ...extra, self, "--serve", framework, variant, url ?? ""];
   if (pinned) command.unshift("taskset", "-c", "1");
   const child = spawn(command[0], command.slice(1), {
     stdio: ["ignore", "pipe", "inherit", "ipc"],
@@ -305,14 +352,23 @@ async function measure(server, seconds) {
 async function http() {
   const pinned = pinLoadSide();
   const out = { pinned };
-  for (const framework of ["fastify", "express"]) {
+  for (const framework of (process.env.BENCH_FRAMEWORKS ?? "fastify,express").split(",")) {
     const variants = [
       "off",
       "otel",
-      ...(process.env.BENCH_HTTP_SPLIT === "1" ? ["otel_discard"] : []),
+      "otel_receiver_in_server",
+      ...(process.env.BENCH_HTTP_SPLIT === "1"
+        ? ["otel_discard", "otel_encode", "otel_official"]
+        : []),
     ];
     const servers = {};
-    for (const v of variants) servers[v] = await start(framework, v, pinned);
+    const receivers = {};
+    for (const v of variants) {
+      // The collector stand-in of each exporting server runs here, in the load generator's
+      // process (pinned with autocannon): the server's CPU is what the sink costs it.
+      if (v === "otel" || v === "otel_official") receivers[v] = await startReceiver();
+      servers[v] = await start(framework, v, pinned, receivers[v]?.url);
+    }
     try {
       for (const s of Object.values(servers)) await measure(s, 2); // warm-up
       const runs = Object.fromEntries(variants.map((v) => [v, []]));
@@ -322,35 +378,60 @@ async function http() {
       const cpu = (v) => median(runs[v].map((x) => x.cpuUs));
       const rps = (v) => median(runs[v].map((x) => x.rps));
       const count = await ask(servers.otel.child, "flush");
+      const inServer = await ask(servers.otel_receiver_in_server.child, "flush");
+      const info = (v, key) =>
+        servers[v] === undefined
+          ? {}
+          : {
+              [`${key}_cpu_us_per_request`]: +cpu(v).toFixed(1),
+              [`${key}_cpu_added_pct`]: pct(cpu(v), cpu("off")),
+            };
       out[framework] = {
         cpu_us_per_request: { off: +cpu("off").toFixed(1), otel: +cpu("otel").toFixed(1) },
         rps: { off: Math.round(rps("off")), otel: Math.round(rps("otel")) },
         otel_cpu_added_pct: pct(cpu("otel"), cpu("off")),
-        ...(servers.otel_discard === undefined
-          ? {}
-          : {
-              // The sink and the conversion, without serialising or sending: information.
-              otel_discard_cpu_us_per_request: +cpu("otel_discard").toFixed(1),
-              otel_discard_cpu_added_pct: pct(cpu("otel_discard"), cpu("off")),
-            }),
-        // 4 spans per request (handle, router.classify, runtime.invoke, responder.format): fewer
-        // would mean the batch processor dropped some.
-        spans_exported_per_request: +(count.spans / count.requests).toFixed(3),
-        otlp_bytes_per_request: Math.round(count.bytes / count.requests),
+        // Information: the receiver in the server's process (the placement before session 5's
+        // split), so its accepting and reading of each batch counts against the sink too.
+        ...info("otel_receiver_in_server", "otel_receiver_in_server"),
+        // The sink and the conversion, without serialising or sending: information.
+        ...info("otel_discard", "otel_discard"),
+        // The sink and the protobuf encoding, without sending: information.
+        ...info("otel_encode", "otel_encode"),
+        // The official exporter as `exporter` (ReadableSpans, its serializer): information.
+        ...info("otel_official", "otel_official"),
+        // 4 spans per request (handle, router.classify, runtime.invoke, responder.format); the
+        // batch queue drops none when exports keep up (the tests decode what arrives).
+        spans_dropped: count.dropped + inServer.dropped,
+        otlp_bytes_per_request: Math.round(receivers.otel.count.bytes / count.requests),
+        // Spans per HTTP request the exporter sent to the receiver.
+        spans_per_http_request: Math.round((4 * count.requests) / receivers.otel.count.batches),
       };
       console.error(`${framework}: ${JSON.stringify(out[framework])}`);
     } finally {
-      for (const s of Object.values(servers)) s.child.kill("SIGKILL");
+      for (const s of Object.values(servers)) await stop(s.child);
+      for (const r of Object.values(receivers)) r.server.close();
     }
   }
   return out;
 }
 
+/** Ends a server; with BENCH_SERVER_ARGS="--cpu-prof ..." it exits normally to write its profile. */
+async function stop(child) {
+  if (process.env.BENCH_SERVER_ARGS === undefined) return void child.kill("SIGKILL");
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.send("exit");
+  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
+  child.kill("SIGKILL");
+}
+
 if (process.argv[2] === "--serve") {
-  await serve(process.argv[3], process.argv[4]);
+  await serve(process.argv[3], process.argv[4], process.argv[5]);
 } else {
-  const result = { bench: "otel", rounds: ROUNDS, in_process: await inProcess() };
-  console.error(`in process: ${JSON.stringify(result.in_process)}`);
+  const result = { bench: "otel", rounds: ROUNDS };
+  if (process.env.BENCH_IN_PROCESS !== "0") {
+    result.in_process = await inProcess();
+    console.error(`in process: ${JSON.stringify(result.in_process)}`);
+  }
   if (process.env.BENCH_HTTP !== "0") result.http = await http();
   console.log(JSON.stringify(result));
 }

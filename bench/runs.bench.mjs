@@ -10,21 +10,23 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ExecContext, InProcessRuntime, RunQueue, Runner } from "@nerva/core";
 import { RedisRunStore } from "@nerva/core/redis";
 import { SqliteRunStore } from "@nerva/core/sqlite";
-
-const requireCore = createRequire(createRequire(import.meta.url).resolve("@nerva/core"));
-const { Queue, Worker } = requireCore("bullmq");
-const { Redis } = requireCore("ioredis");
+import {
+  REDIS_URL,
+  dropPrefix,
+  enqueueAll,
+  nervaRedis,
+  rawBullmq,
+  waitAll,
+} from "./runs-redis.mjs";
 
 const SQLITE_RUNS = Number(process.env.SQLITE_RUNS ?? 5000);
 const REDIS_RUNS = Number(process.env.REDIS_RUNS ?? 3000);
 const HEAP_RUNS = Number(process.env.HEAP_RUNS ?? 100_000);
-const REDIS_URL = process.env.NERVA_REDIS_URL ?? "redis://127.0.0.1:6379";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-bench-runs-"));
 const ctx = ExecContext.create({ userId: "bench" });
@@ -95,27 +97,6 @@ function startWorker(path, concurrency, env = {}) {
   };
 }
 
-async function enqueueAll(queue, n, handler, concurrency = 64) {
-  const ids = new Array(n);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < n) {
-        const i = next++;
-        ids[i] = (await queue.enqueue({ handler, input: { message: `m${i}` }, ctx })).id;
-      }
-    }),
-  );
-  return ids;
-}
-
-async function waitAll(queue, ids) {
-  for (const id of ids) {
-    const run = await queue.wait(id, { timeoutSeconds: 300 });
-    if (run.status !== "succeeded") throw new Error(`run ${id} ended ${run.status}`);
-  }
-}
-
 async function sqliteThroughput(workers, handler, n) {
   const path = join(dir, `tp-${workers}-${handler}-${randomBytes(3).toString("hex")}.db`);
   const store = new SqliteRunStore({ path });
@@ -173,82 +154,7 @@ async function sqliteHeap() {
   return heapAt;
 }
 
-// ---- Redis -------------------------------------------------------------------------------
-
-async function dropPrefix(prefix) {
-  const redis = new Redis(REDIS_URL);
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== "0");
-  redis.disconnect();
-}
-
-async function rawBullmq(concurrency, n) {
-  const prefix = `nerva-bench:${randomBytes(4).toString("hex")}`;
-  const connection = { url: REDIS_URL, maxRetriesPerRequest: null };
-  const queue = new Queue("raw", {
-    connection: new Redis(REDIS_URL, { maxRetriesPerRequest: null }),
-    prefix,
-  });
-  let completed = 0;
-  let finished;
-  const allDone = new Promise((r) => (finished = r));
-  const worker = new Worker("raw", async (job) => "ok:" + job.data.input.message, {
-    connection: new Redis(REDIS_URL, { maxRetriesPerRequest: null }),
-    prefix,
-    concurrency,
-    removeOnComplete: { count: 0 },
-  });
-  worker.on("completed", () => {
-    if (++completed === n) finished();
-  });
-  await worker.waitUntilReady();
-  void connection;
-  const t0 = performance.now();
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: 64 }, async () => {
-      while (next < n) {
-        const i = next++;
-        await queue.add("run", { input: { message: `m${i}` } }, { removeOnComplete: true });
-      }
-    }),
-  );
-  await allDone;
-  const ms = performance.now() - t0;
-  await worker.close();
-  await queue.close();
-  await dropPrefix(prefix);
-  return rate(n, ms);
-}
-
-async function nervaRedis(concurrency, n) {
-  const prefix = `nerva-bench:${randomBytes(4).toString("hex")}`;
-  const store = new RedisRunStore({ url: REDIS_URL, prefix });
-  const queue = new RunQueue({ store, name: "bench" });
-  const runtime = new InProcessRuntime({ circuitBreaker: false });
-  runtime.register("trivial", async (input) => "ok:" + input.message);
-  const runner = new Runner({
-    queue,
-    runtime,
-    concurrency,
-    leaseSeconds: 30,
-    heartbeatSeconds: 10,
-  });
-  await runner.start();
-  await waitAll(queue, await enqueueAll(queue, 100, "trivial"));
-  const t0 = performance.now();
-  const ids = await enqueueAll(queue, n, "trivial");
-  await waitAll(queue, ids);
-  const ms = performance.now() - t0;
-  await runner.stop({ graceSeconds: 1 });
-  await store.close();
-  await dropPrefix(prefix);
-  return rate(n, ms);
-}
+// ---- Redis (the two sides are in runs-redis.mjs) ----------------------------------------
 
 async function redisTail() {
   const prefix = `nerva-bench:${randomBytes(4).toString("hex")}`;
@@ -306,22 +212,30 @@ try {
     result.redis = [];
     for (const concurrency of [16, 1]) {
       const n = concurrency === 1 ? Math.ceil(REDIS_RUNS / 3) : REDIS_RUNS;
-      // Alternate the two sides so machine noise hits them alike.
+      // Alternate the two sides so machine noise hits them alike; the best round of each, with
+      // the CPU per job it cost this process and the Redis server.
       const raw = [];
       const ours = [];
       for (let i = 0; i < 2; i++) {
         raw.push(await rawBullmq(concurrency, n));
         ours.push(await nervaRedis(concurrency, n));
       }
+      const best = (xs) => xs.reduce((a, b) => (b.per_s > a.per_s ? b : a));
+      const [b, o] = [best(raw), best(ours)];
       const r = {
         concurrency,
         runs: n,
-        raw_bullmq_jobs_per_s: Math.max(...raw),
-        nerva_runs_per_s: Math.max(...ours),
-        ratio: +(Math.max(...ours) / Math.max(...raw)).toFixed(3),
+        raw_bullmq_jobs_per_s: b.per_s,
+        nerva_runs_per_s: o.per_s,
+        ratio: +(o.per_s / b.per_s).toFixed(3),
+        cpu_us_per_job: {
+          raw: { node: b.node_cpu_us, redis: b.redis_cpu_us },
+          nerva: { node: o.node_cpu_us, redis: o.redis_cpu_us },
+        },
+        load_average: +loadavg()[0].toFixed(1),
       };
       log(
-        `redis concurrency ${concurrency}: raw ${r.raw_bullmq_jobs_per_s}/s, nerva ${r.nerva_runs_per_s}/s, ratio ${r.ratio}`,
+        `redis concurrency ${concurrency}: raw ${r.raw_bullmq_jobs_per_s}/s, nerva ${r.nerva_runs_per_s}/s, ratio ${r.ratio}; CPU µs/job raw ${b.node_cpu_us}+${b.redis_cpu_us}, nerva ${o.node_cpu_us}+${o.redis_cpu_us} (node+redis); load ${r.load_average}`,
       );
       result.redis.push(r);
     }

@@ -110,6 +110,10 @@ describe("runs example", () => {
       result: { output: string };
     };
     expect(run).toMatchObject({ status: "succeeded", result: { output: "refunded rf-42" } });
+    // The client's view: none of the record's operator data (context, lease, trace, input).
+    for (const field of ["context", "lease", "fence", "traceId", "input", "userId", "reclaims"]) {
+      expect(run).not.toHaveProperty(field);
+    }
   });
 
   it("answers typed errors: unknown run 404, resume of a run not paused 409, bad body 400", async () => {

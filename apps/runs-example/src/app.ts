@@ -10,6 +10,8 @@ import {
   NervaError,
   RunQueue,
   Runner,
+  clientRun,
+  clientRunEvent,
   type RunStore,
 } from "@nerva/core";
 import { toHttpError } from "@nerva/core/http";
@@ -115,7 +117,8 @@ async function streamEvents(
     connection: "keep-alive",
   });
   while (next.done !== true && !closed.signal.aborted) {
-    const e = next.value;
+    // What a client may see: no worker ids, no error text that is not written for users.
+    const e = clientRunEvent(next.value);
     const frame = `id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
     // Pull at the client's pace: a slow reader never grows this process's memory.
     if (!res.write(frame)) {
@@ -167,16 +170,17 @@ async function handle(queue: RunQueue, req: IncomingMessage, res: ServerResponse
   if (req.method === "GET" && action === undefined) {
     const run = await queue.get(id);
     if (run === null) throw new NervaError(ErrorCode.NOT_FOUND, `Run "${id}" does not exist.`);
-    return send(res, 200, run);
+    // Not the record itself: it holds the enqueuer's context, the lease and operator error texts.
+    return send(res, 200, clientRun(run));
   }
   if (req.method === "GET" && action === "events")
     return streamEvents(queue, id, afterSeqOf(req, url), res);
   if (req.method === "POST" && action === "resume") {
     const body = await readJson(req);
-    return send(res, 200, await queue.resume(id, { approved: body.approved === true }));
+    return send(res, 200, clientRun(await queue.resume(id, { approved: body.approved === true })));
   }
   if (req.method === "POST" && action === "cancel")
-    return send(res, 200, await queue.cancel(id, { reason: "cancelled over HTTP" }));
+    return send(res, 200, clientRun(await queue.cancel(id, { reason: "cancelled over HTTP" })));
   return send(res, 404, { error: { code: "NOT_FOUND", message: "No such route." } });
 }
 

@@ -1,15 +1,15 @@
 import { z } from "zod";
 import {
   AgentStatus,
-  ErrorCode,
   decisionError,
+  ErrorCode,
   isNervaError,
+  parseOrThrow,
   type AgentInput,
   type KitHandler,
   type PartialAgentResult,
 } from "@nerva/core";
 import type { ModelMessage } from "ai";
-import { parseOptions } from "./options.js";
 import { toolsFor } from "./tools.js";
 import type { NervaModel } from "./types.js";
 
@@ -79,9 +79,10 @@ function failure(err: unknown): PartialAgentResult {
  * runtime.register("concierge", orchestrator.handler(modelAgent({ model, system: "You are a concierge.", maxSteps: 5 })));
  */
 export function modelAgent(options: ModelAgentOptions): KitHandler {
-  const o = parseOptions(
+  const o = parseOrThrow(
     OptionsSchema,
     options,
+    ErrorCode.INVALID_OPTIONS,
     "options",
     "Pass { model: createModel(...), system?, maxSteps?: 1-100, tools?: boolean | string[], prompt?: (input) => string | messages, temperature?, maxOutputTokens? }.",
   );

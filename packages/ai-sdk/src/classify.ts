@@ -1,6 +1,10 @@
 import { z } from "zod";
-import type { HandlerDescription, LLMClassifyFunction } from "@nerva/core";
-import { parseOptions } from "./options.js";
+import {
+  ErrorCode,
+  parseOrThrow,
+  type HandlerDescription,
+  type LLMClassifyFunction,
+} from "@nerva/core";
 import type { NervaModel } from "./types.js";
 
 /**
@@ -48,9 +52,10 @@ export function llmClassify(
   model: NervaModel,
   options: LlmClassifyOptions = {},
 ): LLMClassifyFunction {
-  const o = parseOptions(
+  const o = parseOrThrow(
     OptionsSchema,
     options,
+    ErrorCode.INVALID_OPTIONS,
     "options",
     "Pass { instructions?: string, maxOutputTokens?: number, temperature?: number }.",
   );

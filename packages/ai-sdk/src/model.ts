@@ -4,7 +4,14 @@ import type {
   LanguageModelV3Middleware,
   ProviderV2,
 } from "@ai-sdk/provider";
-import { ErrorCode, NervaError, isExecContext, isNervaError, type ExecContext } from "@nerva/core";
+import {
+  ErrorCode,
+  NervaError,
+  isExecContext,
+  isNervaError,
+  parseOrThrow,
+  type ExecContext,
+} from "@nerva/core";
 import type { LanguageModel } from "ai";
 import { CallScope } from "./call-scope.js";
 import { CallState, type ModelSettings } from "./call-state.js";
@@ -17,7 +24,6 @@ import {
   MODEL_OPTIONS_FIX,
   ModelOptionsSchema,
   isPlainCall,
-  parseOptions,
 } from "./options.js";
 import type { PriceTable } from "./prices.js";
 import { runGenerate, runStream } from "./run.js";
@@ -115,12 +121,12 @@ class BoundModel implements NervaModel {
       );
     }
     if (!isPlainCall(options)) {
-      parseOptions(
+      parseOrThrow(
         CallOptionsSchema,
         options,
+        ErrorCode.INVALID_INPUT,
         "options",
         CALL_OPTIONS_FIX,
-        ErrorCode.INVALID_INPUT,
       );
     }
     const ai = aiIfLoaded() ?? (await loadAi());
@@ -159,7 +165,13 @@ class BoundModel implements NervaModel {
  * const { text, usage } = await model.generate(ctx, { system: "Be brief.", prompt: "Hi" });
  */
 export function createModel(model: LanguageModel, options: ModelOptions = {}): NervaModel {
-  const o = parseOptions(ModelOptionsSchema, options, "options", MODEL_OPTIONS_FIX);
+  const o = parseOrThrow(
+    ModelOptionsSchema,
+    options,
+    ErrorCode.INVALID_OPTIONS,
+    "options",
+    MODEL_OPTIONS_FIX,
+  );
   let provider: string;
   let modelId: string;
   if (typeof model === "string") {

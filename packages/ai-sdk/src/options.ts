@@ -1,36 +1,4 @@
 import { z } from "zod";
-import { ErrorCode, NervaError, type ErrorCode as Code } from "@nerva/core";
-
-/**
- * A NervaError (INVALID_OPTIONS by default) listing each bad field of `error` under `label`,
- * followed by `fix` — the same message shape as `@nerva/core`'s option errors.
- */
-export function invalidOptions(
-  error: z.ZodError,
-  label: string,
-  fix: string,
-  code: Code = ErrorCode.INVALID_OPTIONS,
-): NervaError {
-  const issues = error.issues.map((issue) => ({
-    path: [label, ...issue.path.map(String)].join("."),
-    message: issue.message.replace(/^Invalid input: /, ""),
-  }));
-  const detail = issues.map((i) => `${i.path}: ${i.message}`).join("; ");
-  return new NervaError(code, `Invalid ${label}: ${detail}. ${fix}`, { cause: error, issues });
-}
-
-/** Validates `value` with `schema`, throwing {@link invalidOptions} on failure. */
-export function parseOptions<S extends z.ZodType>(
-  schema: S,
-  value: unknown,
-  label: string,
-  fix: string,
-  code: Code = ErrorCode.INVALID_OPTIONS,
-): z.output<S> {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  throw invalidOptions(parsed.error, label, fix, code);
-}
 
 const ms = z.number().finite().nonnegative();
 

@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { ErrorCode, NervaError } from "@nerva/core";
-import { invalidOptions } from "./options.js";
+import { ErrorCode, NervaError, parseOrThrow } from "@nerva/core";
 
 /**
  * The price of one model in US dollars per 1M tokens. `cachedInput` (prompt tokens read from the
@@ -56,16 +55,15 @@ export class PriceTable {
   readonly #prices: ReadonlyMap<string, Required<ModelPrice>>;
 
   constructor(prices: Readonly<Record<string, ModelPrice>>) {
-    const parsed = TableSchema.safeParse(prices);
-    if (!parsed.success) {
-      throw invalidOptions(
-        parsed.error,
-        "prices",
-        'Pass { "provider/model": { input, output, cachedInput?, cacheWrite? } } in USD per 1M tokens.',
-      );
-    }
+    const table = parseOrThrow(
+      TableSchema,
+      prices,
+      ErrorCode.INVALID_OPTIONS,
+      "prices",
+      'Pass { "provider/model": { input, output, cachedInput?, cacheWrite? } } in USD per 1M tokens.',
+    );
     const map = new Map<string, Required<ModelPrice>>();
-    for (const [key, p] of Object.entries(parsed.data)) {
+    for (const [key, p] of Object.entries(table)) {
       map.set(key, {
         input: p.input,
         output: p.output,

@@ -1,17 +1,18 @@
 import { z } from "zod";
 import {
-  AgentStatus,
-  ExecContext,
-  PassthroughResponder,
   agentResult,
+  AgentStatus,
+  ErrorCode,
+  ExecContext,
   isNervaError,
+  parseOrThrow,
+  PassthroughResponder,
   type AgentResult,
   type Channel,
   type FormattedResponse,
   type Responder,
 } from "@nerva/core";
 import { safeText } from "./errors.js";
-import { parseOptions } from "./options.js";
 import type { NervaModel } from "./types.js";
 
 /**
@@ -84,9 +85,10 @@ export class ModelResponder implements Responder {
   readonly #maxOutputTokens: number | undefined;
 
   constructor(options: ModelResponderOptions) {
-    const o = parseOptions(
+    const o = parseOrThrow(
       OptionsSchema,
       options,
+      ErrorCode.INVALID_OPTIONS,
       "options",
       'Pass { model: createModel(...), instructions: "how to rewrite", inner?: Responder, timeoutSeconds?, maxOutputTokens? }.',
     );

@@ -5,6 +5,7 @@ export {
   ErrorCode,
   NervaError,
   isNervaError,
+  parseOrThrow,
   type AnyNervaError,
   type ErrorDetails,
   type ErrorDetailsByCode,
@@ -138,7 +139,7 @@ export {
   MIN_MAX_LENGTH,
   type ChannelResponderOptions,
 } from "./responder/channel-responder.js";
-export { failureText } from "./responder/failure-text.js";
+export { clientData, clientError, failureText } from "./responder/failure-text.js";
 export { stripMarkdown } from "./responder/plain-text.js";
 
 // Memory, registry, policy, middleware, orchestrator
@@ -256,6 +257,13 @@ export type {
 } from "./runs/store.js";
 export { RunQueue } from "./runs/run-queue.js";
 export { Runner } from "./runs/runner.js";
+export {
+  clientRun,
+  clientRunError,
+  clientRunEvent,
+  type ClientRun,
+  type ClientRunResult,
+} from "./runs/client-view.js";
 export { InMemoryRunStore } from "./runs/in-memory-store.js";
 export { RunPaused, type RunContext, type WaitForInputOptions } from "./runs/run-context.js";
 export { retryDelaySeconds } from "./runs/backoff.js";

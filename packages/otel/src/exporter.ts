@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import { ErrorCode, NervaError } from "@nerva/core";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
+import { NervaOtlpExporter } from "./otlp-proto.js";
 
 /** The OTLP encodings over HTTP this package sends. */
 export type OtlpProtocol = "http/protobuf" | "http/json";
@@ -33,12 +34,11 @@ export function protocolFromEnv(env: NodeJS.ProcessEnv = process.env): OtlpProto
 /**
  * An OTLP/HTTP trace exporter. Without `url`, the exporter reads its endpoint, headers and
  * timeout from the `OTEL_EXPORTER_OTLP_*` variables (default `http://localhost:4318/v1/traces`).
+ * Protobuf: {@link NervaOtlpExporter} (Nerva's spans written directly, the official transport);
+ * JSON: OpenTelemetry's exporter.
  */
 export function otlpExporter(protocol: OtlpProtocol, url?: string): SpanExporter {
-  const mod = load(
-    protocol === "http/json"
-      ? "@opentelemetry/exporter-trace-otlp-http"
-      : "@opentelemetry/exporter-trace-otlp-proto",
-  ) as ExporterModule;
+  if (protocol === "http/protobuf") return new NervaOtlpExporter(url);
+  const mod = load("@opentelemetry/exporter-trace-otlp-http") as ExporterModule;
   return new mod.OTLPTraceExporter(url === undefined ? {} : { url });
 }

@@ -4,7 +4,7 @@ import {
   type Attributes,
   type SpanStatus,
 } from "@opentelemetry/api";
-import type { Span } from "@nerva/core";
+import type { Span, SpanUsage } from "@nerva/core";
 
 /** The GenAI operation a Nerva span stands for, by its name; `null` for every other span. */
 export type GenAIOperation = "invoke_workflow" | "invoke_agent" | "execute_tool" | "chat";
@@ -32,7 +32,7 @@ export function operationOf(name: string): GenAIOperation | null {
  * Attributes that carry what a user or a model said (prompts, answers, tool arguments and
  * results): exported only with `captureContent`.
  */
-const CONTENT_KEYS: ReadonlySet<string> = new Set([
+export const CONTENT_KEYS: ReadonlySet<string> = new Set([
   "gen_ai.input.messages",
   "gen_ai.output.messages",
   "gen_ai.system_instructions",
@@ -50,20 +50,23 @@ export interface MappingSettings {
   readonly includeUserId: boolean;
 }
 
-/** The OTel span name of `span`. */
+/** The OTel span name of `span`: `{operation} {suffix}` for GenAI spans, else its own name. */
 export function otelName(span: Span, op: GenAIOperation | null): string {
+  return op === null ? span.name : `${op} ${otelNameSuffix(span, op)}`;
+}
+
+/** What follows the operation in a GenAI span's name: the workflow, agent, tool or model. */
+export function otelNameSuffix(span: Span, op: GenAIOperation): string {
   const a = span.attributes;
   switch (op) {
     case "invoke_workflow":
-      return `invoke_workflow ${String(a["gen_ai.workflow.name"] ?? DEFAULT_WORKFLOW)}`;
+      return String(a["gen_ai.workflow.name"] ?? DEFAULT_WORKFLOW);
     case "invoke_agent":
-      return `invoke_agent ${String(a.handler ?? "")}`;
+      return String(a.handler ?? "");
     case "execute_tool":
-      return `execute_tool ${String(a.tool ?? "")}`;
+      return String(a.tool ?? "");
     case "chat":
-      return `chat ${String(a["gen_ai.request.model"] ?? a.model ?? "")}`;
-    default:
-      return span.name;
+      return String(a["gen_ai.request.model"] ?? a.model ?? "");
   }
 }
 
@@ -91,6 +94,28 @@ export function otelStatus(span: Span): SpanStatus {
 }
 
 /**
+ * The keys {@link otelAttributes} sets itself, after the span's own (a span attribute of one of
+ * these names is overwritten in place, or kept by `??=`). Keep in step with it: the protobuf
+ * encoder writes attributes in one pass and falls back to `otelAttributes` when a span carries
+ * one of these (or a `nerva.*` key, or `request_id`, which could collide the same way).
+ */
+export const MAPPING_KEYS: ReadonlySet<string> = new Set([
+  "gen_ai.operation.name",
+  "gen_ai.conversation.id",
+  "gen_ai.workflow.name",
+  "gen_ai.agent.name",
+  "gen_ai.tool.name",
+  "gen_ai.tool.type",
+  "server.address",
+  "enduser.id",
+  "gen_ai.usage.input_tokens",
+  "gen_ai.usage.output_tokens",
+  "gen_ai.usage.cache_read.input_tokens",
+  "gen_ai.usage.reasoning.output_tokens",
+  "error.type",
+]);
+
+/**
  * The OTel attributes of `span`. Dotted keys are already namespaced (`gen_ai.*`, `error.type`,
  * `nerva.*`) and pass through; Nerva's own bare keys (`handler`, `status`, ...) go under
  * `nerva.`. Then the GenAI attributes of the operation, usage, identity and the request id.
@@ -111,7 +136,8 @@ export function otelAttributes(
       out[nervaKey(key)] = a[key];
     }
   }
-  out["nerva.request_id"] = span.requestId;
+  // Once per request and process: on the span where the request starts here (its local root).
+  if (span.isLocalRoot) out["nerva.request_id"] = span.requestId;
   if (op !== null) {
     out["gen_ai.operation.name"] = op;
     const session = span.sessionId;
@@ -148,7 +174,7 @@ export function otelAttributes(
 // Nerva's own attribute names are few and fixed: each prefixed string is made once.
 const PREFIXED = new Map<string, string>();
 
-function nervaKey(key: string): string {
+export function nervaKey(key: string): string {
   let prefixed = PREFIXED.get(key);
   if (prefixed === undefined) {
     prefixed = `nerva.${key}`;
@@ -158,17 +184,22 @@ function nervaKey(key: string): string {
 }
 
 /** Bare keys that a GenAI attribute replaces. */
-function mapped(op: GenAIOperation | null, key: string): boolean {
+export function mapped(op: GenAIOperation | null, key: string): boolean {
   return (op === "invoke_agent" && key === "handler") || (op === "execute_tool" && key === "tool");
+}
+
+/** Whether any tokens or cost were recorded. */
+export function spent(u: SpanUsage): boolean {
+  return u.totalTokens > 0 || u.costUsd > 0 || u.promptTokens > 0 || u.completionTokens > 0;
 }
 
 /**
  * Own usage under the GenAI names (when any was recorded on the span), and subtree totals on
- * workflow and agent spans (always: zero is an answer there).
+ * workflow and agent spans (when any was recorded in the subtree: no attribute reads as zero).
  */
 function addUsage(out: Attributes, span: Span, op: GenAIOperation | null): void {
   const own = span.usage;
-  if (own.totalTokens > 0 || own.costUsd > 0 || own.promptTokens > 0 || own.completionTokens > 0) {
+  if (spent(own)) {
     out["gen_ai.usage.input_tokens"] = own.promptTokens;
     out["gen_ai.usage.output_tokens"] = own.completionTokens;
     if (own.cachedInputTokens > 0) {
@@ -181,6 +212,7 @@ function addUsage(out: Attributes, span: Span, op: GenAIOperation | null): void 
   }
   if (op === "invoke_workflow" || op === "invoke_agent") {
     const total = span.totalUsage;
+    if (!spent(total)) return;
     out["nerva.usage.total.input_tokens"] = total.promptTokens;
     out["nerva.usage.total.output_tokens"] = total.completionTokens;
     out["nerva.usage.total.cost_usd"] = total.costUsd;

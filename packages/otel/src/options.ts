@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ErrorCode, NervaError } from "@nerva/core";
+import { ErrorCode, parseOrThrow } from "@nerva/core";
 import type { Resource } from "@opentelemetry/resources";
 import type { SpanExporter, SpanProcessor } from "@opentelemetry/sdk-trace-base";
 
@@ -85,25 +85,11 @@ const FIX =
 
 /** Validates the options of `createOtelSink`; INVALID_OPTIONS names each bad field. */
 export function parseSinkOptions(options: unknown): OtelSinkSettings {
-  return parseOptions(OtelSinkOptionsSchema, options ?? {}, "options", FIX);
-}
-
-/** Validates `value` with `schema`; INVALID_OPTIONS lists each bad field under `label`. */
-export function parseOptions<S extends z.ZodType>(
-  schema: S,
-  value: unknown,
-  label: string,
-  fix: string,
-): z.output<S> {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const issues = parsed.error.issues.map((issue) => ({
-    path: [label, ...issue.path.map(String)].join("."),
-    message: issue.message.replace(/^Invalid input: /, ""),
-  }));
-  const detail = issues.map((i) => `${i.path}: ${i.message}`).join("; ");
-  throw new NervaError(ErrorCode.INVALID_OPTIONS, `Invalid ${label}: ${detail}. ${fix}`, {
-    cause: parsed.error,
-    issues,
-  });
+  return parseOrThrow(
+    OtelSinkOptionsSchema,
+    options ?? {},
+    ErrorCode.INVALID_OPTIONS,
+    "options",
+    FIX,
+  );
 }

@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { context, createContextKey, ROOT_CONTEXT, trace, TraceFlags } from "@opentelemetry/api";
+import { context, createContextKey, ROOT_CONTEXT } from "@opentelemetry/api";
 import {
   defaultResource,
   detectResources,
@@ -9,13 +9,16 @@ import {
 } from "@opentelemetry/resources";
 import type { ReadableSpan, SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
+import { ExportResultCode } from "@opentelemetry/core";
 import { Span, type ContextEvent, type TraceSink } from "@nerva/core";
 import { MAX_QUEUE_SIZE, SpanBatcher } from "./batcher.js";
 import { ExportWatch, WatchedExporter, droppedError, stderrReporter } from "./export-watch.js";
 import { otlpExporter, protocolFromEnv } from "./exporter.js";
 import { operationOf } from "./mapping.js";
+import { NervaOtlpExporter } from "./otlp-proto.js";
 import { parseSinkOptions, type OtelSinkOptions, type OtelSinkSettings } from "./options.js";
 import { NervaReadableSpan, type ExportSettings } from "./readable-span.js";
+import { withActiveSpan } from "./run-context.js";
 
 const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
 
@@ -103,9 +106,20 @@ class OtelTraceSink implements OtelSink {
       this.spanProcessors = o.spanProcessors;
       this.#batcher = null;
     } else {
-      const exporter = new WatchedExporter(o.exporter ?? otlpExporter(protocolFromEnv()), watch);
-      const toReadable = (item: Span | ReadableSpan): ReadableSpan =>
-        item instanceof Span ? new NervaReadableSpan(item, settings, undefined, undefined) : item;
+      const inner = o.exporter ?? otlpExporter(protocolFromEnv());
+      const exporter = new WatchedExporter(inner, watch);
+      let toReadable: (item: Span | ReadableSpan) => ReadableSpan;
+      if (inner instanceof NervaOtlpExporter) {
+        // It writes Nerva's spans itself, from the spans as they are: nothing to convert.
+        inner.attach(settings, (result) => {
+          if (result.code === ExportResultCode.SUCCESS) watch.succeeded();
+          else watch.failed(result.error ?? new Error("the exporter reported a failure"));
+        });
+        toReadable = (item) => item as ReadableSpan;
+      } else {
+        toReadable = (item) =>
+          item instanceof Span ? new NervaReadableSpan(item, settings, undefined, undefined) : item;
+      }
       const onDropped = (count: number): void => watch.warn(droppedError(count, MAX_QUEUE_SIZE));
       this.#batcher = new SpanBatcher<Span>(exporter, toReadable, onDropped);
       this.spanProcessors = [this.#batcher];
@@ -167,13 +181,7 @@ class OtelTraceSink implements OtelSink {
     // Without a context manager (none registered yet: no NodeSDK), OpenTelemetry has no active
     // context to set, and the work would be wasted. Once one answers, it stays assumed.
     if (!this.#managed && !(this.#managed = hasContextManager())) return fn();
-    const spanContext = {
-      traceId: span.traceId,
-      spanId: span.id,
-      traceFlags: span.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
-      isRemote: false,
-    };
-    return context.with(trace.setSpanContext(context.active(), spanContext), fn);
+    return context.with(withActiveSpan(context.active(), span), fn);
   }
 
   async forceFlush(): Promise<void> {

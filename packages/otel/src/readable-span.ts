@@ -76,6 +76,17 @@ export class NervaReadableSpan implements ReadableSpan, SpanContext {
     return this.#span;
   }
 
+  /** The exported parent: a span of this process, a remote parent's id, or none. */
+  get exportedParent(): Span | string | null {
+    const span = this.#span;
+    return this.#parent === undefined ? (span.parentSpan ?? span.parentId) : this.#parent;
+  }
+
+  /** Events and the MCP server, when the span has any. */
+  get extras(): SpanExtras | undefined {
+    return this.#extras;
+  }
+
   // ---- SpanContext: only sampled traces reach a processor (the sink drops the others).
   get traceId(): string {
     return this.#span.traceId;
@@ -97,7 +108,7 @@ export class NervaReadableSpan implements ReadableSpan, SpanContext {
   // ---- ReadableSpan
   get parentSpanContext(): SpanContext | undefined {
     const span = this.#span;
-    const parent = this.#parent === undefined ? (span.parentSpan ?? span.parentId) : this.#parent;
+    const parent = this.exportedParent;
     if (parent === null) return undefined;
     const remote = typeof parent === "string";
     return {

@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { ErrorCode, parseOrThrow } from "@nerva/core";
 import { z } from "zod";
 import {
   defaultResource,
@@ -11,7 +12,7 @@ import {
 import type { NodeSDK } from "@opentelemetry/sdk-node";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
 import { otlpExporter, protocolFromEnv, type OtlpProtocol } from "./exporter.js";
-import { parseOptions, type OtelSinkOptions } from "./options.js";
+import type { OtelSinkOptions } from "./options.js";
 import { createOtelSink, type OtelSink } from "./otel-sink.js";
 
 /**
@@ -79,7 +80,7 @@ const load = createRequire(import.meta.url);
  * process.on("SIGTERM", () => void otel.shutdown());
  */
 export function startNervaOtel(options: StartNervaOtelOptions): NervaOtel {
-  const o = parseOptions(StartSchema, options, "options", FIX);
+  const o = parseOrThrow(StartSchema, options, ErrorCode.INVALID_OPTIONS, "options", FIX);
   const resource = defaultResource()
     .merge(detectResources({ detectors: [envDetector, processDetector, hostDetector] }))
     .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: o.serviceName }));

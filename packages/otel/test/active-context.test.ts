@@ -1,7 +1,7 @@
 // runInSpan: while a handler or tool runs, its Nerva span is OpenTelemetry's active span, so that
 // spans the app (or an instrumentation) creates there nest under it — across awaits.
 import { setTimeout as sleep } from "node:timers/promises";
-import { SpanKind } from "@opentelemetry/api";
+import { context, createContextKey, propagation, SpanKind, trace } from "@opentelemetry/api";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { ExecContext, InProcessRuntime } from "@nerva/core";
 import { activeTraceparent, createOtelSink } from "../src/index.js";
@@ -41,6 +41,38 @@ describe("runInSpan: the Nerva span is the active OpenTelemetry span", () => {
     expect(cache.parentSpanContext?.spanId).toBe(agent.spanContext().spanId);
     // Nerva's tree is unchanged by the app's spans.
     expect(spans).toHaveLength(ctx.spans.length + 2);
+  });
+
+  it("keeps the caller's context values in the handler, and lets the app derive its own", async () => {
+    const sink = createOtelSink({ spanProcessors: [processor] });
+    const runtime = new InProcessRuntime();
+    const TENANT = createContextKey("tenant");
+    const seen: unknown[] = [];
+    runtime.register("agent", async () => {
+      await sleep(1);
+      const active = context.active();
+      const span = trace.getActiveSpan();
+      seen.push(
+        active.getValue(TENANT),
+        propagation.getBaggage(active)?.getEntry("plan")?.value,
+        span?.isRecording(),
+        span?.spanContext().spanId,
+        span?.spanContext() === span?.spanContext(), // made once
+        active.setValue(TENANT, "other").getValue(TENANT),
+        active.deleteValue(TENANT).getValue(TENANT),
+        trace.getSpan(trace.deleteSpan(active)),
+        trace.getSpan(active.setValue(TENANT, 1)) === span,
+      );
+      return "ok";
+    });
+    const ctx = ExecContext.create({ traceSink: sink });
+    const outer = propagation.setBaggage(
+      context.active().setValue(TENANT, "acme"),
+      propagation.createBaggage({ plan: { value: "pro" } }),
+    );
+    await context.with(outer, () => runtime.invoke("agent", { message: "hi" }, ctx));
+    const id = ctx.spans[0]!.id;
+    expect(seen).toEqual(["acme", "pro", false, id, true, "other", undefined, undefined, true]);
   });
 
   it("activeTraceparent() names the running Nerva span inside a handler, and nothing outside", async () => {

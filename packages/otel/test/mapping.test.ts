@@ -36,7 +36,7 @@ describe("createOtelSink: the mapping of §4", () => {
   });
 
   it("names workflow, agent and tool spans by the GenAI conventions and keeps the others", async () => {
-    const { spans } = await exported();
+    const { ctx, spans } = await exported();
     expect(spans.map((s) => s.name).sort()).toEqual(
       [
         "delegate",
@@ -82,7 +82,11 @@ describe("createOtelSink: the mapping of §4", () => {
       "nerva.from": "flight_agent",
     });
     expect(delegate.attributes).not.toHaveProperty("gen_ai.operation.name");
-    for (const s of spans) expect(s.attributes["nerva.request_id"]).toEqual(expect.any(String));
+    // The request id once, where the request starts in this process.
+    expect(spans.filter((s) => s.attributes["nerva.request_id"] !== undefined)).toEqual([
+      one(spans, "invoke_workflow nerva"),
+    ]);
+    expect(one(spans, "invoke_workflow nerva").attributes["nerva.request_id"]).toBe(ctx.requestId);
   });
 
   it("puts own usage under gen_ai.usage.* and subtree totals on workflow and agent spans", async () => {
@@ -110,6 +114,13 @@ describe("createOtelSink: the mapping of §4", () => {
     expect(one(spans, "execute_tool calendar").attributes).not.toHaveProperty(
       "gen_ai.usage.input_tokens",
     );
+    // Nor do the totals of a tree that spent nothing: no attribute reads as zero.
+    const broken = await exported({}, "broken");
+    for (const name of ["invoke_workflow nerva", "invoke_agent broken_agent"]) {
+      expect(Object.keys(one(broken.spans, name).attributes), name).not.toContain(
+        "nerva.usage.total.input_tokens",
+      );
+    }
   });
 
   it("turns ctx.event() into span events of the span it was recorded under", async () => {

@@ -47,11 +47,13 @@ describe("@nerva/otel package entry", () => {
       `require("@nerva/otel");
 const loaded = Object.keys(require.cache);
 const has = (name) => loaded.some((f) => f.includes("/@opentelemetry/" + name + "/"));
-console.log(has("sdk-node"), has("exporter-trace-otlp-proto"), has("exporter-trace-otlp-http"));
+console.log(has("sdk-node"), has("otlp-exporter-base"), has("otlp-transformer"), has("exporter-trace-otlp-http"));
 require("@nerva/otel").createOtelSink();
-const after = Object.keys(require.cache).some((f) => f.includes("/@opentelemetry/exporter-trace-otlp-proto/"));
-console.log(after);`,
+const after = Object.keys(require.cache);
+const now = (name) => after.some((f) => f.includes("/@opentelemetry/" + name + "/"));
+console.log(now("otlp-exporter-base"), now("otlp-transformer"), now("exporter-trace-otlp-http"));`,
     ]);
-    expect(out).toBe("false false false\ntrue");
+    // The default exporter: the official transport and serializer, not the JSON exporter.
+    expect(out).toBe("false false false false\ntrue true false");
   });
 });

@@ -1,4 +1,4 @@
-import { randomInt32, spanIdOf } from "./ids.js";
+import { newSpanId } from "./ids.js";
 import { addSpanUsage, spanUsageSnapshot, type SpanUsageTotals, type UsageDelta } from "./usage.js";
 import type { Identity } from "./wire.js";
 import type { SpanUsage } from "../types/usage.js";
@@ -42,6 +42,12 @@ export type SpanKind = (typeof SpanKind)[keyof typeof SpanKind];
  */
 export type SpanParent = Span | string | null;
 
+/** A span's usage, made when its first tokens are recorded: its own, and its subtree's. */
+interface UsageCell {
+  own: SpanUsageTotals | null;
+  total: SpanUsageTotals | null;
+}
+
 /** The id of a {@link SpanParent}. */
 export function spanParentId(parent: SpanParent): string | null {
   return parent === null || typeof parent === "string" ? parent : parent.id;
@@ -56,8 +62,8 @@ export function spanParentId(parent: SpanParent): string | null {
  * to the `totalUsage` of it and of every ancestor span of this process. Identity (`userId`,
  * `sessionId`, `traceId`) is read from the tree the span belongs to, never copied per span.
  *
- * The id's random bits are drawn at start; its text is written on first read (most spans of a
- * busy server are never serialised). Create spans with `ctx.startSpan`: the constructor's
+ * The id is drawn when first read (most spans of a busy server with no trace sink are never
+ * serialised); once read it never changes. Create spans with `ctx.startSpan`: the constructor's
  * parameters are internal and may change.
  *
  * @example
@@ -66,8 +72,6 @@ export function spanParentId(parent: SpanParent): string | null {
  */
 export class Span {
   #id: string | null = null;
-  readonly #high: number;
-  readonly #low: number;
   readonly #parent: SpanParent;
   readonly #tree: Identity;
   readonly requestId: string;
@@ -78,8 +82,9 @@ export class Span {
   #status: SpanStatus = "unset";
   #error: string | null = null;
   #attributes: Attributes | null;
-  #usage: SpanUsageTotals | null = null;
-  #total: SpanUsageTotals | null = null;
+  // One field for both totals, null on the spans that never see tokens (most of them): every
+  // field is paid by every span of every request, sink or no sink.
+  #usage: UsageCell | null = null;
 
   constructor(
     parent: SpanParent,
@@ -90,11 +95,6 @@ export class Span {
     kind: SpanKind = "internal",
     startMs?: number,
   ) {
-    let high = randomInt32();
-    const low = randomInt32();
-    if (high === 0 && low === 0) high = 1; // an all-zero span id is invalid
-    this.#high = high;
-    this.#low = low;
     this.#parent = parent;
     this.#tree = tree;
     this.requestId = requestId;
@@ -108,7 +108,7 @@ export class Span {
 
   /** 16 lowercase hex digits, unique within the trace. */
   get id(): string {
-    return (this.#id ??= spanIdOf(this.#high, this.#low));
+    return (this.#id ??= newSpanId());
   }
 
   /** 32 lowercase hex digits, shared by every span of the trace. */
@@ -146,11 +146,15 @@ export class Span {
 
   /** Tokens and cost recorded while this span was current (not its children's). */
   get usage(): SpanUsage {
-    return spanUsageSnapshot(this.#usage);
+    return spanUsageSnapshot(this.#usage === null ? null : this.#usage.own);
   }
   /** Tokens and cost of this span and every span below it in this process. */
   get totalUsage(): SpanUsage {
-    return spanUsageSnapshot(this.#total);
+    return spanUsageSnapshot(this.#usage === null ? null : this.#usage.total);
+  }
+
+  #cell(): UsageCell {
+    return (this.#usage ??= { own: null, total: null });
   }
 
   /**
@@ -159,10 +163,12 @@ export class Span {
    * @internal
    */
   addUsage(d: UsageDelta): void {
-    this.#usage = addSpanUsage(this.#usage, d);
-    this.#total = addSpanUsage(this.#total, d);
+    const cell = this.#cell();
+    cell.own = addSpanUsage(cell.own, d);
+    cell.total = addSpanUsage(cell.total, d);
     for (let up = this.parentSpan; up !== null; up = up.parentSpan) {
-      up.#total = addSpanUsage(up.#total, d);
+      const c = up.#cell();
+      c.total = addSpanUsage(c.total, d);
     }
     if (this.#endMs === null) {
       if (d.model !== undefined) this.setAttribute("model", d.model);
@@ -249,7 +255,7 @@ export class Span {
    * @internal
    */
   takeUsage(from: Span, wanted: SpanUsageTotals): SpanUsage {
-    const have = from.#usage;
+    const have = from.#usage === null ? null : from.#usage.own;
     if (have === null) return spanUsageSnapshot(null);
     const d: UsageDelta = {
       p: Math.min(wanted.p, have.p),
@@ -267,10 +273,12 @@ export class Span {
     have.cost -= d.cost;
     have.cached -= d.cached;
     have.reasoning -= d.reasoning;
-    this.#usage = addSpanUsage(this.#usage, d);
-    this.#total = addSpanUsage(this.#total, d);
+    const cell = this.#cell();
+    cell.own = addSpanUsage(cell.own, d);
+    cell.total = addSpanUsage(cell.total, d);
     for (let up = this.parentSpan; up !== null && up !== from; up = up.parentSpan) {
-      up.#total = addSpanUsage(up.#total, d);
+      const c = up.#cell();
+      c.total = addSpanUsage(c.total, d);
     }
     return spanUsageSnapshot(d);
   }

@@ -6,21 +6,51 @@ import { ExecContextSchema, type ExecContextWire } from "../types/context-wire.j
 import { toUnixSeconds } from "../types/trace.js";
 import { tokenUsageToWire } from "../types/usage.js";
 import { eventToWire } from "./events.js";
+import { newTraceId } from "./ids.js";
 import type { ExecContext } from "./exec-context.js";
 import type { GuardedSink } from "../tracing/sink.js";
 
-/** What every context of one tree shares. */
-export interface Identity {
-  readonly metadata: Readonly<Record<string, string>>;
-  readonly traceId: string;
+/**
+ * What every context of one tree shares, never changed. A new trace's id is drawn when first
+ * read: a request nothing reports (no trace sink, no log line, no wire form) never pays for it.
+ */
+export class Identity {
+  #traceId: string | null;
   readonly userId: string | null;
   readonly sessionId: string | null;
   readonly permissions: Permissions;
   readonly memoryScope: Scope;
+  readonly metadata: Readonly<Record<string, string>>;
   /** Where the tree's spans and events are reported (`traceSink`), or null. */
   readonly sink: GuardedSink | null;
   /** The trace's sampled flag (from the caller's traceparent; true by default). */
   readonly sampled: boolean;
+
+  /** `traceId` null: a new trace, its id drawn on first read. */
+  constructor(
+    traceId: string | null,
+    userId: string | null,
+    sessionId: string | null,
+    permissions: Permissions,
+    memoryScope: Scope,
+    metadata: Readonly<Record<string, string>>,
+    sink: GuardedSink | null,
+    sampled: boolean,
+  ) {
+    this.#traceId = traceId;
+    this.userId = userId;
+    this.sessionId = sessionId;
+    this.permissions = permissions;
+    this.memoryScope = memoryScope;
+    this.metadata = metadata;
+    this.sink = sink;
+    this.sampled = sampled;
+  }
+
+  /** 32 lowercase hex digits, shared by every context and span of the trace. */
+  get traceId(): string {
+    return (this.#traceId ??= newTraceId());
+  }
 }
 
 /** What a wire context restores: the arguments of the context it rebuilds. */
@@ -47,16 +77,16 @@ export function parseContextWire(wire: unknown, sink: GuardedSink | null): Resto
   const w = parseOrThrow(ExecContextSchema, wire, ErrorCode.INVALID_INPUT, "context", FIX_WIRE);
   const u = w.token_usage;
   return {
-    id: {
-      traceId: w.trace_id,
-      userId: w.user_id,
-      sessionId: w.session_id,
-      permissions: Permissions.fromWire(w.permissions),
-      memoryScope: w.memory_scope,
-      metadata: Object.freeze({ ...w.metadata }),
+    id: new Identity(
+      w.trace_id,
+      w.user_id,
+      w.session_id,
+      Permissions.fromWire(w.permissions),
+      w.memory_scope,
+      Object.freeze({ ...w.metadata }),
       sink,
-      sampled: w.sampled ?? true,
-    },
+      w.sampled ?? true,
+    ),
     requestId: w.request_id,
     depth: w.depth ?? 0,
     agentName: w.agent_name ?? null,

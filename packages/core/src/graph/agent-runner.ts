@@ -9,6 +9,7 @@ import type { RunStore } from "../runs/store.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import type { AgentHandler, AgentRuntime } from "../runtime/types.js";
 import type { ToolManager } from "../tools/types.js";
+import type { TraceSink } from "../tracing/sink.js";
 import type { EntryPointSpec } from "./entry-points.js";
 import type { ExecutionResult } from "./execution-result.js";
 import { GraphRuntime, type TriggerOptions } from "./graph-runtime.js";
@@ -60,6 +61,8 @@ export type AgentConfig = z.input<typeof AgentConfigSchema>;
 export interface AgentRunnerOptions extends AgentConfig {
   /** An open store to use instead of the configured one (the runner does not close it). */
   readonly runStore?: RunStore;
+  /** Where the executions' spans and events go (the GraphRuntime's `traceSink`). */
+  readonly traceSink?: TraceSink | null;
   /** More GraphRuntime options (memory, policy, onError...). */
   readonly runtimeOptions?: Partial<GraphRuntimeOptions>;
 }
@@ -120,7 +123,7 @@ export class AgentRunner {
     if (typeof mod.graph !== "object" || mod.graph === null || !(mod.graph.nodes instanceof Map)) {
       throw moduleError(label, "it exports no graph made by defineGraph");
     }
-    const { runStore, runtimeOptions, ...overrides } = options;
+    const { runStore, traceSink, runtimeOptions, ...overrides } = options;
     const config = parseOrThrow(
       AgentConfigSchema,
       { ...(mod.config ?? {}), ...overrides },
@@ -151,6 +154,7 @@ export class AgentRunner {
         ? {}
         : { heartbeatSeconds: config.heartbeatSeconds }),
       ...(config.sessionKey === undefined ? {} : { sessionKey: config.sessionKey }),
+      ...(traceSink === undefined ? {} : { traceSink }),
       ...runtimeOptions,
     });
     return new AgentRunner(mod, runtime, queue, runStore === undefined);

@@ -72,6 +72,7 @@ export function buildStreams(
             leaseSeconds: o.leaseSeconds,
             heartbeatSeconds: o.heartbeatSeconds,
             ...(o.workerId === undefined ? {} : { workerId: `${o.workerId}:${ep.id}` }),
+            traceSink: o.traceSink ?? null,
             onError: (e) => onError(e),
           });
     streams.push({

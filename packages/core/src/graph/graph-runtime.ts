@@ -64,7 +64,7 @@ export class GraphRuntime {
       options,
       ErrorCode.INVALID_OPTIONS,
       "options",
-      "Pass { graph: defineGraph(...), runtime: AgentRuntime, queue: RunQueue, entryPoints?, tools?, memory?, policy?, concurrency?, leaseSeconds?, heartbeatSeconds?, runner? }.",
+      "Pass { graph: defineGraph(...), runtime: AgentRuntime, queue: RunQueue, entryPoints?, tools?, memory?, policy?, concurrency?, leaseSeconds?, heartbeatSeconds?, runner? or traceSink? }.",
     );
     this.#o = o;
     this.graph = o.graph;

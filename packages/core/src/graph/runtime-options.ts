@@ -6,6 +6,7 @@ import { RunQueue } from "../runs/run-queue.js";
 import { Runner } from "../runs/runner.js";
 import type { AgentRuntime } from "../runtime/types.js";
 import type { ToolManager } from "../tools/types.js";
+import { isTraceSink, type TraceSink } from "../tracing/sink.js";
 import { EntryPointSchema } from "./entry-points.js";
 import { SharedStateOptionsSchema } from "./shared-state.js";
 import type { Graph } from "./types.js";
@@ -63,12 +64,26 @@ export const GraphRuntimeOptionsSchema = z
     /** Longest one attempt of an execution may run (its handler timeout). */
     executionTimeoutSeconds: positiveSeconds.max(2_000_000).default(24 * 3600),
     workerId: z.string().min(1).max(200).optional(),
+    /**
+     * Where the spans and events of the executions go (`run`, `runtime.invoke`, `graph.node`,
+     * the handlers' and tools' spans): given to the runner of each entry point. With `runner`,
+     * give it to that Runner instead.
+     */
+    traceSink: z
+      .custom<TraceSink>(isTraceSink, "must be a TraceSink (an object with onSpanEnd)")
+      .nullable()
+      .optional(),
     onError: z.custom<(err: unknown) => void>((v) => typeof v === "function").optional(),
   })
   .strict()
   .refine((o) => o.heartbeatSeconds < o.leaseSeconds, {
     message: "must be less than leaseSeconds",
     path: ["heartbeatSeconds"],
+  })
+  .refine((o) => o.runner === undefined || o.traceSink == null, {
+    message:
+      "is for the runners this GraphRuntime builds; with `runner`, pass traceSink to that Runner",
+    path: ["traceSink"],
   });
 
 /**

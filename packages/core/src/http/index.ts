@@ -37,6 +37,7 @@ export {
   HTTP_STATUS_BY_ERROR_CODE,
   httpStatusOf,
   httpStatusOfResult,
+  isClientErrorCode,
   toHttpError,
   type HttpErrorBody,
   type HttpErrorResponse,

@@ -78,6 +78,24 @@ export function httpStatusOfResult(result: Pick<AgentResult, "status">): number 
   return HTTP_STATUS_BY_AGENT_STATUS[result.status] ?? 500;
 }
 
+/** Whether a client may read the message of an error answered with `status`: 4xx, 503, 504. */
+function isExposedStatus(status: number): boolean {
+  return status < 500 || status === 503 || status === 504;
+}
+
+/**
+ * Whether the message of a {@link NervaError} with `code` is written for clients (its status is a
+ * 4xx, 503 or 504), as {@link toHttpError} answers it; other codes' messages are operator text.
+ *
+ * @example
+ * isClientErrorCode("POLICY_DENIED"); // true
+ * isClientErrorCode("INTERNAL"); // false
+ */
+export function isClientErrorCode(code: unknown): boolean {
+  if (typeof code !== "string" || !Object.hasOwn(HTTP_STATUS_BY_ERROR_CODE, code)) return false;
+  return isExposedStatus(HTTP_STATUS_BY_ERROR_CODE[code as ErrorCode]);
+}
+
 /** The 4xx/5xx status an error carries itself (`status`, `statusCode` or Nest's `getStatus()`). */
 function ownStatus(err: unknown): number | undefined {
   if (typeof err !== "object" || err === null) return undefined;
@@ -155,7 +173,7 @@ export function toHttpError(thrown: unknown, requestId: string | null = null): H
   const err = requestErrorOf(thrown);
   const status = httpStatusOf(err);
   const headers: Record<string, string> = {};
-  const exposed = status < 500 || status === 503 || status === 504;
+  const exposed = isExposedStatus(status);
   if (err instanceof NervaError) {
     if (status === 429 || status === 503) {
       const after = retryAfterSeconds(err.details);

@@ -163,7 +163,14 @@ async function makeApp(policyYaml = BASE_POLICY, memoryPath?: string): Promise<A
     "refund_agent",
     h(async (_input, _ctx, kit) => {
       const refund = await kit.tools.call("issue_refund", { order: "A-17" });
-      if (refund.status !== "success") return { status: "error", error: refund.error ?? "refused" };
+      // A typed refusal: its code makes the text client-facing (see clientError).
+      if (refund.status !== "success") {
+        return {
+          status: "error",
+          error: refund.error ?? "refused",
+          data: { code: "POLICY_DENIED" },
+        };
+      }
       return String(refund.output);
     }),
   );

@@ -3,7 +3,7 @@ import { ErrorCode, NervaError } from "../errors.js";
 import type { Memory } from "../memory/types.js";
 import { askPolicy } from "../policy/check.js";
 import { Checkpoint, type PolicyAction, type PolicyDecision } from "../policy/types.js";
-import { errorResult, messageOf } from "../runtime/results.js";
+import { thrownResult } from "../runtime/results.js";
 import { ToolStatus, type ToolCallOptions, type ToolResult } from "../tools/types.js";
 import { agentResult, type AgentInputInit, type AgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
@@ -132,7 +132,7 @@ export function createKit(deps: KitDeps, ctx: ExecContext): AgentKit {
         result = await runtime.delegate(handler, init, ctx);
       } catch (err) {
         // Bad arguments (an invalid input) are the calling handler's bug: report, do not crash it.
-        result = errorResult(handler, messageOf(err));
+        result = thrownResult(handler, err);
       }
       if (stats !== null) {
         await stats.record(

@@ -90,19 +90,23 @@ describe("Orchestrator.handle", () => {
   it("stops after maxCandidates and answers wrong_handler when nobody takes the message", async () => {
     const { orchestrator } = setup({ maxCandidates: 1 });
     const response = await orchestrator.handle("book a table", ctxOf());
+    // The handler's reason is operator text: clients get a fixed line, the span keeps the reason.
     expect(response).toMatchObject({
       status: "wrong_handler",
       handler: "picky",
-      error: "not mine",
+      error: "no handler accepted it",
     });
-    expect(response.text).toContain("Could not handle this request: not mine");
+    expect(response.text).toContain("Could not handle this request: no handler accepted it");
 
     const runtime = new InProcessRuntime();
     runtimes.push(runtime);
     const none = new Orchestrator({ router: new RuleRouter({ rules: [] }), runtime });
     const empty = await none.handle("anything", ctxOf());
-    expect(empty).toMatchObject({ status: "wrong_handler", handler: "" });
-    expect(empty.error).toContain("No handler can take this message");
+    expect(empty).toMatchObject({
+      status: "wrong_handler",
+      handler: "",
+      error: "no handler accepted it",
+    });
   });
 
   it("passes payloads through middleware and stops at a throwing one (onError sees it)", async () => {
@@ -395,9 +399,13 @@ describe("Orchestrator.handle", () => {
     }
     expect(ran).toBe(0);
     // Failing during execution: the handler runs, its tool call is refused and never runs.
-    const during = await make("during_execution").handle("wipe it", ctxOf());
+    const duringCtx = ctxOf();
+    const during = await make("during_execution").handle("wipe it", duringCtx);
     expect(during.status).toBe("error");
-    expect(during.error).toContain("POLICY_DENIED: The policy failed (policy store unreachable)");
+    // The handler returned the refusal as its own (untyped) error text: on the span, not to clients.
+    expect(during.error).toBe("the agent failed");
+    const invoke = duringCtx.spans.find((s) => s.name === "runtime.invoke");
+    expect(invoke?.error).toContain("POLICY_DENIED: The policy failed (policy store unreachable)");
     expect(ran).toBe(10);
   });
 
@@ -482,13 +490,15 @@ describe("Orchestrator.stream", () => {
       router: new RuleRouter({ rules: [], defaultHandler: "endless" }),
       runtime,
     });
-    const stream = o.stream("go", ctxOf());
+    const ctx = ctxOf();
+    const stream = o.stream("go", ctx);
     let count = 0;
     for await (const _chunk of stream) if (++count === 3) break;
     const response = await stream.response;
     expect(aborted).toBe(true);
     expect(response.status).toBe("error");
-    expect(response.error).toContain("stream consumer stopped");
+    const invoke = ctx.spans.find((s) => s.name === "runtime.invoke");
+    expect(invoke?.error).toContain("stream consumer stopped");
   });
 
   it("rejects the iteration with the error of a failed request", async () => {

@@ -5,6 +5,7 @@ import { ErrorCode, NervaError } from "../errors.js";
 import { agentResult } from "../types/agent.js";
 import { AGENT_STATUSES } from "../types/status.js";
 import { ChannelResponder } from "./channel-responder.js";
+import { clientError } from "./failure-text.js";
 import { PassthroughResponder } from "./passthrough-responder.js";
 import { stripMarkdown } from "./plain-text.js";
 
@@ -23,6 +24,9 @@ function stream(r: ChannelResponder, chunks: string[], channel: string, c = ctx(
   for (const chunk of chunks) out += r.formatChunk(chunk, channel, c);
   return out + r.endStream(channel, c);
 }
+
+const FIXED_LINES =
+  "Error: the agent failed. Timed out: no answer before the deadline. Could not handle this request: no handler accepted it. Failed";
 
 describe("ChannelResponder.format", () => {
   it("strips markdown for plain and keeps it for markdown", async () => {
@@ -71,10 +75,25 @@ describe("ChannelResponder.format", () => {
     });
     const r = await responder().format(failed, "sms", ctx());
     expect(r.status).toBe("error");
-    expect(r.error).toBe("upstream returned 502");
+    // The agent's error text is operator text: clients get a fixed line.
+    expect(r.error).toBe("the agent failed");
     expect(r.text.length).toBeLessThanOrEqual(160);
-    expect(r.text.endsWith("\n\nError: upstream returned 502")).toBe(true);
+    expect(r.text.endsWith("\n\nError: the agent failed.")).toBe(true);
     expect(r.text).toContain("[truncated:");
+    // A typed refusal (a client error code in data.code) is shown as written.
+    const refused = await responder().format(
+      agentResult("refunds", {
+        status: "error",
+        error: "Only staff may issue refunds.",
+        data: { code: "POLICY_DENIED" },
+      }),
+      "plain",
+      ctx(),
+    );
+    expect(refused).toMatchObject({
+      error: "Only staff may issue refunds.",
+      text: "Error: Only staff may issue refunds.",
+    });
 
     const silent = await responder().format(
       agentResult("x", { status: "timeout" }),
@@ -105,12 +124,17 @@ describe("ChannelResponder.format", () => {
 
   it("shortens an over-long failure line with an ellipsis rather than dropping it", async () => {
     const r = await responder().format(
-      agentResult("x", { status: "error", output: "out", error: `stack: ${"x".repeat(500)}` }),
+      agentResult("x", {
+        status: "error",
+        output: "out",
+        error: `Refused: ${"x".repeat(500)}`,
+        data: { code: "POLICY_DENIED" },
+      }),
       "sms",
       ctx(),
     );
     expect(r.text.length).toBeLessThanOrEqual(160);
-    expect(r.text).toMatch(/\n\nError: stack: x+…$/);
+    expect(r.text).toMatch(/\n\nError: Refused: x+…$/);
   });
 
   it("property: never longer than maxLength; truncation is always marked; failures always show", async () => {
@@ -130,7 +154,17 @@ describe("ChannelResponder.format", () => {
           const res = await r.format(result, { format, maxLength }, ctx());
           expect(res.text.length).toBeLessThanOrEqual(maxLength);
           expect(res.status).toBe(status);
-          expect(res.error).toBe(error);
+          expect(res.error).toBe(clientError(result));
+          // Operator text never reaches the formatted answer (typed codes aside: none here).
+          const secret = error?.trim() ?? "";
+          if (
+            secret.length > 3 &&
+            !["needs_data", "needs_credentials"].includes(status) &&
+            !output.includes(secret) &&
+            !FIXED_LINES.includes(secret)
+          ) {
+            expect(res.text).not.toContain(secret);
+          }
           const full = await r.format(result, { format }, ctx());
           if (res.truncated) expect(res.text).toMatch(/\[truncated: \d+ more characters\]|…/);
           else expect(res.text).toBe(full.text);
@@ -265,11 +299,22 @@ describe("PassthroughResponder", () => {
       ctx(),
     );
     expect(res).toMatchObject({
-      text: "partial\n\nError: disk full",
+      text: "partial\n\nError: the agent failed.",
       status: "error",
-      error: "disk full",
+      error: "the agent failed",
     });
     const bare = await r.format(agentResult("x", { status: "error" }), "plain", ctx());
-    expect(bare.text).toBe("Error: the request failed without an error message.");
+    expect(bare.text).toBe("Error: the agent failed.");
+    // A subprocess's stderr tail is operator text too; the handler's own data stays.
+    const crashed = await r.format(
+      agentResult("x", {
+        status: "error",
+        error: "exit 1",
+        data: { stderr: "at /srv/app.py", step: 2 },
+      }),
+      "plain",
+      ctx(),
+    );
+    expect(crashed.data).toEqual({ step: 2 });
   });
 });

@@ -3,7 +3,7 @@ import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { checkContext } from "../runtime/guard.js";
 import type { AgentResult } from "../types/agent.js";
-import { failureText } from "./failure-text.js";
+import { clientData, clientError, failureText } from "./failure-text.js";
 import { withFailure } from "./passthrough-responder.js";
 import { PlainTextStripper, stripMarkdown } from "./plain-text.js";
 import { endsInsideFence, truncate } from "./truncate.js";
@@ -66,8 +66,9 @@ const OptionsSchema = z
  *   of characters left out (default `" … [truncated: {omitted} more characters]"`);
  * - `streamTruncationMarker`: appended when a stream is cut; `{limit}` becomes the channel's
  *   `maxLength` (default `" … [truncated: the reply exceeded {limit} characters]"`);
- * - `failureText`: the line shown for a non-success result (default: `Error: <error>`,
- *   `Timed out: <error>`, ...). Return `null` only when the output already explains it.
+ * - `failureText`: the line shown for a non-success result (default {@link failureText}:
+ *   `Error: the agent failed.`, `Timed out: ...`; never the result's operator text, see
+ *   {@link clientError}). Return `null` only when the output already explains it.
  *
  * @example
  * const options: ChannelResponderOptions = { channels: { sms: { format: "plain", maxLength: 160 } } };
@@ -187,8 +188,8 @@ export class ChannelResponder implements Responder {
       text,
       status: result.status,
       handler: result.handler,
-      data: result.data,
-      error: result.error,
+      data: clientData(result.data),
+      error: clientError(result),
       truncated,
     });
   }

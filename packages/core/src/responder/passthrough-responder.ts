@@ -1,7 +1,7 @@
 import type { ExecContext } from "../context/exec-context.js";
 import { checkContext } from "../runtime/guard.js";
 import type { AgentResult } from "../types/agent.js";
-import { failureText } from "./failure-text.js";
+import { clientData, clientError, failureText } from "./failure-text.js";
 import type { Channel, FormattedResponse, Responder } from "./types.js";
 
 /** `output`, then the failure line (if any) after a blank line. */
@@ -32,8 +32,8 @@ export class PassthroughResponder implements Responder {
       text: withFailure(result.output, failureText(result)),
       status: result.status,
       handler: result.handler,
-      data: result.data,
-      error: result.error,
+      data: clientData(result.data),
+      error: clientError(result),
       truncated: false,
     };
   }

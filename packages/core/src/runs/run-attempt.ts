@@ -2,12 +2,12 @@
 // fenced write that ends it; the Runner (runner.ts) claims runs and hands each one here.
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, isNervaError } from "../errors.js";
-import { errorResult, messageOf } from "../runtime/results.js";
+import { thrownResult } from "../runtime/results.js";
 import type { AgentRuntime } from "../runtime/types.js";
 import { ValidatedInput, type AgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 import { retryDelaySeconds } from "./backoff.js";
-import { RunPaused, type ActiveRun, type ThrownError } from "./run-context.js";
+import { PERMANENT, RunPaused, type ActiveRun, type ThrownError } from "./run-context.js";
 import { inRunSpan } from "./run-span.js";
 import type { ClaimedRun, RunOutcome, RunStore } from "./store.js";
 import { RunStatus, type RunError } from "./types.js";
@@ -45,6 +45,8 @@ export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
     signal?.addEventListener("abort", done, { once: true });
   });
 
+const ERROR_CODES: ReadonlySet<string> = new Set(Object.values(ErrorCode));
+
 /** Why an attempt failed, and whether another attempt may help. */
 export function classifyFailure(result: AgentResult, thrown: ThrownError | null): RunError {
   const message = result.error ?? `Handler "${result.handler}" ended with status ${result.status}.`;
@@ -57,6 +59,11 @@ export function classifyFailure(result: AgentResult, thrown: ThrownError | null)
   if (result.data.retriable === false) return { code: "HANDLER_ERROR", message, retriable: false };
   if (thrown !== null && message.includes(thrown.message)) {
     return { code: thrown.code, message, retriable: thrown.retriable };
+  }
+  // A NervaError the handler threw outside a step: the runtime kept its code in data.code.
+  const code = result.data.code;
+  if (typeof code === "string" && ERROR_CODES.has(code)) {
+    return { code, message, retriable: !PERMANENT.has(code) };
   }
   return { code: "HANDLER_ERROR", message, retriable: true };
 }
@@ -100,7 +107,7 @@ export async function executeAttempt(
       } catch (err) {
         if (err instanceof RunPaused || active.paused !== null) return;
         active.note(err);
-        result = errorResult(run.handlers[run.handlers.length - 1] as string, messageOf(err));
+        result = thrownResult(run.handlers[run.handlers.length - 1] as string, err);
       }
     }
     if (active.lost !== null || active.paused !== null) return;

@@ -77,7 +77,7 @@ function parse<T>(text: string): T {
 }
 
 /** Codes of errors retrying cannot fix. */
-const PERMANENT: ReadonlySet<string> = new Set([
+export const PERMANENT: ReadonlySet<string> = new Set([
   ErrorCode.INVALID_INPUT,
   ErrorCode.INVALID_OPTIONS,
   ErrorCode.PERMISSION_DENIED,

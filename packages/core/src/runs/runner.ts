@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
+import { setMaxListeners } from "node:events";
 import { ExecContext } from "../context/exec-context.js";
 import { newRequestId } from "../context/ids.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
@@ -99,6 +100,8 @@ export class Runner {
   async start(): Promise<void> {
     if (this.#loop !== null) return;
     this.#stopping = new AbortController();
+    // Each claimer may listen for the stop while it waits for a run.
+    setMaxListeners(Math.max(10, this.#concurrency + 2), this.#stopping.signal);
     this.#loop = this.#claimLoop(this.#stopping.signal);
   }
 
@@ -125,11 +128,12 @@ export class Runner {
   }
 
   /**
-   * Up to 4 claimers run at once, each holding a free slot while it claims: a claim costs a few
-   * store round trips, and overlapping them keeps the slots busy (stores serialise what must be).
+   * Up to 4 claimers (or the store's `claimConcurrency`) run at once, each holding a free slot
+   * while it claims: a claim costs a few store round trips, and overlapping them keeps the slots
+   * busy (stores serialise what must be).
    */
   async #claimLoop(signal: AbortSignal): Promise<void> {
-    const claimers = Math.min(this.#concurrency, 4);
+    const claimers = Math.min(this.#concurrency, this.#store.claimConcurrency ?? 4);
     await Promise.all(Array.from({ length: claimers }, () => this.#claimer(signal)));
   }
 

@@ -94,6 +94,11 @@ export class SqliteRunStore implements RunStore {
     this.#db = db;
     try {
       db.pragma(`busy_timeout = ${o.busyTimeoutMs}`);
+      // Every run transition is a small write transaction. SQLite's default checkpoints the WAL
+      // into the main file every 1,000 pages (~4 MB), which at run rates is every few hundred
+      // commits and costs the committing writer ~10 µs per commit on average. 8,000 pages (a WAL
+      // of up to ~32 MB before it is folded back) makes that cost rare; readers are unaffected.
+      db.pragma("wal_autocheckpoint = 8000");
       const t = runTables(o.tablePrefix);
       ensureRunSchema(db, t, o.path);
       this.#s = prepareStatements(db, t);

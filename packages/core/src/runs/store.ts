@@ -88,6 +88,11 @@ export interface RunListQuery {
  * const queue = new RunQueue({ store: new InMemoryRunStore(), name: "default" });
  */
 export interface RunStore {
+  /**
+   * Optional: how many claims a Runner may have in flight at once (default 4). A store whose
+   * claim is a network round trip that other claims can overlap (Redis) raises it.
+   */
+  readonly claimConcurrency?: number;
   /** Creates a run, or returns the queue's run with the same idempotency key (`created: false`). */
   create(run: NewRun): Promise<{ run: RunRecord; created: boolean }>;
   get(runId: string): Promise<RunRecord | null>;

@@ -13,7 +13,7 @@ import {
 } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 import type { CircuitBreaker } from "./circuit-breaker.js";
-import { endedResult, errorResult, messageOf } from "./results.js";
+import { endedResult, errorResult, thrownResult } from "./results.js";
 
 /** What the guard needs to know about a registered handler. */
 export interface GuardedHandler {
@@ -169,7 +169,7 @@ export function invokeGuarded(
         scoped.dispose();
       },
       (err: unknown) => {
-        finish(errorResult(name, messageOf(err)));
+        finish(thrownResult(name, err));
         scoped.dispose();
       },
     );

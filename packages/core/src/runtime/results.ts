@@ -1,5 +1,4 @@
-import type { NervaError } from "../errors.js";
-import { ErrorCode } from "../errors.js";
+import { ErrorCode, NervaError, messageOf } from "../errors.js";
 import { DEFAULT_JSON_LIMITS, jsonLimitViolation } from "../internal/json-limits.js";
 import { agentResult, type AgentResult } from "../types/agent.js";
 
@@ -9,6 +8,22 @@ import { AgentStatus } from "../types/status.js";
 /** An ERROR result for `handler` with `message`. */
 export function errorResult(handler: string, message: string): AgentResult {
   return agentResult(handler, { status: AgentStatus.ERROR, error: message });
+}
+
+/**
+ * An ERROR result for something `handler` threw: its message as the (operator) error text and, for
+ * a NervaError, its code as `data.code`, so clients are shown a typed error's message and nothing
+ * else (see `clientError` in the responder).
+ */
+export function thrownResult(handler: string, err: unknown): AgentResult {
+  if (err instanceof NervaError) {
+    return agentResult(handler, {
+      status: AgentStatus.ERROR,
+      error: err.message,
+      data: { code: err.code },
+    });
+  }
+  return errorResult(handler, messageOf(err));
 }
 
 /** The result of a handler whose context ended: TIMEOUT for a deadline, ERROR for a cancel. */

@@ -130,6 +130,8 @@ export function createContractRoutes(onAborted: (requestId: string) => void): Br
         { handler: "words", keywords: ["words"] },
         { handler: "flood", keywords: ["flood"] },
         { handler: "secret_agent", keywords: ["secret"] },
+        { handler: "crasher", keywords: ["crash"] },
+        { handler: "stream_crasher", keywords: ["breakdown"] },
       ],
       defaultHandler: "echo",
     }),
@@ -178,6 +180,15 @@ export function createContractRoutes(onAborted: (requestId: string) => void): Br
     for (const word of input.message.split(" ")) yield `${word} `;
   });
   runtime.register("secret_agent", async () => "the secret");
+  // Handlers that fail the way real ones do: an exception whose message carries internals.
+  const internals = `${BRIDGE_CONTRACT_SECRET}: connect ECONNREFUSED /var/run/postgresql/.s.PGSQL.5432`;
+  runtime.register("crasher", async () => {
+    throw new Error(internals);
+  });
+  runtime.register("stream_crasher", async function* () {
+    yield "partial ";
+    throw new TypeError(internals);
+  });
 
   return {
     orchestrator,

@@ -3,9 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NervaHttpOptions } from "../http/options.js";
 import { readSSEEvents, type SSEEvent } from "../http/sse-client.js";
 import type { OrchestratorResponse } from "../middleware/types.js";
-import { describeBadClients } from "./bridge-contract-bad-clients.js";
+import { INTERNAL_SIGNS, describeBadClients } from "./bridge-contract-bad-clients.js";
 import {
   BRIDGE_CONTRACT_JWT_SECRET,
+  BRIDGE_CONTRACT_SECRET,
   createContractRoutes,
   mintBridgeContractToken,
   sleep,
@@ -308,6 +309,32 @@ export function describeBridgeContract(
         const limited = await post("one too many");
         expect(limited.status).toBe(429);
         expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+      });
+
+      it("never shows a failed handler's own error text (an exception's message) to the client", async () => {
+        const headers = { ...bearer("grace"), "content-type": "application/json" };
+        const res = await fetch(`${url}/chat`, {
+          method: "POST",
+          headers,
+          body: JSON.stringify({ message: "crash please" }),
+        });
+        expect(res.status).toBe(502);
+        const answer = await res.text();
+        expect(answer).not.toContain(BRIDGE_CONTRACT_SECRET);
+        for (const sign of INTERNAL_SIGNS) expect(answer).not.toMatch(sign);
+        const response = (JSON.parse(answer) as { response: OrchestratorResponse }).response;
+        expect(response).toMatchObject({ status: "error", error: "the agent failed" });
+        for (const path of streamPaths) {
+          const streamed = await fetch(`${url}${path}`, {
+            method: "POST",
+            headers,
+            body: JSON.stringify({ message: "breakdown please" }),
+          });
+          const text = (await sseEvents(streamed)).map((e) => e.data).join("\n");
+          expect(text).toContain("partial");
+          expect(text).not.toContain(BRIDGE_CONTRACT_SECRET);
+          for (const sign of INTERNAL_SIGNS) expect(text).not.toMatch(sign);
+        }
       });
 
       it("answers 422 when no agent may take an anonymous request", async () => {

@@ -24,6 +24,21 @@ function limit(value: number | undefined, label: string): number {
 }
 
 /**
+ * Appends `item`, keeping the newest `max` in view. Rather than shifting the oldest out on each
+ * append once full (O(max) each), the array grows to twice `max` and is then cut back to the newest
+ * `max` in one copy: O(1) amortised, at most 2 × max entries held. Returns the array to keep.
+ */
+function append<T>(items: T[], item: T, max: number): T[] {
+  items.push(item);
+  return items.length >= 2 * max ? items.slice(items.length - max) : items;
+}
+
+/** The newest `max` of `items`. */
+function newest<T>(items: T[], max: number): readonly T[] {
+  return items.length > max ? items.slice(items.length - max) : items;
+}
+
+/**
  * Keeps ended spans and events in memory, in the order they ended: for tests and for code that
  * inspects a trace after the fact. Bounded: past `maxSpans` the oldest are dropped and counted in
  * `droppedSpans`.
@@ -51,17 +66,17 @@ export class MemoryTraceSink implements TraceSink {
 
   /** Ended spans, in the order they ended. */
   get spans(): readonly Span[] {
-    return this.#spans;
+    return newest(this.#spans, this.#maxSpans);
   }
 
   /** Recorded events, in order. */
   get events(): readonly ContextEvent[] {
-    return this.#events;
+    return newest(this.#events, this.#maxEvents);
   }
 
   /** Ended spans of one trace. */
   trace(traceId: string): Span[] {
-    return this.#spans.filter((s) => s.traceId === traceId);
+    return this.spans.filter((s) => s.traceId === traceId);
   }
 
   onSpanStart(): void {
@@ -69,19 +84,13 @@ export class MemoryTraceSink implements TraceSink {
   }
 
   onSpanEnd(span: Span): void {
-    if (this.#spans.length >= this.#maxSpans) {
-      this.#spans.shift();
-      this.droppedSpans++;
-    }
-    this.#spans.push(span);
+    if (this.#spans.length >= this.#maxSpans) this.droppedSpans++;
+    this.#spans = append(this.#spans, span, this.#maxSpans);
   }
 
   onEvent(event: ContextEvent): void {
-    if (this.#events.length >= this.#maxEvents) {
-      this.#events.shift();
-      this.droppedEvents++;
-    }
-    this.#events.push(event);
+    if (this.#events.length >= this.#maxEvents) this.droppedEvents++;
+    this.#events = append(this.#events, event, this.#maxEvents);
   }
 
   /** Forgets everything kept and resets the counters. */

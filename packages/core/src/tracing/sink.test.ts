@@ -161,8 +161,9 @@ describe("trace sinks", () => {
         order.push("broken");
         return fn();
       },
-      onError: () => {},
+      onError: (err) => reported.push(err),
     };
+    const reported: unknown[] = [];
     const tracer: TraceSink = {
       onSpanEnd: () => {},
       runInSpan: (_s, fn) => {
@@ -178,7 +179,14 @@ describe("trace sinks", () => {
     expect(order).toEqual(["broken", "tracer"]);
     expect(a.spans).toHaveLength(1);
     expect(b.spans).toHaveLength(1);
-    expect(traceSinkErrors(combined)).toBe(1);
+    // The broken sink's error went to its own onError and is counted on it, not on the others.
+    span.end(); // a second end is ignored: no second call
+    ctx.startSpan("two").end();
+    expect(reported).toHaveLength(1);
+    expect((reported[0] as Error).message).toBe("broken");
+    expect(traceSinkErrors(broken)).toBe(2);
+    expect(traceSinkErrors(combined)).toBe(0);
+    expect(a.spans).toHaveLength(2);
   });
 
   it("combineSinks waits for every flush and rejects when one fails", async () => {
@@ -199,6 +207,11 @@ describe("trace sinks", () => {
     for (let i = 0; i < 5; i++) ctx.startSpan(`s${i}`).end();
     expect(sink.spans.map((s) => s.name)).toEqual(["s2", "s3", "s4"]);
     expect(sink.droppedSpans).toBe(2);
+    // Well past the bound (across the cut back to the newest): still the newest three, in order.
+    for (let i = 5; i < 50; i++) ctx.startSpan(`s${i}`).end();
+    expect(sink.spans.map((s) => s.name)).toEqual(["s47", "s48", "s49"]);
+    expect(sink.trace(ctx.traceId)).toHaveLength(3);
+    expect(sink.droppedSpans).toBe(47);
     expect(() => new MemoryTraceSink({ maxSpans: 0 })).toThrow(/options.maxSpans/);
   });
 

@@ -158,38 +158,29 @@ export function traceSinkErrors(sink: TraceSink): number {
 }
 
 /**
- * One sink that passes everything to each of `sinks`, in order. A sink that throws does not stop
- * the others (the first error is rethrown after all were called, for the context to report);
- * `runInSpan` nests the sinks' own; `forceFlush` and `shutdown` wait for all and reject if any did.
+ * One sink that passes everything to each of `sinks`, in order. Each sink is guarded on its own:
+ * one that throws does not stop the others, its first error goes to its own `onError` (or one
+ * process warning), and `traceSinkErrors(thatSink)` counts it, exactly as if it were the context's
+ * only sink. `runInSpan` nests the sinks' own; `forceFlush` and `shutdown` wait for all and reject
+ * if any did.
  *
  * @example
  * const sink = combineSinks(new TraceStore(), new JsonLinesTraceSink(), createOtelSink());
  */
 export function combineSinks(...sinks: TraceSink[]): TraceSink {
-  sinks.forEach((s, i) => guardSink(s, `sinks[${i}]`)); // validates each
-  const each = (call: (s: TraceSink) => void): void => {
-    let first: { err: unknown } | null = null;
-    for (const s of sinks) {
-      try {
-        call(s);
-      } catch (err) {
-        first ??= { err };
-      }
-    }
-    if (first !== null) throw first.err;
-  };
+  const guards = sinks.map((s, i) => guardSink(s, `sinks[${i}]`)); // validates each
   const all = async (method: "forceFlush" | "shutdown"): Promise<void> => {
     const results = await Promise.allSettled(sinks.map((s) => s[method]?.()));
     const failed = results.find((r) => r.status === "rejected");
     if (failed !== undefined) throw failed.reason;
   };
-  const runners = sinks.filter((s) => typeof s.runInSpan === "function");
+  const runners = guards.filter((g) => typeof g.inner.runInSpan === "function");
   return {
-    onSpanStart: (span) => each((s) => s.onSpanStart?.(span)),
-    onSpanEnd: (span) => each((s) => s.onSpanEnd(span)),
-    onEvent: (event) => each((s) => s.onEvent?.(event)),
+    onSpanStart: (span) => guards.forEach((g) => g.spanStart(span)),
+    onSpanEnd: (span) => guards.forEach((g) => g.spanEnd(span)),
+    onEvent: (event) => guards.forEach((g) => g.event(event)),
     runInSpan: <T>(span: Span, fn: () => T): T =>
-      runners.reduceRight<() => T>((next, s) => () => s.runInSpan!(span, next), fn)(),
+      runners.reduceRight<() => T>((next, g) => () => g.run(span, next), fn)(),
     forceFlush: () => all("forceFlush"),
     shutdown: () => all("shutdown"),
   };

@@ -26,6 +26,27 @@ export async function takeJob(
   orphanSeconds: number,
 ): Promise<{ claimed: ClaimedRun; held: Held } | null> {
   const runId = (job.data as { runId?: string }).runId ?? "";
+  // The common case (a pending, due run of this job) in one script; any other, read and decide.
+  const fast = await records.claimFast(
+    runId,
+    request.queue,
+    job.id ?? "",
+    request.workerId,
+    request.leaseMs,
+    Date.now(),
+  );
+  if (fast !== null) {
+    return {
+      held: { run: fast.run, v: fast.v, job, token },
+      claimed: {
+        run: fast.run,
+        lease: { runId, workerId: request.workerId, fence: fast.run.fence },
+        steps: fast.steps,
+        inputs: fast.inputs,
+        checkpoint: fast.checkpoint,
+      },
+    };
+  }
   const { run, v, job: current, steps, inputs, checkpoint } = await records.readForClaim(runId);
   const drop = () => job.moveToCompleted(null, token, false).catch(() => undefined);
   if (run === null) {

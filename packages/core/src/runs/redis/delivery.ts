@@ -55,7 +55,8 @@ export class RedisDelivery {
     let queue = this.#queues.get(name);
     if (queue === undefined) {
       queue = new this.#bull.Queue(name, {
-        connection: this.#bullConnection(),
+        // The store's command connection: an add sent right after a record write runs after it.
+        connection: this.#records.redis,
         prefix: this.#records.key("bull"),
       });
       queue.on("error", () => undefined);

@@ -2,9 +2,9 @@ import type { Redis } from "ioredis";
 import { ErrorCode, NervaError } from "../../errors.js";
 import { decodeCursor, encodeCursor, matchesQuery } from "../list-cursor.js";
 import type { RunListQuery } from "../store.js";
-import type { Transition } from "../transitions.js";
+import { claimRun, type Transition } from "../transitions.js";
 import { RunStatus, type RunEvent, type RunPage, type RunRecord } from "../types.js";
-import { COMMIT_LUA, PRUNE_LUA, redisKey } from "./scripts.js";
+import { CLAIM_LUA, COMMIT_LUA, PRUNE_LUA, redisKey } from "./scripts.js";
 import { toUnavailable } from "./unavailable.js";
 
 /** A record as read, with its version (for compare-and-set) and the id of its BullMQ job. */
@@ -31,7 +31,36 @@ export type Op =
   | { kind: "step" | "input" | "checkpoint"; key: string; value: string }
   | { kind: "create"; idem: string | null };
 
+/** What the claim script answers when it claimed the run (see CLAIM_LUA). */
+export interface FastClaim {
+  readonly run: RunRecord;
+  readonly v: number;
+  readonly steps: Map<string, string>;
+  readonly inputs: Map<string, string>;
+  readonly checkpoint: string | null;
+}
+
 const MAX_CAS_TRIES = 50;
+
+/**
+ * The record stored as `doc`, with the claim the claim script recorded beside it (`claim`,
+ * `{w, at, exp}`) applied as `claimRun` applies it; `null` without a doc.
+ */
+export function parseRecord(doc: unknown, claim: unknown): RunRecord | null {
+  if (typeof doc !== "string") return null;
+  const run = JSON.parse(doc) as RunRecord;
+  if (typeof claim !== "string") return run;
+  const c = JSON.parse(claim) as { w: string; at: number; exp: number };
+  return claimRun(run, c.w, c.exp - c.at, c.at).run;
+}
+
+/** A flat [k1, v1, k2, v2...] answer as a Map. */
+function pairs(flat: unknown): Map<string, string> {
+  const map = new Map<string, string>();
+  if (!Array.isArray(flat)) return map;
+  for (let i = 0; i + 1 < flat.length; i += 2) map.set(String(flat[i]), String(flat[i + 1]));
+  return map;
+}
 
 /**
  * The run records of a RedisRunStore: reads them (as JSON under `<prefix>:run:<id>`) and writes
@@ -47,6 +76,7 @@ export class RedisRecords {
     this.redis = redis;
     this.prefix = prefix;
     redis.defineCommand("nervaCommit", { numberOfKeys: 1, lua: COMMIT_LUA });
+    redis.defineCommand("nervaClaim", { numberOfKeys: 1, lua: CLAIM_LUA });
     redis.defineCommand("nervaPrune", { numberOfKeys: 0, lua: PRUNE_LUA });
   }
 
@@ -55,13 +85,14 @@ export class RedisRecords {
   }
 
   async load(runId: string): Promise<Loaded | null> {
-    const [doc, v, job] = (await this.redis
-      .hmget(this.key("run", runId), "doc", "v", "job")
+    const [doc, v, job, claim] = (await this.redis
+      .hmget(this.key("run", runId), "doc", "v", "job", "claim")
       .catch((e: unknown) => {
         throw toUnavailable(e);
       })) as (string | null)[];
-    if (doc === null || doc === undefined || v === null || v === undefined) return null;
-    return { run: JSON.parse(doc) as RunRecord, v: Number(v), job: job ?? null };
+    const run = parseRecord(doc, claim);
+    if (run === null || v === null || v === undefined) return null;
+    return { run, v: Number(v), job: job ?? null };
   }
 
   /** Runs the commit script; its raw answer. */
@@ -89,6 +120,9 @@ export class RedisRecords {
       op.kind === "" || op.kind === "create" ? "" : op.key,
       op.kind === "" || op.kind === "create" ? "" : op.value,
       op.kind === "create" && op.idem !== null ? this.key("idem", run.queue, op.idem) : "",
+      run.fence,
+      run.attempt,
+      run.availableAt,
       events.length,
     ];
     for (const e of events) {
@@ -146,14 +180,55 @@ export class RedisRecords {
     );
   }
 
+  /**
+   * Claims run `runId`, delivered by job `jobId`, with the claim script: the claimed record (as
+   * `claimRun` makes it) with its steps, answers and checkpoint, or `null` when the run is not
+   * a pending, due run of that job (the caller reads it and decides).
+   */
+  async claimFast(
+    runId: string,
+    queue: string,
+    jobId: string,
+    workerId: string,
+    leaseMs: number,
+    now: number,
+  ): Promise<FastClaim | null> {
+    let answer: unknown[];
+    try {
+      const claim = (
+        this.redis as unknown as { nervaClaim: (...a: unknown[]) => Promise<unknown[]> }
+      ).nervaClaim;
+      answer = await claim.call(
+        this.redis,
+        this.key("run", runId),
+        this.prefix,
+        runId,
+        queue,
+        jobId,
+        workerId,
+        now + leaseMs,
+        now,
+      );
+    } catch (err) {
+      throw toUnavailable(err);
+    }
+    if (answer[0] !== 1) return null;
+    const stored = JSON.parse(answer[2] as string) as RunRecord;
+    return {
+      run: claimRun(stored, workerId, leaseMs, now).run,
+      v: Number(answer[1]),
+      steps: pairs(answer[3]),
+      inputs: pairs(answer[4]),
+      checkpoint: typeof answer[5] === "string" ? answer[5] : null,
+    };
+  }
+
   /** The record, version, job, steps, answers and checkpoint a claim needs, in one round trip. */
   async readForClaim(runId: string): Promise<ClaimRead> {
     const rk = this.key("run", runId);
     const answers = ((await this.redis
       .pipeline([
-        ["hget", rk, "doc"],
-        ["hget", rk, "v"],
-        ["hget", rk, "job"],
+        ["hmget", rk, "doc", "v", "job", "claim"],
         ["hgetall", this.key("steps", runId)],
         ["hgetall", this.key("in", runId)],
         ["get", this.key("cp", runId)],
@@ -162,9 +237,10 @@ export class RedisRecords {
       .catch((e: unknown) => {
         throw toUnavailable(e);
       })) ?? []) as [unknown, unknown][];
-    const [doc, v, job, steps, inputs, checkpoint] = answers.map((a) => a[1]);
+    const [fields, steps, inputs, checkpoint] = answers.map((a) => a[1]);
+    const [doc, v, job, claim] = (fields as unknown[] | undefined) ?? [];
     return {
-      run: typeof doc === "string" ? (JSON.parse(doc) as RunRecord) : null,
+      run: parseRecord(doc, claim),
       v: Number(v),
       job,
       steps: new Map(Object.entries((steps as Record<string, string> | null) ?? {})),
@@ -191,12 +267,12 @@ export class RedisRecords {
       if (page.length === 0) break;
       offset += page.length;
       const docs = await this.redis
-        .pipeline(page.map((id) => ["hget", this.key("run", id), "doc"]))
+        .pipeline(page.map((id) => ["hmget", this.key("run", id), "doc", "claim"]))
         .exec();
-      for (const [, doc] of docs ?? []) {
-        if (typeof doc !== "string") continue;
-        const run = JSON.parse(doc) as RunRecord;
-        if (matchesQuery(run, query, after)) runs.push(run);
+      for (const [, fields] of docs ?? []) {
+        const [doc, claim] = (fields as unknown[] | null) ?? [];
+        const run = parseRecord(doc, claim);
+        if (run !== null && matchesQuery(run, query, after)) runs.push(run);
       }
       if (runs.length > query.limit) break;
       if (page.length < 200) break;

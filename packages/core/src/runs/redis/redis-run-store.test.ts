@@ -1,6 +1,9 @@
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
+import { ExecContext } from "../../context/exec-context.js";
+import { RunQueue } from "../run-queue.js";
 import { describeRunStoreContract } from "../../testing/run-store-contract.js";
 import { RedisRunStore } from "./redis-run-store.js";
 import { REDIS_URL, dropPrefixes, testPrefix } from "./redis.test-support.js";
@@ -15,6 +18,65 @@ describeRunStoreContract("RedisRunStore", async () => {
     store: new RedisRunStore({ url: REDIS_URL, prefix }),
     reopen: async () => new RedisRunStore({ url: REDIS_URL, prefix }),
   };
+});
+
+describe("RedisRunStore claim script", () => {
+  it("a run it claimed reads as claimed from every path, and the next write folds the claim in", async () => {
+    const prefix = testPrefix("claim");
+    prefixes.push(prefix);
+    const store = new RedisRunStore({ url: REDIS_URL, prefix });
+    const reader = new RedisRunStore({ url: REDIS_URL, prefix });
+    const raw = new Redis(REDIS_URL);
+    try {
+      const queue = new RunQueue({ store, name: "q" });
+      const ctx = ExecContext.create({ userId: "u1" });
+      const { id } = await queue.enqueue({ handler: "h", input: { message: "m" }, ctx });
+      // A worker id JSON must escape, written into the record by Lua.
+      const workerId = 'w"1\\/é';
+      const claimed = await store.claim({ queue: "q", workerId, leaseMs: 30_000, waitMs: 5_000 });
+      expect(claimed?.run).toMatchObject({
+        id,
+        status: "running",
+        fence: 1,
+        lastSeq: 2,
+        lease: { workerId, fence: 1 },
+      });
+      // The script took it (the claim sits beside the document until the next write).
+      expect(await raw.hget(`${prefix}:run:${id}`, "claim")).not.toBeNull();
+      expect(await reader.get(id)).toEqual(claimed?.run);
+      const running = await reader.list({ queue: "q", status: "running", limit: 10 });
+      expect(running.runs).toEqual([claimed?.run]);
+      expect((await reader.list({ queue: "q", status: "pending", limit: 10 })).runs).toEqual([]);
+      const events = await reader.readEvents(id, 0, 10);
+      expect(events.map((e) => [e.seq, e.type, e.attempt])).toEqual([
+        [1, "run.enqueued", 1],
+        [2, "run.started", 1],
+      ]);
+      expect(events[1]?.data).toEqual({ fence: 1, workerId });
+      const lease = claimed!.lease;
+      await store.heartbeat(lease, 60_000);
+      expect(await raw.hget(`${prefix}:run:${id}`, "claim")).toBeNull();
+      const beaten = await reader.get(id);
+      expect({ ...beaten, lease: null }).toEqual({ ...claimed?.run, lease: null });
+      expect(beaten?.lease?.expiresAt).toBeGreaterThan(claimed!.run.lease!.expiresAt);
+      // A stale fence is still refused, and the holder's writes keep the seq gap-free.
+      await expect(store.append({ ...lease, fence: 0 }, "x.y", {})).rejects.toMatchObject({
+        code: "LEASE_LOST",
+      });
+      await store.append(lease, "x.y", {});
+      await store.finish(lease, {
+        status: "succeeded",
+        result: { status: "success", output: "ok", data: {}, error: null, handler: "h" },
+      });
+      const all = await reader.readEvents(id, 0, 10);
+      expect(all.map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+      expect((await reader.get(id))?.status).toBe("succeeded");
+    } finally {
+      raw.disconnect();
+      await reader.close();
+      await store.close();
+    }
+  });
 });
 
 describe("RedisRunStore options", () => {

@@ -67,6 +67,11 @@ export { RedisRunStoreOptionsSchema, type RedisRunStoreOptions } from "./options
  */
 export class RedisRunStore implements RunStore {
   readonly prefix: string;
+  /**
+   * A claim is one script (the job comes with the previous finish, or from one blocking fetch at
+   * a time): a Runner overlaps as many as it has slots, as BullMQ's own workers do.
+   */
+  readonly claimConcurrency = Infinity;
   readonly #options: z.output<typeof RedisRunStoreOptionsSchema>;
   readonly #redis: Redis;
   readonly #records: RedisRecords;
@@ -97,13 +102,24 @@ export class RedisRunStore implements RunStore {
   async create(init: NewRun): Promise<{ run: RunRecord; created: boolean }> {
     const t = createRun(init, Date.now());
     const job = init.id;
-    const [code, value] = await this.#records.commit(
+    const commit = this.#records.commit(
       t.run,
       null,
       t.events,
       { kind: "create", idem: init.idempotencyKey },
       job,
     );
+    if (init.idempotencyKey === null) {
+      // Nothing to refuse: the job goes out in the same tick, on the same connection, behind the
+      // record (Redis runs them in order), so an enqueue costs one round trip. A job whose
+      // record write failed finds no record and is dropped as an orphan.
+      const [[code]] = await Promise.all([commit, this.#delivery.addJob(t.run, job)]);
+      if (code !== 1) {
+        throw new NervaError(ErrorCode.INTERNAL, `Run id ${init.id} already exists.`);
+      }
+      return { run: t.run, created: true };
+    }
+    const [code, value] = await commit;
     if (code === 3) {
       const other = await this.#records.load(String(value));
       if (other !== null) return { run: other.run, created: false };
@@ -282,6 +298,7 @@ export class RedisRunStore implements RunStore {
       lease,
       (run) => pauseRun(run, lease, pause, Date.now()),
       (h, run) => this.#delivery.completeAndFetch(h.job, h.token, run.queue),
+      true,
     );
   }
 
@@ -290,6 +307,7 @@ export class RedisRunStore implements RunStore {
       lease,
       (run) => finishRun(run, lease, outcome, Date.now()),
       (h, run) => this.#delivery.completeAndFetch(h.job, h.token, run.queue),
+      true,
     );
   }
 
@@ -315,18 +333,26 @@ export class RedisRunStore implements RunStore {
     );
   }
 
-  /** A write that ends this worker's hold: the record first (the truth), then the job. */
+  /**
+   * A write that ends this worker's hold: the record (the truth) and the job's move. A move that
+   * does not depend on the outcome (`together`: finish and pause complete the job whatever the
+   * record says) goes out with the record write, one round trip for both; the others follow it.
+   * Either order is safe: a refused write (LEASE_LOST) means another worker holds the job under
+   * its own lock, so this worker's move fails; a move that fails or never ran leaves a job that
+   * stalls or comes back, and its claim drops it (the run is no longer claimable) or delays it
+   * to the run's due time; a record left running with its job gone is found by the sweep.
+   */
   async #end(
     lease: LeaseRef,
     apply: (run: RunRecord) => Transition,
     move: (held: Held, run: RunRecord) => Promise<unknown>,
+    together = false,
   ): Promise<RunRecord> {
     const held = this.#holder(lease);
+    const moving = together ? move(held, held.run).catch(() => undefined) : null;
     const { t } = await this.#leased(lease, apply);
     this.#held.delete(lease.runId);
-    // A failed move is harmless: the job stalls or comes back, and its claim drops it (the run
-    // is no longer claimable) or delays it to the run's due time.
-    await move(held, t.run).catch(() => undefined);
+    await (moving ?? move(held, t.run).catch(() => undefined));
     return t.run;
   }
 

@@ -1,6 +1,6 @@
 import type { ExecContext } from "../../context/exec-context.js";
 import type { AgentInput, AgentResult } from "../../types/agent.js";
-import { errorResult, messageOf } from "../results.js";
+import { errorResult, thrownResult } from "../results.js";
 import type { AgentRuntime } from "../types.js";
 import type { Container } from "./docker.js";
 import { FramedConnection } from "./framed.js";
@@ -46,7 +46,7 @@ export async function runFramedCall(
     if (scoped.signal.aborted) return errorResult(spec.name, "ended before the agent was ready");
     return await conn.run(input, scoped, runtime);
   } catch (err) {
-    return errorResult(spec.name, messageOf(err));
+    return thrownResult(spec.name, err);
   } finally {
     scoped.signal.removeEventListener("abort", stop);
     if (container !== undefined) void host.discard(container);

@@ -10,7 +10,7 @@ import {
   type WorkerFrame,
 } from "../protocol/index.js";
 import { WorkerSpans } from "../protocol/worker-spans.js";
-import { errorResult, messageOf } from "../results.js";
+import { errorResult, messageOf, thrownResult } from "../results.js";
 import type { AgentRuntime } from "../types.js";
 import { Demuxer, exitState, STDERR, STDOUT, type Container } from "./docker.js";
 import type { HandlerSpec } from "./spec.js";
@@ -258,7 +258,7 @@ export class FramedConnection {
     try {
       result = await (this.#runtime as AgentRuntime).delegate(handler, input, current.scoped);
     } catch (err) {
-      result = errorResult(handler, messageOf(err));
+      result = thrownResult(handler, err);
     }
     if (this.#current !== current) return;
     this.#write(encodeFrame({ type: "delegate_result", id: current.id, call_id: callId, result }));

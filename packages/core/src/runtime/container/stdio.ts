@@ -1,7 +1,7 @@
 import type { Duplex } from "node:stream";
 import type { ExecContext } from "../../context/exec-context.js";
 import { agentResult, type AgentInput, type AgentResult } from "../../types/agent.js";
-import { errorResult, messageOf } from "../results.js";
+import { errorResult, messageOf, thrownResult } from "../results.js";
 import { declinedResult, parseStdout } from "../subprocess/executable.js";
 import { TailBuffer, withStderr } from "../subprocess/output.js";
 import {
@@ -65,7 +65,7 @@ export async function runStdioCall(
     try {
       container = await host.create(spec, contextEnv(spec.name, scoped));
     } catch (err) {
-      return errorResult(spec.name, messageOf(err));
+      return thrownResult(spec.name, err);
     }
     if (scoped.signal.aborted) return errorResult(spec.name, "ended before the container started");
     const outcome = await execute(host, container, input, scoped, (s) => (socket = s));

@@ -1,6 +1,6 @@
 import type { ExecContext } from "../../context/exec-context.js";
 import type { AgentInput, AgentResult } from "../../types/agent.js";
-import { errorResult, messageOf } from "../results.js";
+import { errorResult, messageOf, thrownResult } from "../results.js";
 import type { AgentRuntime } from "../types.js";
 import { AGENT_START_MS, createFramedContainer } from "./framed-call.js";
 import { FramedConnection } from "./framed.js";
@@ -57,7 +57,7 @@ export class WarmPool {
     try {
       conn = await this.#acquire(scoped);
     } catch (err) {
-      return errorResult(this.#spec.name, messageOf(err));
+      return thrownResult(this.#spec.name, err);
     }
     // Timeout or cancel: the container is killed, whatever the handler is doing.
     const stop = (): void => void conn.kill("was killed: the call timed out or was cancelled");

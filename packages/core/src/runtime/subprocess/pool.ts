@@ -1,5 +1,5 @@
 import type { AgentResult } from "../../types/agent.js";
-import { errorResult, messageOf } from "../results.js";
+import { thrownResult } from "../results.js";
 import { WorkerProcess, type WorkerJob, type WorkerSettings } from "./worker-process.js";
 
 /** Sizing of a {@link WorkerPool}. */
@@ -85,7 +85,7 @@ export class WorkerPool {
     try {
       worker = await this.#acquire(job);
     } catch (err) {
-      return errorResult(job.handler, messageOf(err));
+      return thrownResult(job.handler, err);
     }
     const onBlocked = (delta: 1 | -1): void => {
       this.#blocked += delta;

@@ -2,7 +2,7 @@ import type { ExecContext } from "../../context/exec-context.js";
 import type { AgentInput, AgentResult } from "../../types/agent.js";
 import type { HostFrameInput, WorkerFrame } from "../protocol/frames.js";
 import { WorkerSpans } from "../protocol/worker-spans.js";
-import { errorResult, messageOf } from "../results.js";
+import { messageOf, thrownResult } from "../results.js";
 
 /** What an {@link InvocationSession} needs from its runtime. */
 export interface SessionOptions {
@@ -92,7 +92,7 @@ export class InvocationSession {
         const before = this.#chain.catch(() => undefined);
         void before
           .then(() => o.delegate(handler, input))
-          .catch((err: unknown) => errorResult(handler, messageOf(err)))
+          .catch((err: unknown) => thrownResult(handler, err))
           .then((result) => {
             o.onBlocked?.(-1);
             if (!this.#closed) {

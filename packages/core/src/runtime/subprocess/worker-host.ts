@@ -17,7 +17,7 @@ import {
   type InvokeFrame,
   type WorkerFrameInput,
 } from "../protocol/frames.js";
-import { errorResult, messageOf } from "../results.js";
+import { messageOf, thrownResult } from "../results.js";
 import type { AgentHandler, AgentRuntime } from "../types.js";
 
 /** Largest frame a worker accepts from its host (an invoke carries the input and the context). */
@@ -261,7 +261,7 @@ export function serveWorker(options: ServeWorkerOptions): void {
       const fn = await resolve(frame);
       result = await execute(frame.handler, fn, frame, current);
     } catch (err) {
-      result = errorResult(frame.handler, messageOf(err));
+      result = thrownResult(frame.handler, err);
     }
     if (inv !== undefined) {
       flushUsage(inv);
