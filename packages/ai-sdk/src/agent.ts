@@ -1,7 +1,6 @@
 import { z } from "zod";
 import {
   AgentStatus,
-  decisionError,
   ErrorCode,
   isNervaError,
   parseOrThrow,
@@ -10,8 +9,7 @@ import {
   type PartialAgentResult,
 } from "@nerva/core";
 import type { ModelMessage } from "ai";
-import { toolsFor } from "./tools.js";
-import type { NervaModel } from "./types.js";
+import { modelLoopShape, runModelLoop, type ModelLoopOptions } from "./model-call.js";
 
 /**
  * Options of {@link modelAgent}.
@@ -19,38 +17,17 @@ import type { NervaModel } from "./types.js";
  * @example
  * const options: ModelAgentOptions = { model, system: "You book flights.", maxSteps: 5, tools: ["search_flights"] };
  */
-export interface ModelAgentOptions {
-  readonly model: NervaModel;
-  readonly system?: string;
-  /** Model steps per request (each tool round trip is one); default 5. */
-  readonly maxSteps?: number;
-  /** The kit's tools the model may call: all of them (`true`, default), none, or these names. */
-  readonly tools?: boolean | readonly string[];
+export interface ModelAgentOptions extends ModelLoopOptions {
   /** What the model is asked; default the input's message. */
   readonly prompt?: (input: AgentInput) => string | readonly ModelMessage[];
-  readonly temperature?: number;
-  readonly maxOutputTokens?: number;
 }
 
 const OptionsSchema = z
   .object({
-    model: z.custom<NervaModel>(
-      (v) =>
-        typeof v === "object" &&
-        v !== null &&
-        typeof (v as NervaModel).generate === "function" &&
-        typeof (v as NervaModel).stream === "function" &&
-        typeof (v as NervaModel).id === "string",
-      "must be a model made by createModel(...)",
-    ),
-    system: z.string().optional(),
-    maxSteps: z.number().int().min(1).max(100).default(5),
-    tools: z.union([z.boolean(), z.array(z.string().min(1))]).default(true),
+    ...modelLoopShape,
     prompt: z
       .custom<ModelAgentOptions["prompt"]>((v) => typeof v === "function", "must be a function")
       .optional(),
-    temperature: z.number().finite().optional(),
-    maxOutputTokens: z.number().int().positive().optional(),
   })
   .strict();
 
@@ -86,30 +63,10 @@ export function modelAgent(options: ModelAgentOptions): KitHandler {
     "options",
     "Pass { model: createModel(...), system?, maxSteps?: 1-100, tools?: boolean | string[], prompt?: (input) => string | messages, temperature?, maxOutputTokens? }.",
   );
-  const model = o.model;
   return async (input, ctx, kit) => {
-    let tools = o.tools === false ? undefined : await toolsFor(kit, ctx);
-    if (tools !== undefined && Array.isArray(o.tools)) {
-      const wanted = new Set(o.tools);
-      tools = Object.fromEntries(Object.entries(tools).filter(([name]) => wanted.has(name)));
-    }
     const asked = o.prompt === undefined ? input.message : o.prompt(input);
-    const call = {
-      ...(o.system === undefined ? {} : { system: o.system }),
-      ...(typeof asked === "string" ? { prompt: asked } : { messages: asked }),
-      ...(tools === undefined || Object.keys(tools).length === 0 ? {} : { tools }),
-      ...(o.temperature === undefined ? {} : { temperature: o.temperature }),
-      ...(o.maxOutputTokens === undefined ? {} : { maxOutputTokens: o.maxOutputTokens }),
-      maxSteps: o.maxSteps,
-      beforeStep: async () => {
-        const refused = await kit.authorize({ kind: "model", name: model.id });
-        if (refused !== null) throw decisionError(refused);
-      },
-    };
     try {
-      const { text } =
-        ctx.stream === null ? await model.generate(ctx, call) : await model.stream(ctx, call);
-      return text;
+      return (await runModelLoop(o, kit, ctx, asked)).text;
     } catch (err) {
       return failure(err);
     }

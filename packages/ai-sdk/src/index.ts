@@ -10,6 +10,8 @@ export { PriceTable, type ModelPrice, type PricedUsage } from "./prices.js";
 
 // Agents and tools
 export { modelAgent, type ModelAgentOptions } from "./agent.js";
+export { modelNode, type ModelNodeAnswer, type ModelNodeOptions } from "./model-node.js";
+export type { ModelLoopOptions } from "./model-call.js";
 export { providerNames, toolsFor, type ToolFailure, type ToolSource } from "./tools.js";
 
 // Router and responder

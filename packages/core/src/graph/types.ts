@@ -103,11 +103,12 @@ export interface SharedStateView {
   ): Promise<T>;
 }
 
-/** The kinds of node Nerva ships. A model node (over `@nerva/ai-sdk`) will add `model`. */
+/** The kinds of node Nerva ships (`model` nodes are built by `modelNode` in `@nerva/ai-sdk`). */
 export const NodeKind = {
   AGENT: "agent",
   FUNCTION: "function",
   INPUT: "input",
+  MODEL: "model",
 } as const;
 export type NodeKind = (typeof NodeKind)[keyof typeof NodeKind];
 
