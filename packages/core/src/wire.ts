@@ -60,9 +60,13 @@ export {
 } from "./types/policy-decision.js";
 export { wireSchemas } from "./types/wire.js";
 export {
+  EventFrameSchema,
   SpanFrameSchema,
+  WorkerEventSchema,
   WorkerSpanSchema,
+  type EventFrame,
   type SpanFrame,
+  type WorkerEventWire,
   type WorkerSpanWire,
 } from "./runtime/protocol/frames.js";
 export { eventToWire } from "./context/events.js";

@@ -435,6 +435,33 @@ export class ExecContext extends ContextLifecycle {
     return event;
   }
 
+  /**
+   * Records an event measured elsewhere, with its own time and span: what a runtime does with a
+   * worker's `event` frames (handlers call {@link event}). The caller bounds its content.
+   *
+   * @example
+   * ctx.adoptEvent({ name: "cache.miss", timestampMs: Date.now(), spanId: span.id, attributes: {} });
+   */
+  adoptEvent(init: {
+    readonly name: string;
+    readonly timestampMs: number;
+    readonly spanId: string | null;
+    readonly attributes: Readonly<Attributes>;
+  }): ContextEvent {
+    const event: ContextEvent = Object.freeze({
+      name: init.name,
+      timestampMs: init.timestampMs,
+      traceId: this.traceId,
+      requestId: this.requestId,
+      spanId: init.spanId,
+      attributes: Object.freeze({ ...init.attributes }),
+    });
+    this.#rec().events.push(event);
+    const sink = this.#id.sink;
+    if (sink !== null) sink.event(event);
+    return event;
+  }
+
   // ---- request-local slots ---------------------------------------------------------------
 
   /**

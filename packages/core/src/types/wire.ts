@@ -9,7 +9,7 @@ import {
   ToolStatusSchema,
 } from "./components.js";
 import { ExecContextSchema } from "./context-wire.js";
-import { SpanFrameSchema } from "../runtime/protocol/frames.js";
+import { EventFrameSchema, SpanFrameSchema } from "../runtime/protocol/frames.js";
 import { PermissionsSchema } from "./permissions.js";
 import { PolicyDecisionSchema } from "./policy-decision.js";
 import { AGENT_STATUSES, SCOPES } from "./status.js";
@@ -51,4 +51,5 @@ export const wireSchemas = {
   Channel: ChannelSchema,
   PolicyDecision: PolicyDecisionSchema,
   SpanFrame: SpanFrameSchema,
+  EventFrame: EventFrameSchema,
 } as const satisfies Record<string, z.ZodType>;

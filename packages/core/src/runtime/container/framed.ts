@@ -228,14 +228,18 @@ export class FramedConnection {
       case "span":
         (current.spans ??= new WorkerSpans(current.scoped, this.#spec.name)).add(frame.span);
         return;
+      case "event":
+        (current.spans ??= new WorkerSpans(current.scoped, this.#spec.name)).addEvent(frame.event);
+        return;
       case "delegate":
         void this.#delegate(current, frame.call_id, frame.handler, frame.input);
         return;
       case "result": {
         this.#current = null;
-        if (frame.spans_dropped > 0) {
+        if (frame.spans_dropped > 0 || frame.events_dropped > 0) {
           (current.spans ??= new WorkerSpans(current.scoped, this.#spec.name)).addDropped(
             frame.spans_dropped,
+            frame.events_dropped,
           );
         }
         current.spans?.finish();

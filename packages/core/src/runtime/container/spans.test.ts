@@ -56,6 +56,12 @@ describe.skipIf(image === null)("spans from a container handler", () => {
       expect(plan?.usage).toMatchObject({ promptTokens: 7, completionTokens: 3, costUsd: 0.002 });
       expect(inv.usage).toMatchObject({ promptTokens: 1, completionTokens: 1 });
       expect(inv.totalUsage.totalTokens).toBe(ctx.tokenUsage.totalTokens);
+      // Events come back on the span they happened in.
+      expect(ctx.events.map((e) => [e.name, e.spanId, e.attributes])).toEqual([
+        ["plan.thought", plan?.id, { n: 1, idea: "split" }],
+        ["spanned", inv.id, { total: 2 }],
+      ]);
+      expect(sink.events.map((e) => e.name)).toEqual(["plan.thought", "spanned"]);
       // The agent reads the context's deadline and start from the wire's Unix seconds.
       expect(result.data["span_id"]).toBe(inv.id);
       // (the handler's deadline: its 30 s timeout, inside the request's 60 s).

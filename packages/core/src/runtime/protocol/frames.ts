@@ -116,6 +116,11 @@ export const ResultFrameSchema = z
      * invocation): added to the count of the host's `worker.spans_dropped` event.
      */
     spans_dropped: count.default(0),
+    /**
+     * Events of this invocation the worker did not send (it keeps to the host's limit of events
+     * per invocation): added to the count of the host's `worker.events_dropped` event.
+     */
+    events_dropped: count.default(0),
   })
   .strict();
 
@@ -198,6 +203,44 @@ export const SpanFrameSchema = z
       "Worker → host frame of the worker protocol: one span that ended inside a handler (docs/protocol.md).",
   });
 
+/**
+ * One event recorded inside a worker (`ctx.event(name, attributes)`). Like a span, it is checked
+ * for types only and bounded by the host (docs/protocol.md, "Events from workers").
+ */
+export const WorkerEventSchema = z.object({
+  name: z.string().describe("What happened; cut to 256 characters."),
+  at: z.number().describe("Unix seconds; clamped to the invocation's time window."),
+  span_id: z
+    .string()
+    .nullable()
+    .describe(
+      "The span it happened in: the invocation's span (the context's span_id) or a span of this invocation; anything else reads as the invocation's span.",
+    ),
+  attributes: z
+    .record(z.string(), attributeValue)
+    .default({})
+    .describe(
+      "Flat values; the first 64 are kept, keys cut to 256 characters, string values to 4096.",
+    ),
+});
+
+/**
+ * An event recorded inside the handler of invocation `id`. The host adds it to the caller's
+ * context (`ctx.events`, its trace sink) on the span it names.
+ */
+export const EventFrameSchema = z
+  .object({
+    type: z.literal("event"),
+    id: optionalId,
+    event: WorkerEventSchema,
+  })
+  .strict()
+  .meta({
+    id: "EventFrame",
+    description:
+      "Worker → host frame of the worker protocol: one event recorded inside a handler (docs/protocol.md).",
+  });
+
 /** The worker could not process a frame (malformed, unknown invocation...). */
 export const ErrorFrameSchema = z
   .object({ type: z.literal("error"), id: optionalId, message: z.string().max(65_536) })
@@ -211,6 +254,7 @@ export const WorkerFrameSchema = z.discriminatedUnion("type", [
   DelegateFrameSchema,
   ResultFrameSchema,
   SpanFrameSchema,
+  EventFrameSchema,
   ErrorFrameSchema,
 ]);
 
@@ -231,6 +275,11 @@ export type SpanFrame = z.output<typeof SpanFrameSchema>;
 export type WorkerSpanWire = z.output<typeof WorkerSpanSchema>;
 /** A span as a `span` frame carries it, as written (defaulted fields may be omitted). */
 export type WorkerSpanWireInput = z.input<typeof WorkerSpanSchema>;
+export type EventFrame = z.output<typeof EventFrameSchema>;
+/** An event as an `event` frame carries it, as validated (defaults filled). */
+export type WorkerEventWire = z.output<typeof WorkerEventSchema>;
+/** An event as an `event` frame carries it, as written (defaulted fields may be omitted). */
+export type WorkerEventWireInput = z.input<typeof WorkerEventSchema>;
 /** An AgentInput as it goes into a frame. */
 export type AgentInputWire = z.input<typeof AgentInputSchema>;
 

@@ -13,6 +13,7 @@ export {
   DelegateFrameSchema,
   DelegateResultFrameSchema,
   ErrorFrameSchema,
+  EventFrameSchema,
   HostFrameSchema,
   InvokeFrameSchema,
   PROTOCOL_VERSION,
@@ -21,12 +22,14 @@ export {
   ShutdownFrameSchema,
   SpanFrameSchema,
   UsageFrameSchema,
+  WorkerEventSchema,
   WorkerFrameSchema,
   WorkerSpanSchema,
   WorkerSpanUsageSchema,
   protocolSchemas,
   type AgentInputWire,
   type DelegateFrame,
+  type EventFrame,
   type HostFrame,
   type HostFrameInput,
   type InvokeFrame,
@@ -34,9 +37,16 @@ export {
   type SpanFrame,
   type UsageFrame,
   type WorkerFrame,
+  type WorkerEventWire,
+  type WorkerEventWireInput,
   type WorkerFrameInput,
   type WorkerSpanWire,
   type WorkerSpanWireInput,
 } from "./frames.js";
-export { spanFrame } from "./span-frame.js";
-export { SPANS_DROPPED_EVENT, WORKER_SPAN_LIMITS, WorkerSpans } from "./worker-spans.js";
+export { eventFrame, spanFrame } from "./span-frame.js";
+export {
+  EVENTS_DROPPED_EVENT,
+  SPANS_DROPPED_EVENT,
+  WORKER_SPAN_LIMITS,
+  WorkerSpans,
+} from "./worker-spans.js";

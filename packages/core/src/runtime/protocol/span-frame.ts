@@ -1,6 +1,17 @@
+import type { ContextEvent } from "../../context/events.js";
 import type { Span } from "../../context/span.js";
-import { toUnixSeconds } from "../../types/trace.js";
+import { toUnixSeconds, type Attributes } from "../../types/trace.js";
 import type { WorkerFrameInput, WorkerSpanWireInput } from "./frames.js";
+
+/** Attribute numbers JSON cannot carry (NaN, ±Infinity) become text. */
+function wireAttributes(attrs: Readonly<Attributes>): WorkerSpanWireInput["attributes"] {
+  const out: WorkerSpanWireInput["attributes"] = {};
+  for (const key in attrs) {
+    const value = attrs[key] as string | number | boolean;
+    out[key] = typeof value === "number" && !Number.isFinite(value) ? String(value) : value;
+  }
+  return out;
+}
 
 /**
  * The `span` frame a worker sends for `span`, which has ended, in invocation `id`. Attribute
@@ -11,12 +22,7 @@ import type { WorkerFrameInput, WorkerSpanWireInput } from "./frames.js";
  * const sink = { onSpanEnd: (span) => channel.write(encodeFrame(spanFrame(span, invocationId))) };
  */
 export function spanFrame(span: Span, id: string | undefined): WorkerFrameInput {
-  const attributes: WorkerSpanWireInput["attributes"] = {};
-  const attrs = span.attributes;
-  for (const key in attrs) {
-    const value = attrs[key] as string | number | boolean;
-    attributes[key] = typeof value === "number" && !Number.isFinite(value) ? String(value) : value;
-  }
+  const attributes = wireAttributes(span.attributes);
   const wire: WorkerSpanWireInput = {
     span_id: span.id,
     parent_id: span.parentId,
@@ -40,4 +46,20 @@ export function spanFrame(span: Span, id: string | undefined): WorkerFrameInput 
     };
   }
   return id === undefined ? { type: "span", span: wire } : { type: "span", id, span: wire };
+}
+
+/**
+ * The `event` frame a worker sends for `event`, recorded in invocation `id`.
+ *
+ * @example
+ * const sink = { onSpanEnd() {}, onEvent: (e) => channel.write(encodeFrame(eventFrame(e, invocationId))) };
+ */
+export function eventFrame(event: ContextEvent, id: string | undefined): WorkerFrameInput {
+  const wire = {
+    name: event.name,
+    at: toUnixSeconds(event.timestampMs),
+    span_id: event.spanId,
+    attributes: wireAttributes(event.attributes),
+  };
+  return id === undefined ? { type: "event", event: wire } : { type: "event", id, event: wire };
 }

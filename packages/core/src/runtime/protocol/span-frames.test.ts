@@ -8,7 +8,7 @@ import { ExecContext } from "../../context/exec-context.js";
 import type { Span } from "../../context/span.js";
 import { MemoryTraceSink } from "../../tracing/memory-sink.js";
 import { SubprocessRuntime } from "../subprocess/subprocess-runtime.js";
-import { SPANS_DROPPED_EVENT } from "./worker-spans.js";
+import { EVENTS_DROPPED_EVENT, SPANS_DROPPED_EVENT } from "./worker-spans.js";
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "worker-spans");
 
@@ -81,6 +81,46 @@ describe("spans from a pooled Node worker", () => {
     const dropped = ctx.events.filter((e) => e.name === SPANS_DROPPED_EVENT);
     expect(dropped).toHaveLength(1);
     expect(dropped[0]?.attributes["count"]).toBe(5002 - 1000);
+  });
+
+  it("its events land on the span they happened in, before that span ends in the sink", async () => {
+    const sink = new MemoryTraceSink();
+    const heard: string[] = [];
+    const ctx = ExecContext.create({
+      userId: "u1",
+      traceSink: {
+        onSpanEnd: (span) => {
+          heard.push(`end ${span.name}`);
+          sink.onSpanEnd(span);
+        },
+        onEvent: (e) => void heard.push(`event ${e.name}`),
+      },
+    });
+    const result = await runtime.invoke("spans", { message: "go" }, ctx);
+    expect(result.status).toBe("success");
+    const inv = ctx.spans.find((s) => s.name === "runtime.invoke") as Span;
+    const plan = ctx.spans.find((s) => s.name === "plan") as Span;
+    expect(ctx.events.map((e) => [e.name, e.spanId, e.attributes])).toEqual([
+      ["plan.thought", plan.id, { n: 1, idea: "split" }],
+      ["spanned", inv.id, { total: 2 }],
+    ]);
+    for (const e of ctx.events) {
+      expect(e.traceId).toBe(ctx.traceId);
+      expect(e.timestampMs).toBeGreaterThanOrEqual(inv.startMs);
+    }
+    expect(heard.indexOf("event plan.thought")).toBeLessThan(heard.indexOf("end plan"));
+    expect(heard.indexOf("event spanned")).toBeLessThan(heard.indexOf("end runtime.invoke"));
+  });
+
+  it("keeps 1,000 events of a handler that records 3,000; the worker counts the rest", async () => {
+    const { ctx } = request();
+    const result = await runtime.invoke("spans", { message: "go", args: { events: "3000" } }, ctx);
+    expect(result.status).toBe("success");
+    const many = ctx.events.filter((e) => e.name.startsWith("many."));
+    // plan.thought and the first 999 of the loop were sent; the rest (and "spanned") counted.
+    expect(many).toHaveLength(999);
+    const dropped = ctx.events.filter((e) => e.name === EVENTS_DROPPED_EVENT);
+    expect(dropped.map((e) => e.attributes["count"])).toEqual([3002 - 1000]);
   });
 
   it("drops a span that ends after the result; the same worker serves the next call", async () => {

@@ -3,10 +3,21 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ExecContext } from "../../context/exec-context.js";
+import type { ContextEvent } from "../../context/events.js";
 import type { Span } from "../../context/span.js";
 import type { TraceSink } from "../../tracing/sink.js";
-import { WorkerSpanSchema, type WorkerSpanWireInput } from "./frames.js";
-import { SPANS_DROPPED_EVENT, WORKER_SPAN_LIMITS, WorkerSpans } from "./worker-spans.js";
+import {
+  WorkerEventSchema,
+  WorkerSpanSchema,
+  type WorkerEventWireInput,
+  type WorkerSpanWireInput,
+} from "./frames.js";
+import {
+  EVENTS_DROPPED_EVENT,
+  SPANS_DROPPED_EVENT,
+  WORKER_SPAN_LIMITS,
+  WorkerSpans,
+} from "./worker-spans.js";
 
 /** A sink that keeps what it heard, in order. */
 class Recorder implements TraceSink {
@@ -19,6 +30,9 @@ class Recorder implements TraceSink {
     this.calls.push(`end ${span.name}`);
     this.ended.push(span);
   }
+  onEvent(event: ContextEvent): void {
+    this.calls.push(`event ${event.name}`);
+  }
 }
 
 function invocation() {
@@ -29,9 +43,10 @@ function invocation() {
   const scoped = ctx.fork({ span: inv, agentName: "w" });
   const spans = new WorkerSpans(scoped, "w");
   const add = (span: WorkerSpanWireInput) => spans.add(WorkerSpanSchema.parse(span));
+  const addEvent = (event: WorkerEventWireInput) => spans.addEvent(WorkerEventSchema.parse(event));
   /** Spans adopted from the worker: every span of the tree but the two local ones. */
   const adopted = () => ctx.spans.filter((s) => s !== handle && s !== inv);
-  return { ctx, sink, handle, inv, scoped, spans, add, adopted };
+  return { ctx, sink, handle, inv, scoped, spans, add, addEvent, adopted };
 }
 
 const nowS = () => Date.now() / 1000;
@@ -225,6 +240,90 @@ describe("WorkerSpans: a worker's spans join the caller's trace", () => {
     const [s] = adopted();
     expect(s?.endMs).toBe(inv.endMs);
     expect(s?.startMs).toBe(inv.startMs);
+  });
+});
+
+const event = (
+  name: string,
+  spanId: string | null,
+  extra: Partial<WorkerEventWireInput> = {},
+): WorkerEventWireInput => ({ name, at: nowS(), span_id: spanId, ...extra });
+
+describe("WorkerSpans: a worker's events", () => {
+  it("land on the span they name: the invocation's at once, a worker span's between its start and its end", () => {
+    const { inv, sink, addEvent, add, spans, ctx, adopted } = invocation();
+    addEvent(event("started", null, { attributes: { n: 1 } }));
+    addEvent(event("on.invoke", inv.id));
+    expect(ctx.events.map((e) => [e.name, e.spanId])).toEqual([
+      ["started", inv.id],
+      ["on.invoke", inv.id],
+    ]);
+    // Events happen before the span they are in ends, so they arrive before its frame.
+    addEvent(event("thought", B, { attributes: { model: "tiny", ok: true } }));
+    expect(ctx.events).toHaveLength(2);
+    add(span(B, A, { name: "child" }));
+    add(span(A, inv.id, { name: "parent" }));
+    const child = adopted().find((s) => s.name === "child") as Span;
+    const thought = ctx.events.find((e) => e.name === "thought");
+    expect(thought).toMatchObject({ spanId: child.id, attributes: { model: "tiny", ok: true } });
+    expect(thought?.traceId).toBe(ctx.traceId);
+    expect(sink.calls.slice(-5)).toEqual([
+      "start parent",
+      "start child",
+      "event thought",
+      "end child",
+      "end parent",
+    ]);
+    // Once the span is there, an event naming it lands at once.
+    addEvent(event("late.thought", B));
+    expect(ctx.events.at(-1)).toMatchObject({ name: "late.thought", spanId: child.id });
+    spans.finish();
+  });
+
+  it("follow a bad span id to the fresh id its span gets; one naming no span of this invocation lands on the invocation's span when it ends", () => {
+    const { inv, addEvent, add, spans, ctx, adopted } = invocation();
+    addEvent(event("on.bad", "not-a-span-id"));
+    addEvent(event("on.missing", C));
+    addEvent(event("on.zero", "0000000000000000"));
+    add(span("not-a-span-id", inv.id, { name: "bad" }));
+    const bad = adopted().find((s) => s.name === "bad") as Span;
+    expect(bad.id).not.toBe("not-a-span-id");
+    expect(ctx.events.find((e) => e.name === "on.bad")?.spanId).toBe(bad.id);
+    expect(ctx.events.some((e) => e.name === "on.missing")).toBe(false);
+    spans.finish();
+    expect(ctx.events.find((e) => e.name === "on.missing")?.spanId).toBe(inv.id);
+    expect(ctx.events.find((e) => e.name === "on.zero")?.spanId).toBe(inv.id);
+    const known = new Set(ctx.spans.map((s) => s.id));
+    for (const e of ctx.events) expect(known.has(e.spanId as string)).toBe(true);
+  });
+
+  it("keeps 1,000, then records one worker.events_dropped event with the count; cuts names and attributes; clamps times", () => {
+    const { inv, addEvent, spans, ctx } = invocation();
+    const attributes: Record<string, string | number> = {};
+    for (let i = 0; i < 1000; i++) attributes[`k${i}`] = i;
+    attributes["k0"] = "v".repeat(100_000);
+    addEvent(event("n".repeat(100_000), null, { attributes, at: 0 }));
+    addEvent(event("", null, { at: 1e300 }));
+    for (let i = 2; i < 1500; i++) addEvent(event(`e${i}`, null));
+    spans.addDropped(0, 20); // events the worker itself left out
+    spans.finish();
+    addEvent(event("after", null)); // after the end: only counted
+    const mine = ctx.events.filter((e) => e.name !== EVENTS_DROPPED_EVENT);
+    expect(mine).toHaveLength(WORKER_SPAN_LIMITS.maxEvents);
+    const [big, unnamed] = mine;
+    expect(big?.name).toHaveLength(256);
+    expect(Object.keys(big?.attributes ?? {})).toHaveLength(64);
+    expect(big?.attributes["k0"]).toHaveLength(4096);
+    expect(big?.timestampMs).toBe(inv.startMs);
+    expect(unnamed?.name).toBe("(unnamed)");
+    expect(unnamed?.timestampMs).toBeLessThanOrEqual(Date.now());
+    const dropped = ctx.events.filter((e) => e.name === EVENTS_DROPPED_EVENT);
+    expect(dropped).toHaveLength(1);
+    expect(dropped[0]).toMatchObject({
+      spanId: inv.id,
+      attributes: { handler: "w", count: 500 + 20, limit: 1000 },
+    });
+    expect(spans.droppedEvents).toBe(521);
   });
 });
 

@@ -7,7 +7,7 @@ import { SpanKind, nowMs, type Span } from "../../context/span.js";
 import type { SpanUsageTotals } from "../../context/usage.js";
 import { ContextKey } from "../../context/local.js";
 import type { Attributes } from "../../types/trace.js";
-import type { WorkerSpanWire } from "./frames.js";
+import type { WorkerEventWire, WorkerSpanWire } from "./frames.js";
 
 /**
  * The bounds the host applies to the spans of one invocation (docs/protocol.md).
@@ -26,6 +26,8 @@ export const WORKER_SPAN_LIMITS = Object.freeze({
   maxAttributeKeyChars: 256,
   /** Longer string attribute values, and longer errors, are cut. */
   maxValueChars: 4096,
+  /** Events kept per invocation; the rest are counted in one `worker.events_dropped` event. */
+  maxEvents: 1000,
 });
 
 /**
@@ -37,11 +39,27 @@ export const WORKER_SPAN_LIMITS = Object.freeze({
  */
 export const SPANS_DROPPED_EVENT = "worker.spans_dropped";
 
+/**
+ * Name of the event recorded (on the invocation's span, attributes `handler`, `count`, `limit`)
+ * when events of an invocation were dropped.
+ *
+ * @example
+ * const dropped = ctx.events.filter((e) => e.name === EVENTS_DROPPED_EVENT);
+ */
+export const EVENTS_DROPPED_EVENT = "worker.events_dropped";
+
 const VALID_ID = /^(?!0{16}$)[0-9a-f]{16}$/;
 const KINDS: ReadonlySet<string> = new Set(Object.values(SpanKind));
 
 /** Span ids that workers reported in one request tree (across its invocations). */
 const kReportedIds = new ContextKey<Set<string>>("nerva.worker-span-ids");
+
+/** A reported event, bounded, waiting for the span it names. */
+interface PendingEvent {
+  readonly name: string;
+  readonly timestampMs: number;
+  readonly attributes: Attributes;
+}
 
 /** A reported span, bounded, waiting for its parent or being adopted. */
 interface Pending {
@@ -124,7 +142,11 @@ function usageOf(u: WorkerSpanWire["usage"]): SpanUsageTotals | null {
  *   values and errors to 4,096), at most 1,000 spans (the rest counted in one
  *   `worker.spans_dropped` event on the invocation's span, recorded when it ends);
  * - times: clamped to the invocation's window (its start, and its end or now);
- * - usage: moved from the invocation span's own usage, never added (see `Span.takeUsage`).
+ * - usage: moved from the invocation span's own usage, never added (see `Span.takeUsage`);
+ * - events (`event` frames): bounded like span attributes, at most 1,000 (the rest counted in one
+ *   `worker.events_dropped` event), times clamped; one on the invocation's span is recorded at
+ *   once, one on a span of this invocation once that span is adopted (at the latest when the
+ *   invocation ends), one on any other span on the invocation's span.
  *
  * The sink hears of each adopted span as of a local one: start, then end, parents before their
  * children start and after they end. A runtime of your own that speaks the worker protocol makes
@@ -135,7 +157,8 @@ function usageOf(u: WorkerSpanWire["usage"]): SpanUsageTotals | null {
  * const spans = new WorkerSpans(scoped, "my_agent");
  * decoder = new FrameDecoder({ schema: WorkerFrameSchema, onError, onFrame: (frame) => {
  *   if (frame.type === "span") spans.add(frame.span);
- *   if (frame.type === "result") { spans.addDropped(frame.spans_dropped); spans.finish(); }
+ *   if (frame.type === "event") spans.addEvent(frame.event);
+ *   if (frame.type === "result") { spans.addDropped(frame.spans_dropped, frame.events_dropped); spans.finish(); }
  * } });
  */
 export class WorkerSpans {
@@ -153,6 +176,10 @@ export class WorkerSpans {
   #treeIds: Set<string> | null = null;
   #accepted = 0;
   #dropped = 0;
+  /** Events naming a span not adopted yet, by that span's id here. */
+  readonly #pendingEvents = new Map<string, PendingEvent[]>();
+  #eventsAccepted = 0;
+  #eventsDropped = 0;
   #finished = false;
 
   constructor(scoped: ExecContext, handler: string) {
@@ -212,9 +239,43 @@ export class WorkerSpans {
     else list.push(span);
   }
 
-  /** Counts spans the worker itself left out (`spans_dropped` of its result frame). */
-  addDropped(count: number): void {
-    if (Number.isSafeInteger(count) && count > 0) this.#dropped += count;
+  /** Events dropped so far (over the limit, reported by the worker, or after the end). */
+  get droppedEvents(): number {
+    return this.#eventsDropped;
+  }
+
+  /** Adds one reported event (as validated by `WorkerEventSchema`). Never throws on its content. */
+  addEvent(wire: WorkerEventWire): void {
+    const inv = this.#invocation;
+    if (this.#finished || inv === null || this.#eventsAccepted >= WORKER_SPAN_LIMITS.maxEvents) {
+      this.#eventsDropped++;
+      return;
+    }
+    this.#eventsAccepted++;
+    const name = cut(wire.name, WORKER_SPAN_LIMITS.maxNameChars);
+    const event: PendingEvent = {
+      name: name === "" ? "(unnamed)" : name,
+      timestampMs: clamp(wire.at * 1000, inv.startMs, inv.endMs ?? nowMs()),
+      attributes: boundedAttributes(wire.attributes) ?? {},
+    };
+    // The id the span it names has (or will have) here, mapped as a parent reference is.
+    const spanId = wire.span_id === null ? null : this.#parentRef(wire.span_id);
+    if (spanId === null || this.#adopted.has(spanId)) {
+      this.#record(event, spanId ?? inv.id);
+      return;
+    }
+    const list = this.#pendingEvents.get(spanId);
+    if (list === undefined) this.#pendingEvents.set(spanId, [event]);
+    else list.push(event);
+  }
+
+  /**
+   * Counts spans and events the worker itself left out (`spans_dropped` and `events_dropped` of
+   * its result frame).
+   */
+  addDropped(spans: number, events = 0): void {
+    if (Number.isSafeInteger(spans) && spans > 0) this.#dropped += spans;
+    if (Number.isSafeInteger(events) && events > 0) this.#eventsDropped += events;
   }
 
   /**
@@ -239,6 +300,12 @@ export class WorkerSpans {
         for (const s of list) this.#adoptTree(s, inv);
       }
     }
+    if (inv !== null) {
+      // The spans these name never came: they happened, so they land on the invocation's span.
+      for (const list of this.#pendingEvents.values())
+        for (const e of list) this.#record(e, inv.id);
+      this.#pendingEvents.clear();
+    }
     if (this.#dropped > 0) {
       this.#ctx.event(SPANS_DROPPED_EVENT, {
         handler: this.#handler,
@@ -246,6 +313,22 @@ export class WorkerSpans {
         limit: WORKER_SPAN_LIMITS.maxSpans,
       });
     }
+    if (this.#eventsDropped > 0) {
+      this.#ctx.event(EVENTS_DROPPED_EVENT, {
+        handler: this.#handler,
+        count: this.#eventsDropped,
+        limit: WORKER_SPAN_LIMITS.maxEvents,
+      });
+    }
+  }
+
+  #record(e: PendingEvent, spanId: string): void {
+    this.#ctx.adoptEvent({
+      name: e.name,
+      timestampMs: e.timestampMs,
+      spanId,
+      attributes: e.attributes,
+    });
   }
 
   /** The id a reported span gets: its own when valid and new to the trace, else a fresh one. */
@@ -310,6 +393,12 @@ export class WorkerSpans {
       top.span = span;
       this.#adopted.set(p.id, span);
       if (p.usage !== null) span.takeUsage(inv, p.usage);
+      // Its events, between its start and its end, as a sink hears a local span's.
+      const events = this.#pendingEvents.get(p.id);
+      if (events !== undefined) {
+        this.#pendingEvents.delete(p.id);
+        for (const e of events) this.#record(e, p.id);
+      }
       const children = this.#waiting.get(p.id);
       if (children === undefined) continue;
       this.#waiting.delete(p.id);

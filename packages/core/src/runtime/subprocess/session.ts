@@ -43,7 +43,7 @@ export class InvocationSession {
 
   /**
    * Handles a `chunk`, `usage`, `span` or `delegate` frame; returns false for any other type
-   * (a `result` frame's `spans_dropped` is counted, and false returned: the caller ends the call).
+   * (a `result` frame's `spans_dropped` and `events_dropped` are counted, and false returned: the caller ends the call).
    */
   handle(frame: WorkerFrame): boolean {
     const o = this.#o;
@@ -81,9 +81,15 @@ export class InvocationSession {
       case "span":
         (this.#spans ??= new WorkerSpans(o.scoped, o.handler)).add(frame.span);
         return true;
+      case "event":
+        (this.#spans ??= new WorkerSpans(o.scoped, o.handler)).addEvent(frame.event);
+        return true;
       case "result":
-        if (frame.spans_dropped > 0) {
-          (this.#spans ??= new WorkerSpans(o.scoped, o.handler)).addDropped(frame.spans_dropped);
+        if (frame.spans_dropped > 0 || frame.events_dropped > 0) {
+          (this.#spans ??= new WorkerSpans(o.scoped, o.handler)).addDropped(
+            frame.spans_dropped,
+            frame.events_dropped,
+          );
         }
         return false;
       case "delegate": {

@@ -7,7 +7,7 @@ import type { TraceSink } from "../../tracing/sink.js";
 import { checkInvokeArgs } from "../guard.js";
 import { runFunction } from "../handler-call.js";
 import { FrameDecoder, encodeFrame } from "../protocol/codec.js";
-import { spanFrame } from "../protocol/span-frame.js";
+import { eventFrame, spanFrame } from "../protocol/span-frame.js";
 import { WORKER_SPAN_LIMITS } from "../protocol/worker-spans.js";
 import {
   HostFrameSchema,
@@ -52,10 +52,12 @@ interface Invocation {
   nextCall: number;
 }
 
-/** The `span` frames of one invocation: sent while it runs, up to the host's limit. */
+/** The `span` and `event` frames of one invocation: sent while it runs, up to the host's limits. */
 interface SpanReport {
   sent: number;
   dropped: number;
+  eventsSent: number;
+  eventsDropped: number;
   /** False once the result is sent: a span ending later has no invocation to join. */
   open: boolean;
 }
@@ -219,7 +221,7 @@ export function serveWorker(options: ServeWorkerOptions): void {
     // Each span of the handler is sent as it ends, up to the host's limit (the rest are counted
     // in the result), after a `usage` frame with what it recorded: the host places a span's usage
     // only once it has been charged.
-    const spans: SpanReport = { sent: 0, dropped: 0, open: true };
+    const spans: SpanReport = { sent: 0, dropped: 0, eventsSent: 0, eventsDropped: 0, open: true };
     const traceSink: TraceSink = {
       onSpanEnd: (span) => {
         if (!spans.open || inv === undefined) return;
@@ -233,6 +235,16 @@ export function serveWorker(options: ServeWorkerOptions): void {
         }
         spans.sent++;
         send(spanFrame(span, id));
+      },
+      // Events go as they are recorded (before the span they happen in ends), up to the limit.
+      onEvent: (event) => {
+        if (!spans.open) return;
+        if (spans.eventsSent >= WORKER_SPAN_LIMITS.maxEvents) {
+          spans.eventsDropped++;
+          return;
+        }
+        spans.eventsSent++;
+        send(eventFrame(event, id));
       },
     };
     let result: AgentResult;
@@ -269,7 +281,10 @@ export function serveWorker(options: ServeWorkerOptions): void {
       inv.ctx.dispose();
     }
     spans.open = false;
-    const dropped = spans.dropped === 0 ? {} : { spans_dropped: spans.dropped };
+    const dropped = {
+      ...(spans.dropped === 0 ? {} : { spans_dropped: spans.dropped }),
+      ...(spans.eventsDropped === 0 ? {} : { events_dropped: spans.eventsDropped }),
+    };
     try {
       send({
         type: "result",

@@ -10,9 +10,10 @@
 //   export default async function (input, ctx, runtime) { return `Processed: ${input.message}`; }
 // It may return a string or a partial AgentResult ({ status, output, data, error }), or be an
 // async generator whose string chunks are streamed. `ctx` carries the request identity,
-// permissions, deadline, an abort `signal`, `recordTokens()`, `stream.push()` and spans
+// permissions, deadline, an abort `signal`, `recordTokens()`, `stream.push()`, spans
 // (`startSpan()`, `span(name, fn)`: each is sent to the host as a `span` frame when it ends, and
-// joins the caller's trace under the invocation's span); `runtime.delegate(handler, input)` asks
+// joins the caller's trace under the invocation's span) and events (`event(name, attributes)`:
+// sent as an `event` frame, recorded by the host on the current span); `runtime.delegate(handler, input)` asks
 // the host to run another agent.
 //
 // stdout carries frames only: console.* and process.stdout writes of handlers go to stderr.
@@ -24,6 +25,8 @@ import { pathToFileURL } from "node:url";
 const PROTOCOL_VERSION = 1;
 /** Spans sent per invocation (the host keeps no more); the rest are counted in the result. */
 const MAX_SPANS = 1000;
+/** Events sent per invocation (the host keeps no more); the rest are counted in the result. */
+const MAX_EVENTS = 1000;
 const ZERO_SPAN_ID = "0000000000000000";
 const MAX_FRAME_BYTES = 64 * 1024 * 1024;
 const STATUSES = new Set([
@@ -191,8 +194,22 @@ function makeContext(frame, state, current = null) {
     },
     /** The id new spans nest under: the current span's, or the invocation's. */
     currentSpanId: parentId,
-    // Events stay inside the container (only spans are sent to the host).
-    event: () => undefined,
+    /** Sends an `event` frame: the host records it on this context's current span. */
+    event(name, attributes) {
+      if (running.get(frame.id) !== state) return;
+      if (state.eventsSent >= MAX_EVENTS) {
+        state.eventsDropped++;
+        return;
+      }
+      state.eventsSent++;
+      const attrs = {};
+      for (const [k, v] of Object.entries(attributes ?? {})) attrs[k] = attributeValue(v);
+      send({
+        type: "event",
+        id: frame.id,
+        event: { name: String(name), at: nowMs() / 1000, span_id: parentId, attributes: attrs },
+      });
+    },
     startSpan,
     async span(name, fn, attributes) {
       const span = startSpan(name, attributes);
@@ -310,6 +327,8 @@ async function invoke(frame) {
     nextCall: 0,
     spansSent: 0,
     spansDropped: 0,
+    eventsSent: 0,
+    eventsDropped: 0,
   };
   running.set(frame.id, state);
   let result;
@@ -350,7 +369,10 @@ async function invoke(frame) {
   }
   if (running.get(frame.id) === state) {
     running.delete(frame.id);
-    const dropped = state.spansDropped === 0 ? {} : { spans_dropped: state.spansDropped };
+    const dropped = {
+      ...(state.spansDropped === 0 ? {} : { spans_dropped: state.spansDropped }),
+      ...(state.eventsDropped === 0 ? {} : { events_dropped: state.eventsDropped }),
+    };
     try {
       send({ type: "result", id: frame.id, result, ...dropped });
     } catch (err) {
