@@ -270,6 +270,36 @@ describe("modelNode", () => {
     expect(done.state["triage"]).toEqual({ urgent: true, team: "billing" });
   });
 
+  it("output maps the answer to any keys of the state", async () => {
+    const S = z.object({
+      q: z.string(),
+      answer: z.string().optional(),
+      words: z.number().optional(),
+    });
+    type S = z.output<typeof S>;
+    const graph = defineGraph({
+      name: "mapped",
+      state: S,
+      nodes: {
+        ask: modelNode<S>({
+          model,
+          tools: false,
+          prompt: (s) => s.q,
+          writes: "answer",
+          output: (a) => ({ answer: a.text, words: a.text.split(" ").length }),
+        }),
+      },
+      edges: [["ask", END]],
+      entry: "ask",
+    });
+    const runtime = await start({ graph, runtime: new InProcessRuntime() });
+    upstream.enqueue({ text: "three short words" });
+    const done = await runtime.triggerAndWait("default", { q: "?" }, ExecContext.create(), {
+      timeoutSeconds: 10,
+    });
+    expect(done.state).toEqual({ q: "?", answer: "three short words", words: 3 });
+  });
+
   it("refuses bad options with INVALID_OPTIONS naming the field", () => {
     expect(() => modelNode({ model, prompt: "hi" as never })).toThrow(
       expect.objectContaining({

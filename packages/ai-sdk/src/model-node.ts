@@ -41,7 +41,7 @@ export interface ModelNodeOptions<S extends GraphState> extends ModelLoopOptions
   readonly writes?: keyof S & string;
   /** Asks for structured output: the parsed object (not the text) is written to `writes`. */
   readonly schema?: z.ZodType;
-  /** Replaces the default mapping of the answer to a state update. */
+  /** Replaces the default mapping of the answer to a state update (any keys of the state). */
   readonly output?: (answer: ModelNodeAnswer, state: S) => StateUpdate<S>;
   /** In a fan-out, a failure of this node does not fail the join. */
   readonly optional?: boolean;
@@ -110,7 +110,8 @@ export function modelNode<S extends GraphState>(options: ModelNodeOptions<S>): G
   return Object.freeze({
     kind: NodeKind.MODEL,
     ...(o.reads === undefined ? {} : { reads: o.reads }),
-    ...(o.writes === undefined ? {} : { writes: [o.writes] }),
+    // Declared, so the graph refuses any other key; with `output`, that mapping decides the keys.
+    ...(o.writes === undefined || output !== undefined ? {} : { writes: [o.writes] }),
     ...(o.optional === undefined ? {} : { optional: o.optional }),
     ...(o.maxVisits === undefined ? {} : { maxVisits: o.maxVisits }),
     ...(o.timeoutSeconds === undefined ? {} : { timeoutSeconds: o.timeoutSeconds }),
