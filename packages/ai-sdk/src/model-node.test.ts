@@ -229,6 +229,7 @@ describe("modelNode", () => {
       graph,
       runtime: new InProcessRuntime(),
       policy: policy((a) => a.kind === "model", "BUDGET_EXCEEDED"),
+      retry: { maxAttempts: 1 }, // (a spent budget may refill: by default the run would retry)
     });
     const before = upstream.requests.length;
     const done = await runtime.triggerAndWait("default", { question: "hi" }, ExecContext.create(), {
