@@ -42,7 +42,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const self = fileURLToPath(import.meta.url);
 const root = new URL("../", import.meta.url);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
-const DURATION_SECONDS = Number(process.env.BENCH_DURATION ?? 5);
+const DURATION_SECONDS = Number(process.env.BENCH_DURATION ?? 3);
 const N = 50_000;
 
 /** Imports `specifier` as packages/<pkg> sees it (@opentelemetry/* are @nerva/otel's). */
@@ -199,6 +199,12 @@ async function serve(framework, variant, url) {
   const orchestrator = orchestratorOf(core);
   let traceSink;
   const count = { requests: 0 };
+  if (variant === "noop") traceSink = { onSpanEnd() {} };
+  if (variant === "otel_queue") {
+    // The sink and its batch queue; the exporter only acknowledges (reads nothing).
+    const { createOtelSink } = await import("@nerva/otel");
+    traceSink = createOtelSink({ exporter: exporterOf(false) });
+  }
   if (variant === "otel_discard") {
     const { createOtelSink } = await import("@nerva/otel");
     traceSink = createOtelSink({ exporter: exporterOf(true) });
@@ -287,7 +293,7 @@ async function serve(framework, variant, url) {
     if (m === "cpu") process.send({ cpu: process.cpuUsage() });
     if (m === "exit") process.exit(0);
     if (m === "flush") {
-      await traceSink?.forceFlush();
+      await traceSink?.forceFlush?.();
       process.send({ ...count, dropped: traceSink?.droppedSpans ?? 0 });
     }
   });
@@ -333,6 +339,7 @@ const ask = (child, what) =>
 async function measure(server, seconds) {
   const { default: autocannon } = await import("autocannon");
   const before = (await ask(server.child, "cpu")).cpu;
+  const startedAt = performance.now();
   const r = await autocannon({
     url: `http://127.0.0.1:${server.port}/chat`,
     method: "POST",
@@ -346,71 +353,102 @@ async function measure(server, seconds) {
   const after = (await ask(server.child, "cpu")).cpu;
   if (r.non2xx > 0 || r.errors > 0) throw new Error(`${r.non2xx} non-2xx, ${r.errors} errors`);
   const cpu = after.user + after.system - before.user - before.system;
-  return { rps: r.requests.average, cpuUs: cpu / r.requests.total };
+  return {
+    rps: r.requests.average,
+    cpuUs: cpu / r.requests.total,
+    busy: cpu / (performance.now() - startedAt) / 1000,
+  };
 }
 
+/** Quartiles of `xs`: [min, q1, median, q3, max]. */
+function spread(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (q) => s[Math.round(q * (s.length - 1))];
+  return [at(0), at(0.25), at(0.5), at(0.75), at(1)].map((x) => +x.toFixed(1));
+}
+
+/**
+ * Server CPU per request, sink off against each variant. GENERATIONS sets of fresh servers (one
+ * per variant), each warmed, then ROUNDS_PER_GENERATION rounds alternating their order; each
+ * variant's round is paired with the `off` round next to it in time, and the figure is the median
+ * of those paired ratios over every round of every generation, with its spread. A round measures
+ * the server's whole CPU (process.cpuUsage: every thread, GC included) over autocannon's run plus
+ * a flush of what the sink still holds.
+ */
 async function http() {
   const pinned = pinLoadSide();
-  const out = { pinned };
+  const generations = Number(process.env.BENCH_GENERATIONS ?? 3);
+  const roundsPer = Number(process.env.BENCH_ROUNDS_PER_GENERATION ?? 5);
+  const out = { pinned, generations, rounds_per_generation: roundsPer, seconds: DURATION_SECONDS };
   for (const framework of (process.env.BENCH_FRAMEWORKS ?? "fastify,express").split(",")) {
     const variants = [
       "off",
       "otel",
-      "otel_receiver_in_server",
+      ...(process.env.BENCH_RECEIVER_IN_SERVER === "0" ? [] : ["otel_receiver_in_server"]),
       ...(process.env.BENCH_HTTP_SPLIT === "1"
         ? ["otel_discard", "otel_encode", "otel_official"]
         : []),
+      // Steps from off to otel, each adding one part: information.
+      ...(process.env.BENCH_HTTP_STEPS === "1" ? ["noop", "otel_queue", "otel_encode"] : []),
     ];
-    const servers = {};
-    const receivers = {};
-    for (const v of variants) {
-      // The collector stand-in of each exporting server runs here, in the load generator's
-      // process (pinned with autocannon): the server's CPU is what the sink costs it.
-      if (v === "otel" || v === "otel_official") receivers[v] = await startReceiver();
-      servers[v] = await start(framework, v, pinned, receivers[v]?.url);
-    }
-    try {
-      for (const s of Object.values(servers)) await measure(s, 2); // warm-up
-      const runs = Object.fromEntries(variants.map((v) => [v, []]));
-      for (let r = 0; r < Math.min(ROUNDS, 3); r++) {
-        for (const v of variants) runs[v].push(await measure(servers[v], DURATION_SECONDS));
+    const runs = Object.fromEntries(variants.map((v) => [v, []]));
+    const ratios = Object.fromEntries(variants.map((v) => [v, []]));
+    const busy = Object.fromEntries(variants.map((v) => [v, []]));
+    const tally = { requests: 0, bytes: 0, batches: 0, dropped: 0 };
+    for (let g = 0; g < generations; g++) {
+      const servers = {};
+      const receivers = {};
+      try {
+        for (const v of variants) {
+          // The collector stand-in of each exporting server runs here, in the load generator's
+          // process (pinned with autocannon): the server's CPU is what the sink costs it.
+          if (v === "otel" || v === "otel_official") receivers[v] = await startReceiver();
+          servers[v] = await start(framework, v, pinned, receivers[v]?.url);
+        }
+        for (const v of variants) await measure(servers[v], 2); // warm-up
+        const bytesBefore = receivers.otel.count.bytes;
+        const batchesBefore = receivers.otel.count.batches;
+        const requestsBefore = (await ask(servers.otel.child, "flush")).requests;
+        for (let r = 0; r < roundsPer; r++) {
+          // Off first in even rounds, last in odd ones: a drift in the machine's load hits both.
+          const order = r % 2 === 0 ? variants : [...variants].reverse();
+          const round = {};
+          for (const v of order) round[v] = await measure(servers[v], DURATION_SECONDS);
+          for (const v of variants) {
+            runs[v].push(round[v].cpuUs);
+            ratios[v].push((round[v].cpuUs / round.off.cpuUs - 1) * 100);
+            busy[v].push(round[v].busy);
+          }
+        }
+        const count = await ask(servers.otel.child, "flush");
+        tally.requests += count.requests - requestsBefore;
+        tally.bytes += receivers.otel.count.bytes - bytesBefore;
+        tally.batches += receivers.otel.count.batches - batchesBefore;
+        tally.dropped += count.dropped;
+      } finally {
+        for (const s of Object.values(servers)) await stop(s.child);
+        for (const r of Object.values(receivers)) r.server.close();
       }
-      const cpu = (v) => median(runs[v].map((x) => x.cpuUs));
-      const rps = (v) => median(runs[v].map((x) => x.rps));
-      const count = await ask(servers.otel.child, "flush");
-      const inServer = await ask(servers.otel_receiver_in_server.child, "flush");
-      const info = (v, key) =>
-        servers[v] === undefined
-          ? {}
-          : {
-              [`${key}_cpu_us_per_request`]: +cpu(v).toFixed(1),
-              [`${key}_cpu_added_pct`]: pct(cpu(v), cpu("off")),
-            };
-      out[framework] = {
-        cpu_us_per_request: { off: +cpu("off").toFixed(1), otel: +cpu("otel").toFixed(1) },
-        rps: { off: Math.round(rps("off")), otel: Math.round(rps("otel")) },
-        otel_cpu_added_pct: pct(cpu("otel"), cpu("off")),
-        // Information: the receiver in the server's process (the placement before session 5's
-        // split), so its accepting and reading of each batch counts against the sink too.
-        ...info("otel_receiver_in_server", "otel_receiver_in_server"),
-        // The sink and the conversion, without serialising or sending: information.
-        ...info("otel_discard", "otel_discard"),
-        // The sink and the protobuf encoding, without sending: information.
-        ...info("otel_encode", "otel_encode"),
-        // The official exporter as `exporter` (ReadableSpans, its serializer): information.
-        ...info("otel_official", "otel_official"),
-        // 4 spans per request (handle, router.classify, runtime.invoke, responder.format); the
-        // batch queue drops none when exports keep up (the tests decode what arrives).
-        spans_dropped: count.dropped + inServer.dropped,
-        otlp_bytes_per_request: Math.round(receivers.otel.count.bytes / count.requests),
-        // Spans per HTTP request the exporter sent to the receiver.
-        spans_per_http_request: Math.round((4 * count.requests) / receivers.otel.count.batches),
-      };
-      console.error(`${framework}: ${JSON.stringify(out[framework])}`);
-    } finally {
-      for (const s of Object.values(servers)) await stop(s.child);
-      for (const r of Object.values(receivers)) r.server.close();
     }
+    const row = {
+      cpu_us_per_request_off: spread(runs.off),
+      // Server CPU busy (CPU time over wall time) while sink off: 1.0 means the server was the
+      // bottleneck; less, that autocannon was (CPU per request then includes idle wake-ups).
+      server_busy_off: +median(busy.off).toFixed(2),
+    };
+    for (const v of variants.slice(1)) {
+      row[`${v}_cpu_us_per_request`] = spread(runs[v]);
+      // [min, q1, median, q3, max] of the paired per-round ratios: the figure is the median.
+      row[`${v}_added_pct`] = spread(ratios[v]);
+    }
+    Object.assign(row, {
+      // 4 spans per request (handle, router.classify, runtime.invoke, responder.format).
+      spans_dropped: tally.dropped,
+      otlp_bytes_per_request: Math.round(tally.bytes / tally.requests),
+      spans_per_http_request: Math.round((4 * tally.requests) / Math.max(1, tally.batches)),
+    });
+    out[framework] = row;
+    console.error(`${framework}: ${JSON.stringify(row)}`);
   }
   return out;
 }
