@@ -44,6 +44,7 @@ const root = new URL("../", import.meta.url);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const DURATION_SECONDS = Number(process.env.BENCH_DURATION ?? 3);
 const N = 50_000;
+const RATE = Number(process.env.BENCH_RATE ?? 0);
 
 /** Imports `specifier` as packages/<pkg> sees it (@opentelemetry/* are @nerva/otel's). */
 const from = (pkg, specifier) =>
@@ -347,6 +348,8 @@ async function measure(server, seconds) {
     body: JSON.stringify({ message: "Book me a flight" }),
     connections: 50,
     duration: seconds,
+    // A fixed arrival rate (BENCH_RATE requests/s): every variant and run sees the same load.
+    ...(RATE > 0 ? { overallRate: RATE } : {}),
   });
   // Export of what the run left buffered counts too: flush inside the measured CPU window.
   await ask(server.child, "flush");
@@ -390,6 +393,7 @@ async function http() {
         : []),
       // Steps from off to otel, each adding one part: information.
       ...(process.env.BENCH_HTTP_STEPS === "1" ? ["noop", "otel_queue", "otel_encode"] : []),
+      ...(process.env.BENCH_HTTP_EXTRA?.split(",").filter(Boolean) ?? []),
     ];
     const runs = Object.fromEntries(variants.map((v) => [v, []]));
     const ratios = Object.fromEntries(variants.map((v) => [v, []]));

@@ -281,7 +281,7 @@ function writeSpan(
   buf[p++] = 0x2a; // name
   w.pos = p;
   if (op === null) w.string(span.name);
-  else w.bytes(nameBytes(op, otelNameSuffix(span, op)));
+  else w.raw(nameBytes(op, otelNameSuffix(span, op)));
   w.reserve(20);
   buf = w.buf;
   p = w.pos;
@@ -519,7 +519,7 @@ function writeKeyValue(w: ProtoWriter, key: Uint8Array, value: unknown): void {
     case "string": {
       const n = value.length;
       if (kl + n + 4 >= 0x80) break;
-      w.reserve(kl + n + 6);
+      w.reserve(kl + 3 * n + 6);
       const buf = w.buf;
       let p = w.pos;
       buf[p++] = 0x4a;
@@ -569,7 +569,7 @@ function writeKeyValue(w: ProtoWriter, key: Uint8Array, value: unknown): void {
   }
   w.byte(0x4a);
   const kv = w.begin();
-  w.bytes(key);
+  w.raw(key);
   w.byte(0x12);
   const v = w.begin();
   writeValue(w, value);

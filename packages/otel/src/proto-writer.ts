@@ -111,7 +111,7 @@ export class ProtoWriter {
   string(s: string): void {
     const n = s.length;
     if (n < 0x80) {
-      this.reserve(n + 1);
+      this.reserve(3 * n + 1);
       const end = asciiAt(this.buf, this.pos + 1, s);
       if (end >= 0) {
         this.buf[this.pos] = n;
@@ -151,14 +151,6 @@ export class ProtoWriter {
       this.pos += size - reserve;
     }
     varint32(this.buf, mark, len);
-  }
-
-  /** Appends a few bytes encoded elsewhere (an attribute's key: a loop beats `set` when short). */
-  bytes(bytes: Uint8Array): void {
-    const n = bytes.length;
-    if (n > 48) return this.raw(bytes);
-    this.reserve(n);
-    this.pos = copyAt(this.buf, this.pos, bytes);
   }
 
   /** Appends bytes encoded elsewhere. */
@@ -209,9 +201,17 @@ export function le32(buf: Uint8Array, p: number, v: number): number {
   return p + 4;
 }
 
-/** `s` as ASCII bytes at `p` (room reserved); the end, or -1 (nothing counted) if it is not ASCII. */
-export function asciiAt(buf: Uint8Array, p: number, s: string): number {
-  for (let i = 0; i < s.length; i++) {
+/**
+ * `s` as ASCII bytes at `p`, with room for `3 * s.length` bytes reserved (UTF-8's most per
+ * UTF-16 unit); the end, or -1 if it is not ASCII (then what was written past the position is
+ * garbage, which the caller does not count). Short strings in a loop; from 16 characters
+ * `Buffer#write` is faster (one call, ~50 ns, against ~3 ns a character): with room for all of
+ * it, it writes one byte per character exactly when every character is ASCII.
+ */
+export function asciiAt(buf: Buffer, p: number, s: string): number {
+  const n = s.length;
+  if (n >= 16) return buf.write(s, p) === n ? p + n : -1;
+  for (let i = 0; i < n; i++) {
     const c = s.charCodeAt(i);
     if (c >= 0x80) return -1;
     buf[p++] = c;
@@ -221,8 +221,8 @@ export function asciiAt(buf: Uint8Array, p: number, s: string): number {
 
 /** `bytes` at `p` (room reserved); returns the position after them. */
 export function copyAt(buf: Uint8Array, p: number, bytes: Uint8Array): number {
-  for (let i = 0; i < bytes.length; i++) buf[p++] = bytes[i]!;
-  return p;
+  buf.set(bytes, p);
+  return p + bytes.length;
 }
 
 /** The value of each hex digit by its character code (0 for any other: ids are validated). */
