@@ -72,10 +72,11 @@ const SEND_DELAY_MS = 5000;
  * variables. The app's own spans in a batch (a `NodeSDK` sharing the sink's processor) are
  * written by OpenTelemetry's serializer, in the same request.
  *
- * Each batch the queue hands over (512 spans) is written at once, so that the queue holds its
- * spans no longer than before (spans kept alive across collections cost the app GC time); the
- * bytes gather until 2048 spans or 1 MiB (or 5 s, or a flush), then leave as one request: each
- * request costs the app ~0.35 ms of CPU in the transport whatever its size.
+ * Each batch the queue hands over (64 spans: the sink hands this exporter small batches) is
+ * written at once, so that the queue holds its spans briefly (spans kept alive across
+ * collections cost the app GC time); the bytes gather until 2048 spans or 1 MiB (or 5 s, or a
+ * flush), then leave as one request: each request costs the app ~0.35 ms of CPU in the
+ * transport whatever its size.
  */
 export class NervaOtlpExporter implements SpanExporter {
   readonly #delegate: Delegate;
