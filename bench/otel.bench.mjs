@@ -104,14 +104,27 @@ async function loop(v, n) {
   return ((used.user + used.system) * 1000) / n;
 }
 
-/** Alternating rounds of each variant; returns the median ns per request of each. */
+/**
+ * Alternating rounds of each variant (the order reversed every other round); returns the median
+ * ns per request of each, and in `spread` the quartiles of each variant's per-round ratio to the
+ * first variant's time in the same round (paired: both saw the same machine).
+ */
 async function alternate(variants) {
   for (const v of variants) await loop(v, N); // warm-up
   const times = Object.fromEntries(variants.map((v) => [v.name, []]));
   for (let r = 0; r < ROUNDS; r++) {
-    for (const v of variants) times[v.name].push(await loop(v, N));
+    for (const v of r % 2 === 0 ? variants : [...variants].reverse()) {
+      times[v.name].push(await loop(v, N));
+    }
   }
-  return Object.fromEntries(variants.map((v) => [v.name, median(times[v.name])]));
+  const base = times[variants[0].name];
+  const out = Object.fromEntries(variants.map((v) => [v.name, median(times[v.name])]));
+  out.spread = Object.fromEntries(
+    variants
+      .slice(1)
+      .map((v) => [v.name, spread(times[v.name].map((t, i) => (t / base[i] - 1) * 100))]),
+  );
+  return out;
 }
 
 async function inProcess() {
@@ -155,6 +168,8 @@ async function inProcess() {
     otel_sink_added_pct: pct(plain.otel, plain.none),
     otel_sink_with_conversion_ns: +plain.otel_convert.toFixed(0),
     otel_sink_with_conversion_added_pct: pct(plain.otel_convert, plain.none),
+    // [min, q1, median, q3, max] of the paired per-round ratios.
+    otel_sink_added_pct_paired: plain.spread.otel,
   });
 
   // As under NodeSDK: a real context manager, so runInSpan switches OpenTelemetry's context.
@@ -169,6 +184,7 @@ async function inProcess() {
     als_handle_ns: +als.none.toFixed(0),
     als_otel_sink_ns: +als.otel.toFixed(0),
     als_otel_sink_added_pct: pct(als.otel, als.none),
+    als_otel_sink_added_pct_paired: als.spread.otel,
   });
   return out;
 }
