@@ -30,9 +30,17 @@
 // BENCH_SERVER_ARGS="--cpu-prof --cpu-prof-dir=..." passes node flags to the servers (which then
 // exit normally, so that a profile is written).
 //
+// Each HTTP figure is the median of paired per-round ratios: BENCH_GENERATIONS (default 3) sets
+// of fresh servers, each warmed and then measured in BENCH_ROUNDS_PER_GENERATION (default 5)
+// rounds that alternate the variants' order; each round of a variant is paired with the `off`
+// round beside it. Reported as [min, q1, median, q3, max].
+//
 // Run: pnpm build && node --expose-gc bench/run.mjs otel
-// Env: BENCH_ROUNDS (default 7), BENCH_DURATION (s per HTTP run, default 5), BENCH_HTTP=0 (skip),
-// BENCH_IN_PROCESS=0 (skip), BENCH_FRAMEWORKS (default fastify,express), NERVA_BASELINE_CORE.
+// Env: BENCH_ROUNDS (in-process rounds, default 7), BENCH_DURATION (s per HTTP round, default 3),
+// BENCH_HTTP=0 (skip), BENCH_IN_PROCESS=0 (skip), BENCH_FRAMEWORKS (default fastify,express),
+// BENCH_RATE (requests/s: a fixed arrival rate instead of as fast as autocannon goes),
+// BENCH_RECEIVER_IN_SERVER=0 (skip that row), BENCH_HTTP_STEPS=1 (noop, otel_queue, otel_encode:
+// the steps from off to otel), BENCH_HTTP_EXTRA (more variants by name), NERVA_BASELINE_CORE.
 import { execFileSync, spawn } from "node:child_process";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
