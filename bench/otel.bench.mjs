@@ -30,9 +30,17 @@
 // BENCH_SERVER_ARGS="--cpu-prof --cpu-prof-dir=..." passes node flags to the servers (which then
 // exit normally, so that a profile is written).
 //
+// Each HTTP figure is the median of paired per-round ratios: BENCH_GENERATIONS (default 3) sets
+// of fresh servers, each warmed and then measured in BENCH_ROUNDS_PER_GENERATION (default 5)
+// rounds that alternate the variants' order; each round of a variant is paired with the `off`
+// round beside it. Reported as [min, q1, median, q3, max].
+//
 // Run: pnpm build && node --expose-gc bench/run.mjs otel
-// Env: BENCH_ROUNDS (default 7), BENCH_DURATION (s per HTTP run, default 5), BENCH_HTTP=0 (skip),
-// BENCH_IN_PROCESS=0 (skip), BENCH_FRAMEWORKS (default fastify,express), NERVA_BASELINE_CORE.
+// Env: BENCH_ROUNDS (in-process rounds, default 7), BENCH_DURATION (s per HTTP round, default 3),
+// BENCH_HTTP=0 (skip), BENCH_IN_PROCESS=0 (skip), BENCH_FRAMEWORKS (default fastify,express),
+// BENCH_RATE (requests/s: a fixed arrival rate instead of as fast as autocannon goes),
+// BENCH_RECEIVER_IN_SERVER=0 (skip that row), BENCH_HTTP_STEPS=1 (noop, otel_queue, otel_encode:
+// the steps from off to otel), BENCH_HTTP_EXTRA (more variants by name), NERVA_BASELINE_CORE.
 import { execFileSync, spawn } from "node:child_process";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
@@ -42,8 +50,9 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const self = fileURLToPath(import.meta.url);
 const root = new URL("../", import.meta.url);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
-const DURATION_SECONDS = Number(process.env.BENCH_DURATION ?? 5);
+const DURATION_SECONDS = Number(process.env.BENCH_DURATION ?? 3);
 const N = 50_000;
+const RATE = Number(process.env.BENCH_RATE ?? 0);
 
 /** Imports `specifier` as packages/<pkg> sees it (@opentelemetry/* are @nerva/otel's). */
 const from = (pkg, specifier) =>
@@ -103,14 +112,27 @@ async function loop(v, n) {
   return ((used.user + used.system) * 1000) / n;
 }
 
-/** Alternating rounds of each variant; returns the median ns per request of each. */
+/**
+ * Alternating rounds of each variant (the order reversed every other round); returns the median
+ * ns per request of each, and in `spread` the quartiles of each variant's per-round ratio to the
+ * first variant's time in the same round (paired: both saw the same machine).
+ */
 async function alternate(variants) {
   for (const v of variants) await loop(v, N); // warm-up
   const times = Object.fromEntries(variants.map((v) => [v.name, []]));
   for (let r = 0; r < ROUNDS; r++) {
-    for (const v of variants) times[v.name].push(await loop(v, N));
+    for (const v of r % 2 === 0 ? variants : [...variants].reverse()) {
+      times[v.name].push(await loop(v, N));
+    }
   }
-  return Object.fromEntries(variants.map((v) => [v.name, median(times[v.name])]));
+  const base = times[variants[0].name];
+  const out = Object.fromEntries(variants.map((v) => [v.name, median(times[v.name])]));
+  out.spread = Object.fromEntries(
+    variants
+      .slice(1)
+      .map((v) => [v.name, spread(times[v.name].map((t, i) => (t / base[i] - 1) * 100))]),
+  );
+  return out;
 }
 
 async function inProcess() {
@@ -154,6 +176,8 @@ async function inProcess() {
     otel_sink_added_pct: pct(plain.otel, plain.none),
     otel_sink_with_conversion_ns: +plain.otel_convert.toFixed(0),
     otel_sink_with_conversion_added_pct: pct(plain.otel_convert, plain.none),
+    // [min, q1, median, q3, max] of the paired per-round ratios.
+    otel_sink_added_pct_paired: plain.spread.otel,
   });
 
   // As under NodeSDK: a real context manager, so runInSpan switches OpenTelemetry's context.
@@ -168,6 +192,7 @@ async function inProcess() {
     als_handle_ns: +als.none.toFixed(0),
     als_otel_sink_ns: +als.otel.toFixed(0),
     als_otel_sink_added_pct: pct(als.otel, als.none),
+    als_otel_sink_added_pct_paired: als.spread.otel,
   });
   return out;
 }
@@ -199,6 +224,12 @@ async function serve(framework, variant, url) {
   const orchestrator = orchestratorOf(core);
   let traceSink;
   const count = { requests: 0 };
+  if (variant === "noop") traceSink = { onSpanEnd() {} };
+  if (variant === "otel_queue") {
+    // The sink and its batch queue; the exporter only acknowledges (reads nothing).
+    const { createOtelSink } = await import("@nerva/otel");
+    traceSink = createOtelSink({ exporter: exporterOf(false) });
+  }
   if (variant === "otel_discard") {
     const { createOtelSink } = await import("@nerva/otel");
     traceSink = createOtelSink({ exporter: exporterOf(true) });
@@ -287,7 +318,7 @@ async function serve(framework, variant, url) {
     if (m === "cpu") process.send({ cpu: process.cpuUsage() });
     if (m === "exit") process.exit(0);
     if (m === "flush") {
-      await traceSink?.forceFlush();
+      await traceSink?.forceFlush?.();
       process.send({ ...count, dropped: traceSink?.droppedSpans ?? 0 });
     }
   });
@@ -333,6 +364,7 @@ const ask = (child, what) =>
 async function measure(server, seconds) {
   const { default: autocannon } = await import("autocannon");
   const before = (await ask(server.child, "cpu")).cpu;
+  const startedAt = performance.now();
   const r = await autocannon({
     url: `http://127.0.0.1:${server.port}/chat`,
     method: "POST",
@@ -340,77 +372,111 @@ async function measure(server, seconds) {
     body: JSON.stringify({ message: "Book me a flight" }),
     connections: 50,
     duration: seconds,
+    // A fixed arrival rate (BENCH_RATE requests/s): every variant and run sees the same load.
+    ...(RATE > 0 ? { overallRate: RATE } : {}),
   });
   // Export of what the run left buffered counts too: flush inside the measured CPU window.
   await ask(server.child, "flush");
   const after = (await ask(server.child, "cpu")).cpu;
   if (r.non2xx > 0 || r.errors > 0) throw new Error(`${r.non2xx} non-2xx, ${r.errors} errors`);
   const cpu = after.user + after.system - before.user - before.system;
-  return { rps: r.requests.average, cpuUs: cpu / r.requests.total };
+  return {
+    rps: r.requests.average,
+    cpuUs: cpu / r.requests.total,
+    busy: cpu / (performance.now() - startedAt) / 1000,
+  };
 }
 
+/** Quartiles of `xs`: [min, q1, median, q3, max]. */
+function spread(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (q) => s[Math.round(q * (s.length - 1))];
+  return [at(0), at(0.25), at(0.5), at(0.75), at(1)].map((x) => +x.toFixed(1));
+}
+
+/**
+ * Server CPU per request, sink off against each variant. GENERATIONS sets of fresh servers (one
+ * per variant), each warmed, then ROUNDS_PER_GENERATION rounds alternating their order; each
+ * variant's round is paired with the `off` round next to it in time, and the figure is the median
+ * of those paired ratios over every round of every generation, with its spread. A round measures
+ * the server's whole CPU (process.cpuUsage: every thread, GC included) over autocannon's run plus
+ * a flush of what the sink still holds.
+ */
 async function http() {
   const pinned = pinLoadSide();
-  const out = { pinned };
+  const generations = Number(process.env.BENCH_GENERATIONS ?? 3);
+  const roundsPer = Number(process.env.BENCH_ROUNDS_PER_GENERATION ?? 5);
+  const out = { pinned, generations, rounds_per_generation: roundsPer, seconds: DURATION_SECONDS };
   for (const framework of (process.env.BENCH_FRAMEWORKS ?? "fastify,express").split(",")) {
     const variants = [
       "off",
       "otel",
-      "otel_receiver_in_server",
+      ...(process.env.BENCH_RECEIVER_IN_SERVER === "0" ? [] : ["otel_receiver_in_server"]),
       ...(process.env.BENCH_HTTP_SPLIT === "1"
         ? ["otel_discard", "otel_encode", "otel_official"]
         : []),
+      // Steps from off to otel, each adding one part: information.
+      ...(process.env.BENCH_HTTP_STEPS === "1" ? ["noop", "otel_queue", "otel_encode"] : []),
+      ...(process.env.BENCH_HTTP_EXTRA?.split(",").filter(Boolean) ?? []),
     ];
-    const servers = {};
-    const receivers = {};
-    for (const v of variants) {
-      // The collector stand-in of each exporting server runs here, in the load generator's
-      // process (pinned with autocannon): the server's CPU is what the sink costs it.
-      if (v === "otel" || v === "otel_official") receivers[v] = await startReceiver();
-      servers[v] = await start(framework, v, pinned, receivers[v]?.url);
-    }
-    try {
-      for (const s of Object.values(servers)) await measure(s, 2); // warm-up
-      const runs = Object.fromEntries(variants.map((v) => [v, []]));
-      for (let r = 0; r < Math.min(ROUNDS, 3); r++) {
-        for (const v of variants) runs[v].push(await measure(servers[v], DURATION_SECONDS));
+    const runs = Object.fromEntries(variants.map((v) => [v, []]));
+    const ratios = Object.fromEntries(variants.map((v) => [v, []]));
+    const busy = Object.fromEntries(variants.map((v) => [v, []]));
+    const tally = { requests: 0, bytes: 0, batches: 0, dropped: 0 };
+    for (let g = 0; g < generations; g++) {
+      const servers = {};
+      const receivers = {};
+      try {
+        for (const v of variants) {
+          // The collector stand-in of each exporting server runs here, in the load generator's
+          // process (pinned with autocannon): the server's CPU is what the sink costs it.
+          if (v === "otel" || v === "otel_official") receivers[v] = await startReceiver();
+          servers[v] = await start(framework, v, pinned, receivers[v]?.url);
+        }
+        for (const v of variants) await measure(servers[v], 2); // warm-up
+        const bytesBefore = receivers.otel.count.bytes;
+        const batchesBefore = receivers.otel.count.batches;
+        const requestsBefore = (await ask(servers.otel.child, "flush")).requests;
+        for (let r = 0; r < roundsPer; r++) {
+          // Off first in even rounds, last in odd ones: a drift in the machine's load hits both.
+          const order = r % 2 === 0 ? variants : [...variants].reverse();
+          const round = {};
+          for (const v of order) round[v] = await measure(servers[v], DURATION_SECONDS);
+          for (const v of variants) {
+            runs[v].push(round[v].cpuUs);
+            ratios[v].push((round[v].cpuUs / round.off.cpuUs - 1) * 100);
+            busy[v].push(round[v].busy);
+          }
+        }
+        const count = await ask(servers.otel.child, "flush");
+        tally.requests += count.requests - requestsBefore;
+        tally.bytes += receivers.otel.count.bytes - bytesBefore;
+        tally.batches += receivers.otel.count.batches - batchesBefore;
+        tally.dropped += count.dropped;
+      } finally {
+        for (const s of Object.values(servers)) await stop(s.child);
+        for (const r of Object.values(receivers)) r.server.close();
       }
-      const cpu = (v) => median(runs[v].map((x) => x.cpuUs));
-      const rps = (v) => median(runs[v].map((x) => x.rps));
-      const count = await ask(servers.otel.child, "flush");
-      const inServer = await ask(servers.otel_receiver_in_server.child, "flush");
-      const info = (v, key) =>
-        servers[v] === undefined
-          ? {}
-          : {
-              [`${key}_cpu_us_per_request`]: +cpu(v).toFixed(1),
-              [`${key}_cpu_added_pct`]: pct(cpu(v), cpu("off")),
-            };
-      out[framework] = {
-        cpu_us_per_request: { off: +cpu("off").toFixed(1), otel: +cpu("otel").toFixed(1) },
-        rps: { off: Math.round(rps("off")), otel: Math.round(rps("otel")) },
-        otel_cpu_added_pct: pct(cpu("otel"), cpu("off")),
-        // Information: the receiver in the server's process (the placement before session 5's
-        // split), so its accepting and reading of each batch counts against the sink too.
-        ...info("otel_receiver_in_server", "otel_receiver_in_server"),
-        // The sink and the conversion, without serialising or sending: information.
-        ...info("otel_discard", "otel_discard"),
-        // The sink and the protobuf encoding, without sending: information.
-        ...info("otel_encode", "otel_encode"),
-        // The official exporter as `exporter` (ReadableSpans, its serializer): information.
-        ...info("otel_official", "otel_official"),
-        // 4 spans per request (handle, router.classify, runtime.invoke, responder.format); the
-        // batch queue drops none when exports keep up (the tests decode what arrives).
-        spans_dropped: count.dropped + inServer.dropped,
-        otlp_bytes_per_request: Math.round(receivers.otel.count.bytes / count.requests),
-        // Spans per HTTP request the exporter sent to the receiver.
-        spans_per_http_request: Math.round((4 * count.requests) / receivers.otel.count.batches),
-      };
-      console.error(`${framework}: ${JSON.stringify(out[framework])}`);
-    } finally {
-      for (const s of Object.values(servers)) await stop(s.child);
-      for (const r of Object.values(receivers)) r.server.close();
     }
+    const row = {
+      cpu_us_per_request_off: spread(runs.off),
+      // Server CPU busy (CPU time over wall time) while sink off: 1.0 means the server was the
+      // bottleneck; less, that autocannon was (CPU per request then includes idle wake-ups).
+      server_busy_off: +median(busy.off).toFixed(2),
+    };
+    for (const v of variants.slice(1)) {
+      row[`${v}_cpu_us_per_request`] = spread(runs[v]);
+      // [min, q1, median, q3, max] of the paired per-round ratios: the figure is the median.
+      row[`${v}_added_pct`] = spread(ratios[v]);
+    }
+    Object.assign(row, {
+      // 4 spans per request (handle, router.classify, runtime.invoke, responder.format).
+      spans_dropped: tally.dropped,
+      otlp_bytes_per_request: Math.round(tally.bytes / tally.requests),
+      spans_per_http_request: Math.round((4 * tally.requests) / Math.max(1, tally.batches)),
+    });
+    out[framework] = row;
+    console.error(`${framework}: ${JSON.stringify(row)}`);
   }
   return out;
 }

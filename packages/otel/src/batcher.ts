@@ -3,12 +3,19 @@ import { ExportResultCode, suppressTracing } from "@opentelemetry/core";
 import type { ReadableSpan, SpanExporter, SpanProcessor } from "@opentelemetry/sdk-trace-base";
 
 /**
- * OpenTelemetry's batch defaults (the `OTEL_BSP_*` defaults of the SDK specification). The
- * default exporter gathers four batches' bytes into one request (see NervaOtlpExporter): larger
- * batches here would keep ended spans alive longer, which costs more GC time than it saves.
+ * OpenTelemetry's batch defaults (the `OTEL_BSP_*` defaults of the SDK specification). An
+ * exporter that gathers batches into larger requests itself (the default one, see
+ * NervaOtlpExporter) is handed smaller batches: see {@link GATHERED_BATCH_SIZE}.
  */
 export const MAX_QUEUE_SIZE = 2048;
-const MAX_EXPORT_BATCH_SIZE = 512;
+export const MAX_EXPORT_BATCH_SIZE = 512;
+/**
+ * The batch handed to an exporter that gathers its own requests: ended spans then wait for ~16
+ * requests' worth of others instead of ~128, and most die young. Measured (in-process
+ * `handle()` with an AsyncLocalStorage context manager, paired rounds): the sink's cost fell
+ * from +14–17% to +11% of the request; 32 and 128 did worse than 64.
+ */
+export const GATHERED_BATCH_SIZE = 64;
 const SCHEDULED_DELAY_MS = 5000;
 const EXPORT_TIMEOUT_MS = 30_000;
 
@@ -23,6 +30,7 @@ export class SpanBatcher<T extends object> implements SpanProcessor {
   readonly #exporter: SpanExporter;
   readonly #toReadable: (item: T | ReadableSpan) => ReadableSpan;
   readonly #onDropped: (count: number) => void;
+  readonly #batchSize: number;
   #queue: (T | ReadableSpan)[] = [];
   #timer: NodeJS.Timeout | null = null;
   #soon = false;
@@ -36,10 +44,12 @@ export class SpanBatcher<T extends object> implements SpanProcessor {
     exporter: SpanExporter,
     toReadable: (item: T | ReadableSpan) => ReadableSpan,
     onDropped: (count: number) => void,
+    batchSize = MAX_EXPORT_BATCH_SIZE,
   ) {
     this.#exporter = exporter;
     this.#toReadable = toReadable;
     this.#onDropped = onDropped;
+    this.#batchSize = batchSize;
   }
 
   /** Queues one ended span (the sink checked that its trace is sampled). */
@@ -51,7 +61,7 @@ export class SpanBatcher<T extends object> implements SpanProcessor {
       return;
     }
     queue.push(item);
-    if (queue.length >= MAX_EXPORT_BATCH_SIZE) this.#exportSoon();
+    if (queue.length >= this.#batchSize) this.#exportSoon();
     else if (this.#timer === null) this.#arm();
   }
 
@@ -107,13 +117,15 @@ export class SpanBatcher<T extends object> implements SpanProcessor {
       .catch(() => undefined)
       .finally(() => {
         this.#exporting = null;
-        if (this.#queue.length >= MAX_EXPORT_BATCH_SIZE) this.#exportSoon();
+        // Full batches follow at once (not a turn each: small batches would fall behind a
+        // burst of spans between two turns, and the queue would drop).
+        if (this.#queue.length >= this.#batchSize) this.#drain();
         else if (this.#queue.length > 0 && this.#timer === null) this.#arm();
       });
   }
 
   #exportBatch(): Promise<void> {
-    const items = this.#queue.splice(0, MAX_EXPORT_BATCH_SIZE);
+    const items = this.#queue.splice(0, this.#batchSize);
     if (this.#dropped > 0) {
       const dropped = this.#dropped;
       this.#dropped = 0;

@@ -11,7 +11,12 @@ import type { ReadableSpan, SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
 import { ExportResultCode } from "@opentelemetry/core";
 import { Span, type ContextEvent, type TraceSink } from "@nerva/core";
-import { MAX_QUEUE_SIZE, SpanBatcher } from "./batcher.js";
+import {
+  GATHERED_BATCH_SIZE,
+  MAX_EXPORT_BATCH_SIZE,
+  MAX_QUEUE_SIZE,
+  SpanBatcher,
+} from "./batcher.js";
 import { ExportWatch, WatchedExporter, droppedError, stderrReporter } from "./export-watch.js";
 import { otlpExporter, protocolFromEnv } from "./exporter.js";
 import { operationOf } from "./mapping.js";
@@ -109,7 +114,9 @@ class OtelTraceSink implements OtelSink {
       const inner = o.exporter ?? otlpExporter(protocolFromEnv());
       const exporter = new WatchedExporter(inner, watch);
       let toReadable: (item: Span | ReadableSpan) => ReadableSpan;
+      let batchSize = MAX_EXPORT_BATCH_SIZE;
       if (inner instanceof NervaOtlpExporter) {
+        batchSize = GATHERED_BATCH_SIZE; // it gathers batches into one request itself
         // It writes Nerva's spans itself, from the spans as they are: nothing to convert.
         inner.attach(settings, (result) => {
           if (result.code === ExportResultCode.SUCCESS) watch.succeeded();
@@ -121,7 +128,7 @@ class OtelTraceSink implements OtelSink {
           item instanceof Span ? new NervaReadableSpan(item, settings, undefined, undefined) : item;
       }
       const onDropped = (count: number): void => watch.warn(droppedError(count, MAX_QUEUE_SIZE));
-      this.#batcher = new SpanBatcher<Span>(exporter, toReadable, onDropped);
+      this.#batcher = new SpanBatcher<Span>(exporter, toReadable, onDropped, batchSize);
       this.spanProcessors = [this.#batcher];
     }
   }

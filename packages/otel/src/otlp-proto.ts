@@ -18,7 +18,7 @@ import {
   type GenAIOperation,
   type MappingSettings,
 } from "./mapping.js";
-import { ProtoWriter } from "./proto-writer.js";
+import { ProtoWriter, asciiAt, copyAt, hexAt, le32, varint32 } from "./proto-writer.js";
 import { NervaReadableSpan, type ExportSettings } from "./readable-span.js";
 
 /** What the sink's batch queue holds: Nerva spans as they ended, and the app's own spans. */
@@ -72,10 +72,11 @@ const SEND_DELAY_MS = 5000;
  * variables. The app's own spans in a batch (a `NodeSDK` sharing the sink's processor) are
  * written by OpenTelemetry's serializer, in the same request.
  *
- * Each batch the queue hands over (512 spans) is written at once, so that the queue holds its
- * spans no longer than before (spans kept alive across collections cost the app GC time); the
- * bytes gather until 2048 spans or 1 MiB (or 5 s, or a flush), then leave as one request: each
- * request costs the app ~0.35 ms of CPU in the transport whatever its size.
+ * Each batch the queue hands over (64 spans: the sink hands this exporter small batches) is
+ * written at once, so that the queue holds its spans briefly (spans kept alive across
+ * collections cost the app GC time); the bytes gather until 2048 spans or 1 MiB (or 5 s, or a
+ * flush), then leave as one request: each request costs the app ~0.35 ms of CPU in the
+ * transport whatever its size.
  */
 export class NervaOtlpExporter implements SpanExporter {
   readonly #delegate: Delegate;
@@ -258,30 +259,43 @@ function writeSpan(
   settings: ExportSettings,
 ): void {
   const op = operationOf(span.name);
-  w.byte(0x12);
-  const m = w.begin(2); // a span takes 128 bytes to 16 KiB
-  w.byte(0x0a); // trace_id
-  w.hex(span.traceId, 16);
-  w.byte(0x12); // span_id
-  w.hex(span.id, 8);
   const remote = typeof parent === "string";
-  if (parent !== null) {
-    w.byte(0x22); // parent_span_id
-    w.hex(remote ? parent : parent.id, 8);
+  const parentId = parent === null ? null : remote ? parent : parent.id;
+  // Tag, length, ids: at most 41 bytes, written with one bounds check.
+  w.reserve(48);
+  let buf = w.buf;
+  let p = w.pos;
+  buf[p] = 0x12;
+  const m = p + 1; // two bytes for the length: a span takes 128 bytes to 16 KiB
+  p += 3;
+  buf[p++] = 0x0a; // trace_id
+  buf[p++] = 16;
+  p = traceIdAt(buf, p, span.traceId);
+  buf[p++] = 0x12; // span_id
+  buf[p++] = 8;
+  p = hexAt(buf, p, span.id, 8);
+  if (parentId !== null) {
+    buf[p++] = 0x22; // parent_span_id
+    buf[p++] = 8;
+    p = parentIdAt(buf, p, parentId);
   }
-  w.byte(0x2a); // name
+  buf[p++] = 0x2a; // name
+  w.pos = p;
   if (op === null) w.string(span.name);
-  else w.bytes(nameBytes(op, otelNameSuffix(span, op)));
-  w.byte(0x30); // kind: OTLP counts from 1 (0 is "unspecified")
-  w.uint32(otelKind(span, op) + 1);
-  w.byte(0x39); // start_time_unix_nano
-  w.epochNanos(span.startMs);
-  w.byte(0x41); // end_time_unix_nano
-  w.epochNanos(span.endMs ?? span.startMs);
-  const attributesAt = w.pos;
+  else w.raw(nameBytes(op, otelNameSuffix(span, op)));
+  w.reserve(20);
+  buf = w.buf;
+  p = w.pos;
+  buf[p++] = 0x30; // kind: OTLP counts from 1 (0 is "unspecified")
+  buf[p++] = otelKind(span, op) + 1;
+  buf[p++] = 0x39; // start_time_unix_nano
+  p = w.epochNanosAt(buf, p, span.startMs);
+  buf[p++] = 0x41; // end_time_unix_nano
+  p = w.epochNanosAt(buf, p, span.endMs ?? span.startMs);
+  w.pos = p;
   if (!writeSpanAttributes(w, span, op, settings, mcpServer)) {
     // A span attribute the mapping overwrites (rare): the mapping's own object, key for key.
-    w.pos = attributesAt;
+    w.pos = p;
     writeAttributes(w, otelAttributes(span, op, settings, mcpServer), 0x4a);
   }
   if (events !== undefined) {
@@ -296,8 +310,8 @@ function writeSpan(
       w.end(em);
     }
   }
-  const status = otelStatus(span);
-  if (status.code !== 0) {
+  if (span.status === "error") {
+    const status = otelStatus(span);
     w.byte(0x7a); // status
     const sm = w.begin();
     if (status.message) {
@@ -308,10 +322,35 @@ function writeSpan(
     w.uint32(status.code);
     w.end(sm);
   }
-  w.byte(0x85); // flags (field 16, fixed32): sampled, and whether the parent is remote
-  w.byte(0x01);
-  w.fixed32(remote ? 0x301 : 0x101);
+  w.reserve(6);
+  buf = w.buf;
+  p = w.pos;
+  buf[p++] = 0x85; // flags (field 16, fixed32): sampled, and whether the parent is remote
+  buf[p++] = 0x01;
+  w.pos = le32(buf, p, remote ? 0x301 : 0x101);
   w.end(m, 2);
+}
+
+// The ids written last: a request's spans share their trace id, and siblings their parent's.
+let traceHex = "";
+const traceBytes = new Uint8Array(16);
+let parentHex = "";
+const parentBytes = new Uint8Array(8);
+
+function traceIdAt(buf: Uint8Array, p: number, hex: string): number {
+  if (hex !== traceHex) {
+    hexAt(traceBytes, 0, hex, 16);
+    traceHex = hex;
+  }
+  return copyAt(buf, p, traceBytes);
+}
+
+function parentIdAt(buf: Uint8Array, p: number, hex: string): number {
+  if (hex !== parentHex) {
+    hexAt(parentBytes, 0, hex, 8);
+    parentHex = hex;
+  }
+  return copyAt(buf, p, parentBytes);
 }
 
 /**
@@ -330,14 +369,17 @@ function writeSpanAttributes(
   const a = span.attributes;
   const content = settings.captureContent;
   for (const key in a) {
-    if (key.includes(".")) {
-      if (MAPPING_KEYS.has(key) || key.startsWith("nerva.")) return false;
-      if (content || !CONTENT_KEYS.has(key)) writeKeyValue(w, keyBytes(key), a[key]);
-    } else if (key === "request_id") {
-      return false;
-    } else if (!mapped(op, key)) {
-      writeKeyValue(w, keyBytes(nervaKey(key)), a[key]);
+    const plan = planOf(key);
+    switch (plan.kind) {
+      case OVERWRITTEN:
+        return false;
+      case CONTENT:
+        if (!content) continue;
+        break;
+      case BARE:
+        if (mapped(op, key)) continue;
     }
+    writeKeyValue(w, plan.key!, a[key]);
   }
   if (span.isLocalRoot) writeKeyValue(w, K_REQUEST_ID, span.requestId);
   if (op !== null) {
@@ -404,18 +446,7 @@ function nameBytes(op: GenAIOperation, suffix: string): Uint8Array {
   return bytes;
 }
 
-/** `KeyValue.key` (tag, length and UTF-8) of each attribute name seen, made once. */
-const KEY_BYTES = new Map<string, Uint8Array>();
-
-function keyBytes(key: string): Uint8Array {
-  let bytes = KEY_BYTES.get(key);
-  if (bytes === undefined) {
-    bytes = encodeKey(key);
-    if (KEY_BYTES.size < 1024) KEY_BYTES.set(key, bytes);
-  }
-  return bytes;
-}
-
+/** `KeyValue.key` of `key`: tag, length and UTF-8. */
 function encodeKey(key: string): Uint8Array {
   const w = new ProtoWriter(64);
   w.byte(0x0a);
@@ -423,30 +454,123 @@ function encodeKey(key: string): Uint8Array {
   return w.take();
 }
 
-const K_REQUEST_ID = keyBytes("nerva.request_id");
-const K_OPERATION = keyBytes("gen_ai.operation.name");
-const K_CONVERSATION = keyBytes("gen_ai.conversation.id");
-const K_WORKFLOW = keyBytes("gen_ai.workflow.name");
-const K_AGENT = keyBytes("gen_ai.agent.name");
-const K_TOOL_NAME = keyBytes("gen_ai.tool.name");
-const K_TOOL_TYPE = keyBytes("gen_ai.tool.type");
-const K_SERVER = keyBytes("server.address");
-const K_USER = keyBytes("enduser.id");
-const K_INPUT = keyBytes("gen_ai.usage.input_tokens");
-const K_OUTPUT = keyBytes("gen_ai.usage.output_tokens");
-const K_CACHE_READ = keyBytes("gen_ai.usage.cache_read.input_tokens");
-const K_REASONING = keyBytes("gen_ai.usage.reasoning.output_tokens");
-const K_COST = keyBytes("nerva.usage.cost_usd");
-const K_TOTAL_INPUT = keyBytes("nerva.usage.total.input_tokens");
-const K_TOTAL_OUTPUT = keyBytes("nerva.usage.total.output_tokens");
-const K_TOTAL_COST = keyBytes("nerva.usage.total.cost_usd");
-const K_ERROR_TYPE = keyBytes("error.type");
+const K_REQUEST_ID = encodeKey("nerva.request_id");
+const K_OPERATION = encodeKey("gen_ai.operation.name");
+const K_CONVERSATION = encodeKey("gen_ai.conversation.id");
+const K_WORKFLOW = encodeKey("gen_ai.workflow.name");
+const K_AGENT = encodeKey("gen_ai.agent.name");
+const K_TOOL_NAME = encodeKey("gen_ai.tool.name");
+const K_TOOL_TYPE = encodeKey("gen_ai.tool.type");
+const K_SERVER = encodeKey("server.address");
+const K_USER = encodeKey("enduser.id");
+const K_INPUT = encodeKey("gen_ai.usage.input_tokens");
+const K_OUTPUT = encodeKey("gen_ai.usage.output_tokens");
+const K_CACHE_READ = encodeKey("gen_ai.usage.cache_read.input_tokens");
+const K_REASONING = encodeKey("gen_ai.usage.reasoning.output_tokens");
+const K_COST = encodeKey("nerva.usage.cost_usd");
+const K_TOTAL_INPUT = encodeKey("nerva.usage.total.input_tokens");
+const K_TOTAL_OUTPUT = encodeKey("nerva.usage.total.output_tokens");
+const K_TOTAL_COST = encodeKey("nerva.usage.total.cost_usd");
+const K_ERROR_TYPE = encodeKey("error.type");
 
-/** One `Span.attributes` entry: its key already encoded. */
+/** How a span's own attribute is exported, by its key: see {@link planOf}. */
+interface KeyPlan {
+  readonly kind: typeof PASS | typeof CONTENT | typeof BARE | typeof OVERWRITTEN;
+  /** The exported `KeyValue.key` (tag, length, UTF-8); `null` when OVERWRITTEN. */
+  readonly key: Uint8Array | null;
+}
+/** A namespaced key, exported as it is. */
+const PASS = 0;
+/** A namespaced key that carries content: exported only with `captureContent`. */
+const CONTENT = 1;
+/** One of Nerva's bare keys: exported under `nerva.`, unless the operation's mapping replaces it. */
+const BARE = 2;
+/** A key the mapping writes too: the span is written from the mapping's object instead. */
+const OVERWRITTEN = 3;
+
+const PLANS = new Map<string, KeyPlan>();
+
+/** The plan of each attribute key seen (one lookup per attribute), made once. */
+function planOf(key: string): KeyPlan {
+  let plan = PLANS.get(key);
+  if (plan === undefined) {
+    plan = makePlan(key);
+    if (PLANS.size < 1024) PLANS.set(key, plan);
+  }
+  return plan;
+}
+
+function makePlan(key: string): KeyPlan {
+  if (key.includes(".")) {
+    if (MAPPING_KEYS.has(key) || key.startsWith("nerva.")) return { kind: OVERWRITTEN, key: null };
+    return { kind: CONTENT_KEYS.has(key) ? CONTENT : PASS, key: encodeKey(key) };
+  }
+  if (key === "request_id") return { kind: OVERWRITTEN, key: null };
+  return { kind: BARE, key: encodeKey(nervaKey(key)) };
+}
+
+/**
+ * One `Span.attributes` entry, its key already encoded. Short ASCII strings, small whole numbers
+ * and booleans (nearly every attribute) take one bounds check and one-byte lengths written in
+ * place; anything else goes through the nested-message writer.
+ */
 function writeKeyValue(w: ProtoWriter, key: Uint8Array, value: unknown): void {
+  const kl = key.length;
+  switch (typeof value) {
+    case "string": {
+      const n = value.length;
+      if (kl + n + 4 >= 0x80) break;
+      w.reserve(kl + 3 * n + 6);
+      const buf = w.buf;
+      let p = w.pos;
+      buf[p++] = 0x4a;
+      buf[p++] = kl + n + 4;
+      p = copyAt(buf, p, key);
+      buf[p++] = 0x12; // value: AnyValue { string_value }
+      buf[p++] = n + 2;
+      buf[p++] = 0x0a;
+      buf[p++] = n;
+      const end = asciiAt(buf, p, value);
+      if (end < 0) break; // not ASCII: nothing was counted, written below
+      w.pos = end;
+      return;
+    }
+    case "number": {
+      if (kl + 8 >= 0x80 || !(value >= 0 && value <= 0xffffffff && Number.isInteger(value))) break;
+      w.reserve(kl + 10);
+      const buf = w.buf;
+      let p = w.pos;
+      buf[p] = 0x4a;
+      const kvAt = p + 1;
+      p = copyAt(buf, p + 2, key);
+      buf[p] = 0x12; // value: AnyValue { int_value }
+      const valueAt = p + 1;
+      buf[p + 2] = 0x18;
+      const end = varint32(buf, p + 3, value);
+      buf[valueAt] = end - valueAt - 1;
+      buf[kvAt] = end - kvAt - 1;
+      w.pos = end;
+      return;
+    }
+    case "boolean": {
+      if (kl + 4 >= 0x80) break;
+      w.reserve(kl + 6);
+      const buf = w.buf;
+      let p = w.pos;
+      buf[p++] = 0x4a;
+      buf[p++] = kl + 4;
+      p = copyAt(buf, p, key);
+      buf[p++] = 0x12; // value: AnyValue { bool_value }
+      buf[p++] = 2;
+      buf[p++] = 0x10;
+      buf[p++] = value ? 1 : 0;
+      w.pos = p;
+      return;
+    }
+  }
   w.byte(0x4a);
   const kv = w.begin();
-  w.bytes(key);
+  w.raw(key);
   w.byte(0x12);
   const v = w.begin();
   writeValue(w, value);

@@ -90,7 +90,34 @@ class ContextLayer implements Context {
   }
 }
 
-/** `parent` with `span` as its active span: what `trace.setSpanContext` makes, in two objects. */
+/**
+ * `parent` with a running Nerva span as its active span: a {@link ContextLayer} whose value, the
+ * {@link ActiveNervaSpan}, is made when first read (under a handler that nothing instruments,
+ * never: one object per switch instead of two).
+ */
+class SpanLayer implements Context {
+  readonly #parent: Context;
+  readonly #span: Span;
+  #active: ActiveNervaSpan | null = null;
+
+  constructor(parent: Context, span: Span) {
+    this.#parent = parent;
+    this.#span = span;
+  }
+
+  getValue(key: symbol): unknown {
+    if (key !== SPAN_KEY) return this.#parent.getValue(key);
+    return (this.#active ??= new ActiveNervaSpan(this.#span));
+  }
+  setValue(key: symbol, value: unknown): Context {
+    return new ContextLayer(this, key, value);
+  }
+  deleteValue(key: symbol): Context {
+    return new ContextLayer(this, key, undefined);
+  }
+}
+
+/** `parent` with `span` as its active span: what `trace.setSpanContext` makes, in one object. */
 export function withActiveSpan(parent: Context, span: Span): Context {
-  return new ContextLayer(parent, SPAN_KEY, new ActiveNervaSpan(span));
+  return new SpanLayer(parent, span);
 }
