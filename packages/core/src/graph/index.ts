@@ -32,6 +32,7 @@ export { GraphErrorCode } from "./failure.js";
 export { EventType, type GraphEvent } from "./events.js";
 export type { DeliveryInfo, EventHandler, SubscribeOptions } from "./event-bus.js";
 export { ExecutionStatus, type ExecutionResult } from "./execution-result.js";
+export { clientExecution, clientExecutionError, clientGraphEvent } from "./client-view.js";
 export type { SessionState } from "./session-state.js";
 export { IsolationLevel, SharedState, type SharedStateOptions } from "./shared-state.js";
 export type { EntryPointInfo, EntryPointSpec, TriggerSource, TriggerSpec } from "./entry-points.js";

@@ -1,0 +1,129 @@
+// What a client may see of an execution: the result and the typed events of real executions,
+// whose nodes and tools fail with operator text, shown without it.
+import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { ExecContext } from "../context/exec-context.js";
+import { ErrorCode, NervaError } from "../errors.js";
+import { InMemoryRunStore } from "../runs/in-memory-store.js";
+import { RunQueue } from "../runs/run-queue.js";
+import { InProcessRuntime } from "../runtime/in-process-runtime.js";
+import { FunctionToolManager, defineTool } from "../tools/function-tool-manager.js";
+import {
+  END,
+  EventType,
+  clientExecution,
+  clientExecutionError,
+  clientGraphEvent,
+  createGraphRuntime,
+  defineGraph,
+  fnNode,
+  type GraphEvent,
+  type GraphRuntime,
+} from "./index.js";
+
+const SECRET = /hunter2|\/srv\/app/;
+const runtimes: GraphRuntime[] = [];
+afterEach(async () => {
+  for (const r of runtimes.splice(0)) await r.stop({ graceSeconds: 0 });
+});
+
+const S = z.object({ n: z.number().optional() });
+type S = z.output<typeof S>;
+
+async function failing(thrown: () => Error) {
+  const tools = new FunctionToolManager().register(
+    defineTool({
+      name: "db",
+      description: "db",
+      parameters: z.object({}),
+      run: () => {
+        throw new Error("connect postgres://admin:hunter2@db failed");
+      },
+    }),
+  );
+  const runtime = createGraphRuntime({
+    graph: defineGraph({
+      name: "leaky",
+      state: S,
+      nodes: {
+        work: fnNode<S>(async (_s, ctx) => {
+          await ctx.kit.tools.call("db", {});
+          throw thrown();
+        }),
+      },
+      edges: [["work", END]],
+      entry: "work",
+    }),
+    runtime: new InProcessRuntime(),
+    tools,
+    queue: new RunQueue({ store: new InMemoryRunStore() }),
+    retry: { maxAttempts: 2, initialDelaySeconds: 0.01 },
+  });
+  runtimes.push(runtime);
+  await runtime.start();
+  const result = await runtime.triggerAndWait("default", {}, ExecContext.create(), {
+    timeoutSeconds: 10,
+  });
+  const events: GraphEvent[] = [];
+  for await (const e of runtime.events(result.executionId)) events.push(e);
+  return { result, events };
+}
+
+describe("clientExecution and clientGraphEvent", () => {
+  it("show a failed node's error, a tool's error and the worker's ids without their operator text", async () => {
+    const { result, events } = await failing(
+      () => new Error("ENOENT: /srv/app/orders.json (password hunter2)"),
+    );
+    expect(result.status).toBe("failed");
+    // The raw views carry the operator text (what this guards against)...
+    expect(JSON.stringify(result)).toMatch(SECRET);
+    expect(JSON.stringify(events)).toMatch(SECRET);
+    // ...the client views do not.
+    const shown = clientExecution(result);
+    expect(JSON.stringify(shown)).not.toMatch(SECRET);
+    expect(shown.error).toEqual({ code: "NODE_FAILED", message: "a node failed" });
+    expect(shown.state).toEqual(result.state);
+    const client = events.map(clientGraphEvent);
+    expect(JSON.stringify(client)).not.toMatch(SECRET);
+    expect(client.map((e) => [e.type, e.seq])).toEqual(events.map((e) => [e.type, e.seq]));
+    expect(client.find((e) => e.type === EventType.EXECUTION_STARTED)?.data).toEqual({});
+    expect(client.find((e) => e.type === EventType.NODE_FAILED)?.data).toMatchObject({
+      nodeId: "work",
+      code: "NODE_FAILED",
+      error: "a node failed",
+    });
+    expect(client.find((e) => e.type === EventType.TOOL_CALL_COMPLETED)?.data).toMatchObject({
+      tool: "db",
+      status: "error",
+    });
+    // The run's errors (HANDLER_ERROR: the graph's handler failed) with their fixed text.
+    for (const type of [EventType.EXECUTION_RETRYING, EventType.EXECUTION_FAILED]) {
+      expect(client.find((e) => e.type === type)?.data.error).toEqual({
+        code: "HANDLER_ERROR",
+        message: "the agent failed",
+      });
+    }
+  });
+
+  it("keep a typed error a client may read as it is", async () => {
+    const { result } = await failing(
+      () => new NervaError(ErrorCode.POLICY_DENIED, "Refunds over 500 need a manager."),
+    );
+    expect(clientExecution(result).error).toEqual({
+      code: "POLICY_DENIED",
+      message: expect.stringContaining("Refunds over 500 need a manager."),
+    });
+  });
+
+  it("show any other code as INTERNAL", () => {
+    expect(
+      clientExecutionError({
+        code: "SQLITE_BUSY",
+        message: "database is locked at /srv/app/runs.db",
+      }),
+    ).toEqual({
+      code: "INTERNAL",
+      message: "the run failed",
+    });
+  });
+});
