@@ -421,18 +421,7 @@ export class ExecContext extends ContextLifecycle {
 
   /** Records a structured event under the current span. */
   event(name: string, attributes: Attributes = {}): ContextEvent {
-    const event: ContextEvent = Object.freeze({
-      name,
-      timestampMs: nowMs(),
-      traceId: this.traceId,
-      requestId: this.requestId,
-      spanId: spanParentId(this.#span),
-      attributes: Object.freeze({ ...attributes }),
-    });
-    this.#rec().events.push(event);
-    const sink = this.#id.sink;
-    if (sink !== null) sink.event(event);
-    return event;
+    return this.#recordEvent(name, nowMs(), spanParentId(this.#span), attributes);
   }
 
   /**
@@ -448,13 +437,22 @@ export class ExecContext extends ContextLifecycle {
     readonly spanId: string | null;
     readonly attributes: Readonly<Attributes>;
   }): ContextEvent {
+    return this.#recordEvent(init.name, init.timestampMs, init.spanId, init.attributes);
+  }
+
+  #recordEvent(
+    name: string,
+    timestampMs: number,
+    spanId: string | null,
+    attributes: Readonly<Attributes>,
+  ): ContextEvent {
     const event: ContextEvent = Object.freeze({
-      name: init.name,
-      timestampMs: init.timestampMs,
+      name,
+      timestampMs,
       traceId: this.traceId,
       requestId: this.requestId,
-      spanId: init.spanId,
-      attributes: Object.freeze({ ...init.attributes }),
+      spanId,
+      attributes: Object.freeze({ ...attributes }),
     });
     this.#rec().events.push(event);
     const sink = this.#id.sink;

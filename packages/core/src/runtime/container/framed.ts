@@ -181,6 +181,11 @@ export class FramedConnection {
     this.#socket.end();
   }
 
+  /** The invocation's reported spans and events, made on the first report. */
+  #reports(current: Invocation): WorkerSpans {
+    return (current.spans ??= new WorkerSpans(current.scoped, this.#spec.name));
+  }
+
   #write(line: string): void {
     if (this.#dead === null) this.#socket.write(line);
   }
@@ -226,10 +231,10 @@ export class FramedConnection {
         });
         return;
       case "span":
-        (current.spans ??= new WorkerSpans(current.scoped, this.#spec.name)).add(frame.span);
+        this.#reports(current).add(frame.span);
         return;
       case "event":
-        (current.spans ??= new WorkerSpans(current.scoped, this.#spec.name)).addEvent(frame.event);
+        this.#reports(current).addEvent(frame.event);
         return;
       case "delegate":
         void this.#delegate(current, frame.call_id, frame.handler, frame.input);
@@ -237,10 +242,7 @@ export class FramedConnection {
       case "result": {
         this.#current = null;
         if (frame.spans_dropped > 0 || frame.events_dropped > 0) {
-          (current.spans ??= new WorkerSpans(current.scoped, this.#spec.name)).addDropped(
-            frame.spans_dropped,
-            frame.events_dropped,
-          );
+          this.#reports(current).addDropped(frame.spans_dropped, frame.events_dropped);
         }
         current.spans?.finish();
         // `handler` in a result frame is ignored: the host knows which handler it invoked.

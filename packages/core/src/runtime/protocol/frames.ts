@@ -143,6 +143,13 @@ export const WorkerSpanUsageSchema = z
   .strict();
 
 const attributeValue = z.union([z.string(), z.number(), z.boolean()]);
+/** A span's or an event's attributes (the host bounds them). */
+const flatAttributes = z
+  .record(z.string(), attributeValue)
+  .default({})
+  .describe(
+    "Flat values; the first 64 are kept, keys cut to 256 characters, string values to 4096.",
+  );
 
 /**
  * One span that ended inside a worker. The schema checks types only: the host bounds the values
@@ -176,12 +183,7 @@ export const WorkerSpanSchema = z.object({
     .optional()
     .describe("ok or error; unset or absent reads as error when `error` is set, else ok."),
   error: z.string().nullable().optional().describe("The error of a failed span; cut to 4096."),
-  attributes: z
-    .record(z.string(), attributeValue)
-    .default({})
-    .describe(
-      "Flat values; the first 64 are kept, keys cut to 256 characters, string values to 4096.",
-    ),
+  attributes: flatAttributes,
   usage: WorkerSpanUsageSchema.optional().describe("The span's own token usage, if any."),
   trace_id: z.string().optional().describe("Ignored: the span joins the invocation's trace."),
 });
@@ -216,12 +218,7 @@ export const WorkerEventSchema = z.object({
     .describe(
       "The span it happened in: the invocation's span (the context's span_id) or a span of this invocation; anything else reads as the invocation's span.",
     ),
-  attributes: z
-    .record(z.string(), attributeValue)
-    .default({})
-    .describe(
-      "Flat values; the first 64 are kept, keys cut to 256 characters, string values to 4096.",
-    ),
+  attributes: flatAttributes,
 });
 
 /**

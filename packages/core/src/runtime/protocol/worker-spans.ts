@@ -78,6 +78,19 @@ function cut(text: string, max: number): string {
   return text.length <= max ? text : text.slice(0, max);
 }
 
+/** A name cut to the limit; an empty one reads `(unnamed)`. */
+function boundedName(name: string): string {
+  const cutName = cut(name, WORKER_SPAN_LIMITS.maxNameChars);
+  return cutName === "" ? "(unnamed)" : cutName;
+}
+
+/** Appends `value` to the list of `key`. */
+function pushTo<V>(map: Map<string, V[]>, key: string, value: V): void {
+  const list = map.get(key);
+  if (list === undefined) map.set(key, [value]);
+  else list.push(value);
+}
+
 function clamp(value: number, lo: number, hi: number): number {
   return value < lo ? lo : value > hi ? hi : value;
 }
@@ -213,10 +226,9 @@ export class WorkerSpans {
           ? "ok"
           : "error";
     const attributes = boundedAttributes(wire.attributes);
-    const name = cut(wire.name, WORKER_SPAN_LIMITS.maxNameChars);
     const span: Pending = {
       id: this.#ownId(wire.span_id),
-      name: name === "" ? "(unnamed)" : name,
+      name: boundedName(wire.name),
       kind: wire.kind !== undefined && KINDS.has(wire.kind) ? (wire.kind as SpanKind) : "internal",
       startMs,
       endMs,
@@ -234,9 +246,7 @@ export class WorkerSpans {
       this.#adoptTree(span, parent);
       return;
     }
-    const list = this.#waiting.get(parentId as string);
-    if (list === undefined) this.#waiting.set(parentId as string, [span]);
-    else list.push(span);
+    pushTo(this.#waiting, parentId as string, span);
   }
 
   /** Events dropped so far (over the limit, reported by the worker, or after the end). */
@@ -252,9 +262,8 @@ export class WorkerSpans {
       return;
     }
     this.#eventsAccepted++;
-    const name = cut(wire.name, WORKER_SPAN_LIMITS.maxNameChars);
     const event: PendingEvent = {
-      name: name === "" ? "(unnamed)" : name,
+      name: boundedName(wire.name),
       timestampMs: clamp(wire.at * 1000, inv.startMs, inv.endMs ?? nowMs()),
       attributes: boundedAttributes(wire.attributes) ?? {},
     };
@@ -264,9 +273,7 @@ export class WorkerSpans {
       this.#record(event, spanId ?? inv.id);
       return;
     }
-    const list = this.#pendingEvents.get(spanId);
-    if (list === undefined) this.#pendingEvents.set(spanId, [event]);
-    else list.push(event);
+    pushTo(this.#pendingEvents, spanId, event);
   }
 
   /**
@@ -306,19 +313,11 @@ export class WorkerSpans {
         for (const e of list) this.#record(e, inv.id);
       this.#pendingEvents.clear();
     }
-    if (this.#dropped > 0) {
-      this.#ctx.event(SPANS_DROPPED_EVENT, {
-        handler: this.#handler,
-        count: this.#dropped,
-        limit: WORKER_SPAN_LIMITS.maxSpans,
-      });
-    }
-    if (this.#eventsDropped > 0) {
-      this.#ctx.event(EVENTS_DROPPED_EVENT, {
-        handler: this.#handler,
-        count: this.#eventsDropped,
-        limit: WORKER_SPAN_LIMITS.maxEvents,
-      });
+    for (const [name, count, limit] of [
+      [SPANS_DROPPED_EVENT, this.#dropped, WORKER_SPAN_LIMITS.maxSpans],
+      [EVENTS_DROPPED_EVENT, this.#eventsDropped, WORKER_SPAN_LIMITS.maxEvents],
+    ] as const) {
+      if (count > 0) this.#ctx.event(name, { handler: this.#handler, count, limit });
     }
   }
 

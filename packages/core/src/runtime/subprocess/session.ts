@@ -42,9 +42,15 @@ export class InvocationSession {
   }
 
   /**
-   * Handles a `chunk`, `usage`, `span` or `delegate` frame; returns false for any other type
-   * (a `result` frame's `spans_dropped` and `events_dropped` are counted, and false returned: the caller ends the call).
+   * Handles a `chunk`, `usage`, `span`, `event` or `delegate` frame; returns false for any other
+   * type (a `result` frame's `spans_dropped` and `events_dropped` are counted, and false returned:
+   * the caller ends the call).
    */
+  /** The invocation's reported spans and events, made on the first report. */
+  #reports(): WorkerSpans {
+    return (this.#spans ??= new WorkerSpans(this.#o.scoped, this.#o.handler));
+  }
+
   handle(frame: WorkerFrame): boolean {
     const o = this.#o;
     switch (frame.type) {
@@ -79,17 +85,14 @@ export class InvocationSession {
         }
         return true;
       case "span":
-        (this.#spans ??= new WorkerSpans(o.scoped, o.handler)).add(frame.span);
+        this.#reports().add(frame.span);
         return true;
       case "event":
-        (this.#spans ??= new WorkerSpans(o.scoped, o.handler)).addEvent(frame.event);
+        this.#reports().addEvent(frame.event);
         return true;
       case "result":
         if (frame.spans_dropped > 0 || frame.events_dropped > 0) {
-          (this.#spans ??= new WorkerSpans(o.scoped, o.handler)).addDropped(
-            frame.spans_dropped,
-            frame.events_dropped,
-          );
+          this.#reports().addDropped(frame.spans_dropped, frame.events_dropped);
         }
         return false;
       case "delegate": {
