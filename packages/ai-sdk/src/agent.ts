@@ -9,7 +9,12 @@ import {
   type PartialAgentResult,
 } from "@nerva/core";
 import type { ModelMessage } from "ai";
-import { modelLoopShape, runModelLoop, type ModelLoopOptions } from "./model-call.js";
+import {
+  functionOption,
+  modelLoopShape,
+  runModelLoop,
+  type ModelLoopOptions,
+} from "./model-call.js";
 
 /**
  * Options of {@link modelAgent}.
@@ -25,9 +30,9 @@ export interface ModelAgentOptions extends ModelLoopOptions {
 const OptionsSchema = z
   .object({
     ...modelLoopShape,
-    prompt: z
-      .custom<ModelAgentOptions["prompt"]>((v) => typeof v === "function", "must be a function")
-      .optional(),
+    prompt: functionOption<NonNullable<ModelAgentOptions["prompt"]>>(
+      "function (input) => string | messages",
+    ).optional(),
   })
   .strict();
 

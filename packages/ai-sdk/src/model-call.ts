@@ -16,6 +16,10 @@ export interface ModelLoopOptions {
   readonly maxOutputTokens?: number;
 }
 
+/** An option that must be a function; `what` says which (for the error). */
+export const functionOption = <F extends (...args: never[]) => unknown>(what: string) =>
+  z.custom<F>((v) => typeof v === "function", `must be a ${what}`);
+
 /** The zod shape of {@link ModelLoopOptions} (each user extends it with its own keys). */
 export const modelLoopShape = {
   model: z.custom<NervaModel>(

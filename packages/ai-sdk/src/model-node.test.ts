@@ -69,16 +69,24 @@ async function start(options: Omit<GraphRuntimeOptions, "queue">): Promise<Graph
 const QA = z.object({ question: z.string(), answer: z.string().optional() });
 type QA = z.output<typeof QA>;
 
-/** A policy that refuses what `refuse` matches with `code`, and allows the rest. */
-function policy(refuse: (a: { kind?: string; name?: string }) => boolean, code: string) {
+/** A policy that refuses what `refuse` matches with `code`, and allows the rest; `seen` logs `kind name`. */
+function policy(
+  refuse: (a: { kind?: string; name?: string }) => boolean,
+  code: string,
+  seen: string[] = [],
+) {
   return {
-    evaluate: async (action: { kind?: string; name?: string; checkpoint: string }) => ({
-      effect: refuse(action) ? ("deny" as const) : ("allow" as const),
-      checkpoint: action.checkpoint as never,
-      code: (refuse(action) ? code : null) as never,
-      reason: refuse(action) ? `no ${action.name}` : "",
-      rule: null,
-    }),
+    evaluate: async (action: { kind?: string; name?: string; checkpoint: string }) => {
+      seen.push(`${action.kind} ${action.name}`);
+      const refused = refuse(action);
+      return {
+        effect: refused ? ("deny" as const) : ("allow" as const),
+        checkpoint: action.checkpoint as never,
+        code: (refused ? code : null) as never,
+        reason: refused ? `no ${action.name}` : "",
+        rule: null,
+      };
+    },
     charge: async () => undefined,
   } as unknown as PolicyEngine;
 }
@@ -218,6 +226,7 @@ describe("modelNode", () => {
   });
 
   it("asks the policy before each model step: a refusal fails the node with the policy's code and sends nothing", async () => {
+    const asked: string[] = [];
     const graph = defineGraph({
       name: "broke",
       state: QA,
@@ -228,7 +237,7 @@ describe("modelNode", () => {
     const runtime = await start({
       graph,
       runtime: new InProcessRuntime(),
-      policy: policy((a) => a.kind === "model", "BUDGET_EXCEEDED"),
+      policy: policy((a) => a.kind === "model", "BUDGET_EXCEEDED", asked),
       retry: { maxAttempts: 1 }, // (a spent budget may refill: by default the run would retry)
     });
     const before = upstream.requests.length;
@@ -238,6 +247,9 @@ describe("modelNode", () => {
     expect(done.status).toBe("failed");
     expect(done.error?.code).toBe("BUDGET_EXCEEDED");
     expect(upstream.requests.length).toBe(before);
+    // The action the policy is asked about names the model as provider/modelId.
+    expect(asked).toContain(`model ${model.id}`);
+    expect(model.id).toMatch(/^[^/]+\/gpt-4o-mini$/);
   });
 
   it("writes a structured answer (schema) and the node id is the default key", async () => {

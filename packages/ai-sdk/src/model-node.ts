@@ -6,10 +6,16 @@ import {
   type GraphNode,
   type GraphState,
   type NodeContext,
+  type NodeOptions,
   type StateUpdate,
 } from "@nerva/core";
 import type { ModelMessage } from "ai";
-import { modelLoopShape, runModelLoop, type ModelLoopOptions } from "./model-call.js";
+import {
+  functionOption,
+  modelLoopShape,
+  runModelLoop,
+  type ModelLoopOptions,
+} from "./model-call.js";
 
 /**
  * What a model node's call produced, as committed (JSON): the answer's text, the structured
@@ -32,36 +38,26 @@ export interface ModelNodeAnswer {
  *   model, prompt: (s) => s.question ?? "", reads: ["question"], writes: "answer",
  * };
  */
-export interface ModelNodeOptions<S extends GraphState> extends ModelLoopOptions {
+export interface ModelNodeOptions<S extends GraphState>
+  extends ModelLoopOptions, Omit<NodeOptions<S>, "writes"> {
   /** What the model is asked, from the state the node reads. */
   readonly prompt: (state: S) => string | readonly ModelMessage[];
-  /** State keys the node reads; it is given only these (all keys when omitted). */
-  readonly reads?: readonly (keyof S & string)[];
   /** The state key the answer is written to (default: the node id, when it is a key). */
   readonly writes?: keyof S & string;
   /** Asks for structured output: the parsed object (not the text) is written to `writes`. */
   readonly schema?: z.ZodType;
   /** Replaces the default mapping of the answer to a state update (any keys of the state). */
   readonly output?: (answer: ModelNodeAnswer, state: S) => StateUpdate<S>;
-  /** In a fan-out, a failure of this node does not fail the join. */
-  readonly optional?: boolean;
-  /** Visits of this node in one execution after which the execution fails. */
-  readonly maxVisits?: number;
-  /** Seconds one visit may take. */
-  readonly timeoutSeconds?: number;
 }
-
-const fn = (what: string) =>
-  z.custom<(...args: never[]) => unknown>((v) => typeof v === "function", `must be a ${what}`);
 
 const OptionsSchema = z
   .object({
     ...modelLoopShape,
-    prompt: fn("function (state) => string | messages"),
+    prompt: functionOption("function (state) => string | messages"),
     reads: z.array(z.string().min(1)).optional(),
     writes: z.string().min(1).optional(),
     schema: z.custom<z.ZodType>((v) => v instanceof z.ZodType, "must be a zod schema").optional(),
-    output: fn("function (answer, state) => update").optional(),
+    output: functionOption("function (answer, state) => update").optional(),
     optional: z.boolean().optional(),
     maxVisits: z.number().int().positive().optional(),
     timeoutSeconds: z.number().positive().finite().optional(),
