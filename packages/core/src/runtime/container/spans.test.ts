@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecContext } from "../../context/exec-context.js";
 import type { Span } from "../../context/span.js";
 import { MemoryTraceSink } from "../../tracing/memory-sink.js";
-import { SPANS_DROPPED_EVENT } from "../protocol/worker-spans.js";
+import { EVENTS_DROPPED_EVENT, SPANS_DROPPED_EVENT } from "../protocol/worker-spans.js";
 import { ContainerRuntime } from "./container-runtime.js";
 import { dockerTestImage } from "./test-env.test-support.js";
 
@@ -83,5 +83,13 @@ describe.skipIf(image === null)("spans from a container handler", () => {
     expect(n).toBe(1000);
     const events = ctx.events.filter((e) => e.name === SPANS_DROPPED_EVENT);
     expect(events.map((e) => e.attributes["count"])).toEqual([3002 - 1000]);
+  });
+
+  it("keeps 1,000 events of a handler that records 3,000; the agent counts the rest", async () => {
+    const { ctx } = await call("spans", { events: "3000" });
+    // plan.thought and the first 999 of the loop were sent; the rest (and "spanned") counted.
+    expect(ctx.events.filter((e) => e.name.startsWith("many."))).toHaveLength(999);
+    const dropped = ctx.events.filter((e) => e.name === EVENTS_DROPPED_EVENT);
+    expect(dropped.map((e) => e.attributes["count"])).toEqual([3002 - 1000]);
   });
 });
