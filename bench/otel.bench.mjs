@@ -40,7 +40,8 @@
 // BENCH_HTTP=0 (skip), BENCH_IN_PROCESS=0 (skip), BENCH_FRAMEWORKS (default fastify,express),
 // BENCH_RATE (requests/s: a fixed arrival rate instead of as fast as autocannon goes),
 // BENCH_RECEIVER_IN_SERVER=0 (skip that row), BENCH_HTTP_STEPS=1 (noop, otel_queue, otel_encode:
-// the steps from off to otel), BENCH_HTTP_EXTRA (more variants by name), NERVA_BASELINE_CORE.
+// the steps from off to otel), BENCH_HTTP_EXTRA (more variants by name, e.g. otel_genai: the
+// default exporter with `spans: "genai"`), NERVA_BASELINE_CORE.
 import { execFileSync, spawn } from "node:child_process";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
@@ -263,13 +264,20 @@ async function serve(framework, variant, url) {
     const receiver = await startReceiver();
     url = receiver.url;
   }
-  if (variant === "otel" || variant === "otel_official" || variant === "otel_receiver_in_server") {
+  if (
+    variant === "otel" ||
+    variant === "otel_genai" ||
+    variant === "otel_official" ||
+    variant === "otel_receiver_in_server"
+  ) {
     const { createOtelSink } = await import("@nerva/otel");
     const onExportError = (err) => console.error(`export failed: ${err.message}`);
     if (variant !== "otel_official") {
       // The default exporter, configured as in production by OTEL_EXPORTER_OTLP_*.
       process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = url;
-      traceSink = createOtelSink({ onExportError });
+      // otel_genai: `spans: "genai"` (invoke_workflow and invoke_agent: 2 of the 4 spans).
+      const spans = variant === "otel_genai" ? "genai" : "all";
+      traceSink = createOtelSink({ onExportError, spans });
     } else {
       // The official OTLP protobuf exporter given as `exporter` (ReadableSpans): information.
       const { OTLPTraceExporter } = await from("otel", "@opentelemetry/exporter-trace-otlp-proto");
@@ -430,7 +438,9 @@ async function http() {
         for (const v of variants) {
           // The collector stand-in of each exporting server runs here, in the load generator's
           // process (pinned with autocannon): the server's CPU is what the sink costs it.
-          if (v === "otel" || v === "otel_official") receivers[v] = await startReceiver();
+          if (v === "otel" || v === "otel_official" || v === "otel_genai") {
+            receivers[v] = await startReceiver();
+          }
           servers[v] = await start(framework, v, pinned, receivers[v]?.url);
         }
         for (const v of variants) await measure(servers[v], 2); // warm-up
