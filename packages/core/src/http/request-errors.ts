@@ -50,6 +50,14 @@ const TOO_LARGE = "The request body is larger than this endpoint accepts. Send a
 const WRONG_TYPE =
   "Unsupported request body format: send JSON with the header content-type: application/json.";
 
+const NOT_DECODABLE =
+  "Invalid body: it could not be decoded as its content-encoding says. Send it uncompressed, or compressed as declared.";
+
+const isClientStatus = (e: { status?: unknown; statusCode?: unknown }): boolean => {
+  const status = e.status ?? e.statusCode;
+  return typeof status === "number" && status >= 400 && status < 500;
+};
+
 const invalidBody = (message: string, cause: unknown): NervaError =>
   new NervaError(ErrorCode.INVALID_INPUT, message, {
     cause,
@@ -112,7 +120,7 @@ function fromFastifyValidation(cause: unknown): NervaError {
 /**
  * The error to answer for `err`: a framework's error about the request body (Express's
  * body-parser, Fastify's content-type parser and schema validation, a `SyntaxError` a JSON parser
- * marked 400) as a NervaError `INVALID_INPUT` or an {@link HttpRequestError} with a fixed message;
+ * marked 400, a Node error such as zlib's that a parser marked 4xx) as a NervaError `INVALID_INPUT` or an {@link HttpRequestError} with a fixed message;
  * anything else unchanged. `toHttpError` applies it, so every bridge answers them alike.
  *
  * @example
@@ -131,6 +139,11 @@ export function requestErrorOf(err: unknown): unknown {
   }
   if (err instanceof SyntaxError && (e.status === 400 || e.statusCode === 400)) {
     return invalidBody(NOT_JSON, err);
+  }
+  if (typeof (err as { errno?: unknown }).errno === "number" && isClientStatus(e)) {
+    // A Node error (zlib's Z_DATA_ERROR for a body that does not inflate...) that a body parser
+    // marked 4xx: its code and message are Node's own, never client text.
+    return invalidBody(NOT_DECODABLE, err);
   }
   return err;
 }

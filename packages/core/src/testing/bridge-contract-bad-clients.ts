@@ -106,6 +106,15 @@ const BAD_REQUESTS: readonly {
     code: "PAYLOAD_TOO_LARGE",
   },
   {
+    // Express's body-parser inflates it and hands on zlib's own error (code Z_DATA_ERROR).
+    name: "a gzip body that does not decompress",
+    path: "/chat",
+    headers: { "content-type": JSON_TYPE, "content-encoding": "gzip" },
+    body: "not gzip",
+    status: 400,
+    code: "INVALID_INPUT",
+  },
+  {
     name: "a text/plain body",
     path: "/chat",
     headers: { "content-type": "text/plain" },
@@ -194,6 +203,7 @@ export const INTERNAL_SIGNS: readonly RegExp[] = [
   /node_modules/,
   /TypeError|SyntaxError|Unexpected (?:token|end)|in JSON at position/,
   /postgres:/,
+  /\bZ_[A-Z_]+\b|incorrect header check|unexpected end of file/,
 ];
 
 /** A function that runs a full garbage collection (exposed for this process only). */
