@@ -202,6 +202,28 @@ describe("trace viewer over HTTP", () => {
     expect(from("127.0.0.1", { "x-forwarded-for": "1.2.3.4" })).toBe(false);
   });
 
+  it("denies a loopback client whose Host names another site (a DNS-rebinding page)", async () => {
+    // A page on attacker.example whose name was rebound to 127.0.0.1 reads it as same-origin.
+    const port = new URL(url).port;
+    for (const host of [`attacker.example:${port}`, "attacker.example", `localhost.evil:${port}`]) {
+      const res = await get(`${base()}/api/traces`, { headers: { host } });
+      expect(res.status, host).toBe(403);
+      expect(JSON.parse(res.body)).toEqual({
+        error: { code: "PERMISSION_DENIED", message: "Forbidden." },
+      });
+    }
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`, "127.1.2.3", "LOCALHOST"]) {
+      expect((await get(`${base()}/api/traces`, { headers: { host } })).status, host).toBe(200);
+    }
+    const from = (headers: Record<string, string>, remoteAddress = "127.0.0.1") =>
+      isLoopbackRequest({ socket: { remoteAddress }, headers } as unknown as IncomingMessage);
+    expect(from({ host: "[::1]:3000" }, "::1")).toBe(true);
+    expect(from({ host: "[::1]" }, "::1")).toBe(true);
+    expect(from({})).toBe(true); // no Host at all (HTTP/1.0): not a browser page
+    expect(from({ host: "[::2]:3000" }, "::1")).toBe(false);
+    expect(from({ host: "10.0.0.1:3000" })).toBe(false);
+  });
+
   it("asks a custom allow (sync or async); one that throws denies", async () => {
     const cases: [TraceViewer, number][] = [
       [createTraceViewer({ store, allow: () => false }), 403],

@@ -89,18 +89,26 @@ const OptionsSchema = z
 
 const LOOPBACK = /^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3})$/;
 const PROXY_HEADERS = ["forwarded", "x-forwarded-for", "x-real-ip"];
+/** A Host naming this machine: `localhost`, a 127.0.0.0/8 address or `[::1]`, with any port. */
+const LOOPBACK_HOST =
+  /^(?:localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|\[::1\]|\[::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3}\])(?::\d{1,5})?$/i;
 
 /**
  * The viewer's default `allow`: true for a connection from this machine (127.0.0.0/8, ::1) that
- * carries no proxy header (`Forwarded`, `X-Forwarded-For`, `X-Real-IP`): behind a reverse proxy on
- * the same machine every client looks local, so proxied requests are refused unless your own
- * `allow` checks who they are.
+ * carries no proxy header (`Forwarded`, `X-Forwarded-For`, `X-Real-IP`) and whose `Host` (when
+ * sent) names this machine (`localhost`, a loopback address): behind a reverse proxy on the same
+ * machine every client looks local, so proxied requests are refused unless your own `allow`
+ * checks who they are; and a web page whose name was rebound to 127.0.0.1 (DNS rebinding) sends
+ * its own name as `Host`, so a browser cannot be used to read the traces.
  *
  * @example
  * createTraceViewer({ store, allow: (req) => isLoopbackRequest(req) || isAdmin(req) });
  */
 export function isLoopbackRequest(req: IncomingMessage): boolean {
   if (!LOOPBACK.test(req.socket?.remoteAddress ?? "")) return false;
+  // A page whose own name was rebound to 127.0.0.1 (DNS rebinding) sends that name as Host.
+  const host = req.headers.host;
+  if (host !== undefined && !LOOPBACK_HOST.test(host)) return false;
   return PROXY_HEADERS.every((h) => req.headers[h] === undefined);
 }
 
