@@ -1,8 +1,12 @@
 import { execFile } from "node:child_process";
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { ExecContext } from "../../context/exec-context.js";
+import { toHttpError } from "../../http/status.js";
 import { RunQueue } from "../run-queue.js";
 import { describeRunStoreContract } from "../../testing/run-store-contract.js";
 import { RedisRunStore } from "./redis-run-store.js";
@@ -74,6 +78,50 @@ describe("RedisRunStore claim script", () => {
     } finally {
       raw.disconnect();
       await reader.close();
+      await store.close();
+    }
+  });
+});
+
+describe("RedisRunStore when Redis is down", () => {
+  it("answers 503 UNAVAILABLE over HTTP without the Redis client's own message", async () => {
+    // A port nothing listens on: the client gives up after its retries.
+    const closed = createServer().listen(0, "127.0.0.1");
+    await once(closed, "listening");
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const store = new RedisRunStore({
+      url: `redis://127.0.0.1:${port}`,
+      prefix: testPrefix("down"),
+    });
+    const reported: unknown[] = [];
+    const server = createServer((req, res) => {
+      store.get("run-1").then(
+        (run) => res.end(JSON.stringify(run)),
+        (err: unknown) => {
+          reported.push(err);
+          const { status, headers, body } = toHttpError(err, "req-1");
+          res.writeHead(status, { ...headers, "content-type": "application/json" });
+          res.end(JSON.stringify(body));
+        },
+      );
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+      const text = await res.text();
+      expect(res.status, text).toBe(503);
+      expect(res.headers.get("retry-after")).toBe("1");
+      expect(JSON.parse(text)).toMatchObject({
+        error: { code: "UNAVAILABLE", requestId: "req-1" },
+      });
+      expect(text).not.toMatch(/MaxRetriesPerRequest|maxRetriesPerRequest|ECONNREFUSED/);
+      expect(text).not.toContain(String(port));
+      // The server keeps the client library's error, as the cause.
+      expect(String((reported[0] as Error).cause)).toMatch(/MaxRetriesPerRequest|ECONNREFUSED/);
+    } finally {
+      server.close();
       await store.close();
     }
   });
