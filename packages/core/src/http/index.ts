@@ -58,4 +58,4 @@ export {
   type SSEStreamEvent,
 } from "./sse-event-source.js";
 export { SSE_HEADERS, writeSSE, type SSEOptions } from "./sse.js";
-export { readSSEEvents, type SSEEvent } from "./sse-client.js";
+export { readSSEEvents, type ReadSSEOptions, type SSEEvent } from "./sse-client.js";

@@ -48,6 +48,62 @@ describe("formatSSEEvent / readSSEEvents", () => {
   });
 });
 
+describe("readSSEEvents against a server that misbehaves", () => {
+  /** A server sending `pieces` of 64 KiB of `text`, then a blank line, never a line end before. */
+  async function flood(text: string, pieces: number): Promise<string> {
+    return serve(async (res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const piece = text.repeat(Math.ceil(65536 / text.length)).slice(0, 65536);
+      for (let i = 0; i < pieces && !res.destroyed; i++) {
+        if (!res.write(piece)) await once(res, "drain");
+      }
+      res.end("\n\n");
+    });
+  }
+
+  it("refuses a line longer than maxEventChars with INVALID_INPUT, instead of buffering it", async () => {
+    const url = await flood("x", 64); // 4 MiB without a line end
+    const res = await fetch(url);
+    const read = async () => {
+      const events: SSEEvent[] = [];
+      const body = res.body as AsyncIterable<Uint8Array>;
+      for await (const e of readSSEEvents(body, { maxEventChars: 1024 * 1024 })) events.push(e);
+      return events;
+    };
+    const err = await read().then(
+      (events) => new Error(`read ${events.length} events`),
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(NervaError);
+    expect(err).toMatchObject({ code: ErrorCode.INVALID_INPUT });
+    expect((err as Error).message).toMatch(/maxEventChars/);
+  });
+
+  it("refuses an event whose data lines add up past maxEventChars", async () => {
+    const url = await flood("data: 0123456789abcdef\n", 32); // 2 MiB of short data lines
+    const res = await fetch(url);
+    const events: SSEEvent[] = [];
+    const body = res.body as AsyncIterable<Uint8Array>;
+    await expect(
+      (async () => {
+        for await (const e of readSSEEvents(body, { maxEventChars: 1024 * 1024 })) events.push(e);
+      })(),
+    ).rejects.toMatchObject({ code: ErrorCode.INVALID_INPUT });
+    expect(events).toEqual([]);
+  });
+
+  it("reads an event just under the limit", async () => {
+    const data = "y".repeat(100_000);
+    const pieces = (async function* () {
+      const wire = new TextEncoder().encode(formatSSEEvent(data));
+      for (let i = 0; i < wire.length; i += 1000) yield wire.slice(i, i + 1000);
+    })();
+    const events: SSEEvent[] = [];
+    for await (const e of readSSEEvents(pieces, { maxEventChars: 100_006 })) events.push(e);
+    expect(events).toEqual([{ event: "message", data, id: null }]);
+  });
+});
+
 describe("writeSSE over a real HTTP server", () => {
   it("sends SSE headers, one event per chunk as produced, and a final done event", async () => {
     const ctx = ExecContext.create();
