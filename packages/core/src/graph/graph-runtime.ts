@@ -239,7 +239,8 @@ export class GraphRuntime {
     const resumed = await this.#o.queue.resume(executionId, value ?? null, {
       key: run.pause?.key as string,
     });
-    this.#watcher.watch(resumed);
+    // Its events from the run.resumed this resume wrote (the record's last event) on.
+    this.#watcher.watch(resumed, resumed.lastSeq - 1);
     return this.#sessions.result(resumed);
   }
 
@@ -336,7 +337,9 @@ export class GraphRuntime {
     const run = ctx.run;
     if (run === null || this.#watcher.has(run.runId) || this.#bus.size === 0) return;
     const record = await this.#o.queue.get(run.runId);
-    if (record !== null) this.#watcher.watch(record);
+    // From the run.started of this claim (its last event) on: what came before ran elsewhere, or
+    // was already delivered here before the execution paused.
+    if (record !== null) this.#watcher.watch(record, Math.max(0, record.lastSeq - 1));
   }
 
   #error(err: unknown): void {
