@@ -32,7 +32,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const S = z.object({ n: z.number().optional(), ok: z.string().optional() });
 
-function graphOf(pausing: boolean) {
+function graphOf(pausing: boolean, slowMs = 0) {
   return defineGraph({
     name: "watched",
     state: S,
@@ -41,7 +41,12 @@ function graphOf(pausing: boolean) {
           a: fnNode<z.output<typeof S>>(async () => ({ n: 1 })),
           ask: inputNode<z.output<typeof S>>({ prompt: "ok?", writes: "ok", schema: z.string() }),
         }
-      : { a: fnNode<z.output<typeof S>>(async () => ({ n: 1 })) },
+      : {
+          a: fnNode<z.output<typeof S>>(async () => {
+            await new Promise((r) => setTimeout(r, slowMs));
+            return { n: 1 };
+          }),
+        },
     edges: pausing
       ? [
           ["a", "ask"],
@@ -52,16 +57,17 @@ function graphOf(pausing: boolean) {
   });
 }
 
-function make(pausing: boolean, file: string): GraphRuntime {
+function make(pausing: boolean, file: string, slowMs = 0): GraphRuntime {
   const store = new SqliteRunStore({ path: join(dir, file) });
   stores.push(store);
   const runtime = createGraphRuntime({
-    graph: graphOf(pausing),
+    graph: graphOf(pausing, slowMs),
     runtime: new InProcessRuntime(),
     queue: new RunQueue({ store, name: "w" }),
     sessionKey: "a secret of at least thirty-two characters!",
     leaseSeconds: 5,
     heartbeatSeconds: 1,
+    concurrency: 30,
   });
   runtimes.push(runtime);
   return runtime;
@@ -125,5 +131,27 @@ describe("ExecutionWatcher", () => {
     expect(mine.map((e) => e.type)).toContain(EventType.EXECUTION_PAUSED);
     expect(mine.map((e) => e.type)).toContain(EventType.EXECUTION_RESUMED);
     expect(mine[mine.length - 1]?.type).toBe(EventType.EXECUTION_COMPLETED);
+  });
+
+  it("follows many executions at once without Node's possible-leak warning on its stop signal", async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
+    process.on("warning", onWarning);
+    try {
+      const runtime = make(false, "many.db", 300);
+      runtime.subscribe(null, () => undefined);
+      await runtime.start();
+      const ids = await Promise.all(
+        Array.from({ length: 30 }, () => runtime.trigger("default", {}, ExecContext.create())),
+      );
+      for (const id of ids) {
+        expect((await runtime.wait(id, { timeoutSeconds: 10 })).status).toBe("completed");
+      }
+      await settle(() => runtime.getStats().watched === 0);
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.filter((w) => w.startsWith("MaxListenersExceededWarning"))).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+    }
   });
 });

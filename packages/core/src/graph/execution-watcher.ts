@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { RunQueue } from "../runs/run-queue.js";
 import { isFinalStatus, type RunRecord } from "../runs/types.js";
 import { EventProjector, EventType, type GraphEvent } from "./events.js";
@@ -21,7 +22,7 @@ interface Watched {
  */
 export class ExecutionWatcher {
   readonly #watched = new Map<string, Watched>();
-  #stop = new AbortController();
+  #stop = ExecutionWatcher.#controller();
 
   constructor(
     private readonly queue: RunQueue,
@@ -72,7 +73,17 @@ export class ExecutionWatcher {
 
   stop(): void {
     this.#stop.abort();
-    this.#stop = new AbortController();
+    this.#stop = ExecutionWatcher.#controller();
+  }
+
+  /**
+   * The stop signal every tail waits on: one listener per tail in flight, each removed when its
+   * wait ends, so Node's default limit of 10 (and its "possible leak" warning) does not apply.
+   */
+  static #controller(): AbortController {
+    const c = new AbortController();
+    setMaxListeners(0, c.signal);
+    return c;
   }
 
   #tail(id: string, w: Watched): void {
