@@ -138,6 +138,7 @@ export class GraphRuntime {
    * their queue (another process, or the next start, resumes them). The store stays open.
    */
   async stop(options: { graceSeconds?: number } = {}): Promise<void> {
+    objectOptions(options, "Pass { graceSeconds?: number }.");
     if (!this.#running) return;
     this.#running = false;
     this.#triggers.stop();
@@ -162,6 +163,7 @@ export class GraphRuntime {
     ctx: ExecContext = ExecContext.create(),
     options: TriggerOptions = {},
   ): Promise<string> {
+    objectOptions(options, "Pass { sessionState?, idempotencyKey?, timeoutSeconds? }.");
     return (await admitExecution(this.#admission, entryPointId, input, ctx, options, [])).id;
   }
 
@@ -272,6 +274,14 @@ export class GraphRuntime {
     id: string,
     options: { afterSeq?: number; types?: readonly EventType[]; signal?: AbortSignal } = {},
   ): AsyncGenerator<GraphEvent, void, undefined> {
+    objectOptions(options, "Pass { afterSeq?, types?: EventType[], signal? }.");
+    if (options.types !== undefined && !Array.isArray(options.types)) {
+      throw new NervaError(
+        ErrorCode.INVALID_INPUT,
+        "Invalid options.types: must be a list of EventType values (omit it for all).",
+        { issues: [{ path: "options.types", message: "must be an array" }] },
+      );
+    }
     yield* replayEvents(this.#o.queue, await this.#known(id), this.#nodeIds, options);
   }
 
@@ -344,6 +354,15 @@ export class GraphRuntime {
 
   #error(err: unknown): void {
     this.#o.onError?.(err);
+  }
+}
+
+/** INVALID_INPUT unless `options` is an object (JavaScript callers may pass anything). */
+function objectOptions(options: unknown, fix: string): void {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new NervaError(ErrorCode.INVALID_INPUT, `Invalid options: must be an object. ${fix}`, {
+      issues: [{ path: "options", message: "must be an object" }],
+    });
   }
 }
 
