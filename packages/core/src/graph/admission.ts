@@ -3,7 +3,7 @@ import { ErrorCode, NervaError } from "../errors.js";
 import { checkUntrustedJson } from "../internal/json-limits.js";
 import { toJsonText } from "../runs/json-value.js";
 import type { RunQueue } from "../runs/run-queue.js";
-import type { RunRecord } from "../runs/types.js";
+import { RunStatus, type RunRecord } from "../runs/types.js";
 import { checkBacklog, type Stream } from "./entry-streams.js";
 import type { EntryPoint } from "./entry-points.js";
 import type { GraphEvent } from "./events.js";
@@ -90,17 +90,35 @@ export async function admitExecution(
     stream.triggered += 1;
     return run;
   };
+  if (start.supersedes !== null) {
+    await supersede(a.queue, start.supersedes, start.idempotencyKey ?? "");
+  }
   const done = stream.admitting.then(admit, admit);
   stream.admitting = done.catch(() => undefined);
   const run = await done;
   a.watcher.watch(run);
-  if (start.supersedes !== null) {
-    // The paused run the sessionState came from, if it lives in this store, is done with.
-    await a.queue
-      .cancel(start.supersedes, { reason: `resumed from its sessionState as ${run.id}` })
-      .catch(() => undefined);
-  }
   return run;
+}
+
+/**
+ * Ends the paused execution `id` a sessionState came from (when this store has it) before its
+ * resume is admitted, so that it is answered once: the cancel is the store's atomic step, and
+ * its reason names this resume (`token`: the sessionState's signature and the input), so a retry
+ * of the same resume goes on (to the same execution, by its idempotency key) while a resume with
+ * another input, or one after injectInput answered the execution or after a cancel, gets
+ * INVALID_STATE.
+ */
+async function supersede(queue: RunQueue, id: string, token: string): Promise<void> {
+  const reason = `resumed from its sessionState (${token})`;
+  let run = await queue.get(id);
+  if (run === null) return; // kept in another store (or pruned): nothing here to answer twice
+  if (run.status === RunStatus.PAUSED) run = await queue.cancel(id, { reason });
+  if (run.status === RunStatus.CANCELLED && run.error?.message.includes(reason) === true) return;
+  throw new NervaError(
+    ErrorCode.INVALID_STATE,
+    `Invalid sessionState: execution ${id} it was issued for is ${run.status} now, no longer paused; it was answered already (by injectInput or another sessionState resume) or cancelled. A paused execution is answered once: resume from the sessionState of its latest pause.`,
+    { details: { executionId: id, status: run.status } },
+  );
 }
 
 /** Admits the execution an event trigger of `ep` starts for `event` (once per event). */

@@ -91,6 +91,13 @@ export class EventBus {
         );
       }
     }
+    if (typeof options !== "object" || options === null) {
+      throw new NervaError(
+        ErrorCode.INVALID_INPUT,
+        "Invalid options: must be an object { entryPoint?, executionId?, bufferSize? }.",
+        { issues: [{ path: "options", message: "must be an object" }] },
+      );
+    }
     const size = options.bufferSize ?? this.#defaultSize;
     if (!Number.isInteger(size) || size < 1 || size > 1_000_000) {
       throw new NervaError(

@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { RunQueue } from "../runs/run-queue.js";
 import { isFinalStatus, type RunRecord } from "../runs/types.js";
 import { EventProjector, EventType, type GraphEvent } from "./events.js";
@@ -8,15 +9,20 @@ interface Watched {
   readonly projector: EventProjector;
   lastSeq: number;
   tailing: boolean;
+  /** Watched again while tailing (a resume): a pause seen next does not end the tail. */
+  again: boolean;
 }
 
 /**
  * Feeds the event bus: follows the executions this process triggers or runs by tailing their run
- * events (only while somebody listens), from where it left off, until they pause or end.
+ * events (only while somebody listens), from where it left off, until they pause or end. An entry
+ * lives only while its execution is followed: none is kept while nobody listens, and one is
+ * dropped when its execution pauses (a resume here watches it again from the resume on) or ends,
+ * so the map does not grow with executions that ended, wherever they ended.
  */
 export class ExecutionWatcher {
   readonly #watched = new Map<string, Watched>();
-  #stop = new AbortController();
+  #stop = ExecutionWatcher.#controller();
 
   constructor(
     private readonly queue: RunQueue,
@@ -34,19 +40,25 @@ export class ExecutionWatcher {
     return this.#watched.has(id);
   }
 
-  /** Follows execution `run` (again, after a resume). */
-  watch(run: RunRecord): void {
+  /**
+   * Follows execution `run` from its events after `afterSeq` (again, after a resume). Nothing
+   * is kept while nobody listens.
+   */
+  watch(run: RunRecord, afterSeq = 0): void {
+    if (!this.listening()) return;
     let w = this.#watched.get(run.id);
     if (w === undefined) {
       w = {
         chain: (run.input.args.chain ?? "").split(",").filter((c) => c !== ""),
         projector: new EventProjector(run.id, run.input.args.entryPoint ?? "default", this.nodeIds),
-        lastSeq: 0,
+        lastSeq: afterSeq,
         tailing: false,
+        again: false,
       };
       this.#watched.set(run.id, w);
     }
-    if (!w.tailing) this.#tail(run.id, w);
+    if (w.tailing) w.again = true;
+    else this.#tail(run.id, w);
   }
 
   /** Starts tailing every followed execution that is not tailed (a first subscriber came). */
@@ -61,7 +73,17 @@ export class ExecutionWatcher {
 
   stop(): void {
     this.#stop.abort();
-    this.#stop = new AbortController();
+    this.#stop = ExecutionWatcher.#controller();
+  }
+
+  /**
+   * The stop signal every tail waits on: one listener per tail in flight, each removed when its
+   * wait ends, so Node's default limit of 10 (and its "possible leak" warning) does not apply.
+   */
+  static #controller(): AbortController {
+    const c = new AbortController();
+    setMaxListeners(0, c.signal);
+    return c;
   }
 
   #tail(id: string, w: Watched): void {
@@ -75,7 +97,15 @@ export class ExecutionWatcher {
           const g = w.projector.project(e);
           if (g === null) continue;
           this.deliver(g);
-          if (g.type === EventType.EXECUTION_PAUSED) return;
+          if (g.type === EventType.EXECUTION_PAUSED) {
+            if (w.again) {
+              w.again = false;
+              continue;
+            }
+            // Paused until someone answers, maybe elsewhere: a resume here watches it again.
+            this.#watched.delete(id);
+            return;
+          }
         }
         const run = await this.queue.get(id);
         if (run === null || isFinalStatus(run.status)) this.#watched.delete(id);

@@ -138,6 +138,7 @@ export class GraphRuntime {
    * their queue (another process, or the next start, resumes them). The store stays open.
    */
   async stop(options: { graceSeconds?: number } = {}): Promise<void> {
+    objectOptions(options, "Pass { graceSeconds?: number }.");
     if (!this.#running) return;
     this.#running = false;
     this.#triggers.stop();
@@ -162,6 +163,7 @@ export class GraphRuntime {
     ctx: ExecContext = ExecContext.create(),
     options: TriggerOptions = {},
   ): Promise<string> {
+    objectOptions(options, "Pass { sessionState?, idempotencyKey?, timeoutSeconds? }.");
     return (await admitExecution(this.#admission, entryPointId, input, ctx, options, [])).id;
   }
 
@@ -239,7 +241,8 @@ export class GraphRuntime {
     const resumed = await this.#o.queue.resume(executionId, value ?? null, {
       key: run.pause?.key as string,
     });
-    this.#watcher.watch(resumed);
+    // Its events from the run.resumed this resume wrote (the record's last event) on.
+    this.#watcher.watch(resumed, resumed.lastSeq - 1);
     return this.#sessions.result(resumed);
   }
 
@@ -271,6 +274,14 @@ export class GraphRuntime {
     id: string,
     options: { afterSeq?: number; types?: readonly EventType[]; signal?: AbortSignal } = {},
   ): AsyncGenerator<GraphEvent, void, undefined> {
+    objectOptions(options, "Pass { afterSeq?, types?: EventType[], signal? }.");
+    if (options.types !== undefined && !Array.isArray(options.types)) {
+      throw new NervaError(
+        ErrorCode.INVALID_INPUT,
+        "Invalid options.types: must be a list of EventType values (omit it for all).",
+        { issues: [{ path: "options.types", message: "must be an array" }] },
+      );
+    }
     yield* replayEvents(this.#o.queue, await this.#known(id), this.#nodeIds, options);
   }
 
@@ -336,11 +347,22 @@ export class GraphRuntime {
     const run = ctx.run;
     if (run === null || this.#watcher.has(run.runId) || this.#bus.size === 0) return;
     const record = await this.#o.queue.get(run.runId);
-    if (record !== null) this.#watcher.watch(record);
+    // From the run.started of this claim (its last event) on: what came before ran elsewhere, or
+    // was already delivered here before the execution paused.
+    if (record !== null) this.#watcher.watch(record, Math.max(0, record.lastSeq - 1));
   }
 
   #error(err: unknown): void {
     this.#o.onError?.(err);
+  }
+}
+
+/** INVALID_INPUT unless `options` is an object (JavaScript callers may pass anything). */
+function objectOptions(options: unknown, fix: string): void {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new NervaError(ErrorCode.INVALID_INPUT, `Invalid options: must be an object. ${fix}`, {
+      issues: [{ path: "options", message: "must be an object" }],
+    });
   }
 }
 

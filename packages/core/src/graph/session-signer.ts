@@ -25,7 +25,8 @@ export class SessionSigner {
 
   key(): Promise<Buffer> {
     const given = this.#given;
-    this.#key ??=
+    if (this.#key !== null) return this.#key;
+    const key =
       given !== undefined
         ? Promise.resolve(Buffer.from(given))
         : storedSessionKey(
@@ -35,7 +36,12 @@ export class SessionSigner {
             }),
             ExecContext.create(),
           );
-    return this.#key;
+    this.#key = key;
+    // A failed read (the store unavailable) is not remembered: the next call reads again.
+    key.catch(() => {
+      if (this.#key === key) this.#key = null;
+    });
+    return key;
   }
 
   /** `run` as an ExecutionResult; a paused one with its signed sessionState. */

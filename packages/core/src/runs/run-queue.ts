@@ -50,6 +50,8 @@ function checkId(id: unknown): string {
 }
 
 const ChainAnswerSchema = z.object({ args: z.record(z.string(), z.string()) }).strict();
+const CancelOptionsSchema = z.object({ reason: z.string().max(1000).nullable().optional() });
+const ResumeOptionsSchema = z.object({ key: z.string().min(1).nullable().optional() });
 const CLIENT: StartSpanOptions = Object.freeze({ kind: "client" });
 
 /**
@@ -197,17 +199,14 @@ export class RunQueue {
    * await queue.cancel(run.id, { reason: "user left" });
    */
   async cancel(id: string, options: { reason?: string } = {}): Promise<RunRecord> {
-    const reason = options.reason ?? null;
-    if (reason !== null && (typeof reason !== "string" || reason.length > 1000)) {
-      throw new NervaError(
-        ErrorCode.INVALID_INPUT,
-        "Invalid options.reason: must be a string of at most 1000 characters.",
-        {
-          issues: [{ path: "options.reason", message: "must be a string (max 1000)" }],
-        },
-      );
-    }
-    return this.store.cancel(checkId(id), reason);
+    const o = parseOrThrow(
+      CancelOptionsSchema,
+      options,
+      ErrorCode.INVALID_INPUT,
+      "options",
+      "Pass { reason?: a string of at most 1000 characters }.",
+    );
+    return this.store.cancel(checkId(id), o.reason ?? null);
   }
 
   /**
@@ -220,16 +219,14 @@ export class RunQueue {
    */
   async resume(id: string, value: unknown, options: { key?: string } = {}): Promise<RunRecord> {
     checkId(id);
-    const key = options.key ?? null;
-    if (key !== null && (typeof key !== "string" || key.length === 0)) {
-      throw new NervaError(
+    const key =
+      parseOrThrow(
+        ResumeOptionsSchema,
+        options,
         ErrorCode.INVALID_INPUT,
-        "Invalid options.key: must be a non-empty string.",
-        {
-          issues: [{ path: "options.key", message: "must be a non-empty string" }],
-        },
-      );
-    }
+        "options",
+        "Pass { key?: the non-empty pause key the run waits for }.",
+      ).key ?? null;
     const text = toJsonText(value ?? null, "value", this.maxStepBytes, "Resume with plain JSON.");
     const waiting = (await this.store.get(id))?.pause?.key ?? "";
     if (waiting.startsWith("$chain/")) {

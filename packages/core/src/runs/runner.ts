@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import { z } from "zod";
 import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import { ExecContext } from "../context/exec-context.js";
@@ -22,6 +23,8 @@ import { RunStatus, type RunError } from "./types.js";
 import type { TraceSink } from "../tracing/sink.js";
 
 export { classifyFailure };
+
+const StopOptionsSchema = z.object({ graceSeconds: z.number().finite().optional() });
 
 /**
  * The worker side of durable runs: claims runs of a {@link RunQueue} while it has capacity,
@@ -54,6 +57,13 @@ export class Runner {
   #slotWaiters: (() => void)[] = [];
 
   constructor(options: RunnerOptions & { onError?: (err: unknown) => void }) {
+    if (typeof options !== "object" || options === null) {
+      throw new NervaError(
+        ErrorCode.INVALID_OPTIONS,
+        "Invalid options: must be an object. Pass { queue: RunQueue, runtime: AgentRuntime, ... }.",
+        { issues: [{ path: "options", message: "must be an object" }] },
+      );
+    }
     const { onError, ...rest } = options;
     const o = parseOrThrow(
       RunnerOptionsSchema,
@@ -110,7 +120,14 @@ export class Runner {
    * hands them back (pending again, the attempt not counted).
    */
   async stop(options: { graceSeconds?: number } = {}): Promise<void> {
-    const graceMs = Math.max(0, (options.graceSeconds ?? 30) * 1000);
+    const o = parseOrThrow(
+      StopOptionsSchema,
+      options,
+      ErrorCode.INVALID_INPUT,
+      "options",
+      "Pass { graceSeconds?: a finite number of seconds }.",
+    );
+    const graceMs = Math.max(0, (o.graceSeconds ?? 30) * 1000);
     if (this.#loop === null) return;
     this.#stopping?.abort();
     this.#freeSlot();
