@@ -4,25 +4,16 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ExecContext } from "../context/exec-context.js";
-import { NervaError } from "../errors.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { SqliteRunStore } from "../runs/sqlite-run-store.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { END, createGraphRuntime, defineGraph, fnNode, type GraphRuntime } from "./index.js";
+import { rejection } from "../testing/rejection.js";
 
 const cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
-
-async function thrown(fn: () => unknown): Promise<unknown> {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  return null;
-}
 
 describe("GraphRuntime input", () => {
   it("refuses options that are not objects and event types that are not a list", async () => {
@@ -59,10 +50,9 @@ describe("GraphRuntime input", () => {
       ["subscribe", () => runtime.subscribe(null, () => undefined, n)],
       ["stop", () => runtime.stop(n)],
     ] as const) {
-      const err = await thrown(fn);
-      expect(err, label).toBeInstanceOf(NervaError);
-      expect((err as NervaError).code, label).toBe("INVALID_INPUT");
-      expect((err as Error).message, label).toMatch(/options/);
+      const err = await rejection(Promise.resolve().then(fn));
+      expect(err.code, label).toBe("INVALID_INPUT");
+      expect(err.message, label).toMatch(/options/);
     }
     expect(runtime.isRunning).toBe(true);
     expect(runtime.getStats().subscribers).toBe(0);
