@@ -50,7 +50,7 @@ describe("GraphRuntime input", () => {
       ["subscribe", () => runtime.subscribe(null, () => undefined, n)],
       ["stop", () => runtime.stop(n)],
     ] as const) {
-      const err = await rejection(Promise.resolve().then(fn));
+      const err = await rejection((async () => fn())());
       expect(err.code, label).toBe("INVALID_INPUT");
       expect(err.message, label).toMatch(/options/);
     }

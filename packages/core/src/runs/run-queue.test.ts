@@ -26,7 +26,7 @@ describe("RunQueue and Runner options", () => {
         ["new Runner", () => new Runner(n)],
         ["runner.stop", () => runner.stop(n)],
       ] as const) {
-        const err = await rejection(Promise.resolve().then(fn));
+        const err = await rejection((async () => fn())());
         expect(err.code, label).toMatch(/^INVALID_(INPUT|OPTIONS)$/);
         expect(err.message, label).toMatch(/options/);
       }
