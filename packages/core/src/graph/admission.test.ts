@@ -14,6 +14,7 @@ import { SqliteRunStore } from "../runs/sqlite-run-store.js";
 import { RedisRunStore } from "../runs/redis/redis-run-store.js";
 import { REDIS_URL, dropPrefixes, testPrefix } from "../runs/redis/redis.test-support.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
+import { rejection } from "../testing/rejection.js";
 import {
   END,
   createGraphRuntime,
@@ -50,16 +51,6 @@ const backends: [string, (label: string) => RunStore][] = [
     },
   ],
 ];
-
-async function refusal(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(NervaError);
-    return (err as NervaError).code;
-  }
-  return "resolved";
-}
 
 describe.each(backends)("sessionState resumes on %s", (_name, open) => {
   function make(label: string, effects: string[]): GraphRuntime {
@@ -107,7 +98,7 @@ describe.each(backends)("sessionState resumes on %s", (_name, open) => {
     expect(done.status).toBe("completed");
     const again = await runtime.triggerAndWait("default", { ok: "yes" }, ctx(), first);
     expect(again.executionId).toBe(done.executionId);
-    expect(await refusal(runtime.trigger("default", { ok: "no" }, ctx(), first))).toBe(
+    expect((await rejection(runtime.trigger("default", { ok: "no" }, ctx(), first))).code).toBe(
       "INVALID_STATE",
     );
     expect(effects).toEqual(["yes"]);
@@ -120,11 +111,13 @@ describe.each(backends)("sessionState resumes on %s", (_name, open) => {
     const paused = await runtime.triggerAndWait("default", {}, ctx(), wait);
     await runtime.injectInput(paused.executionId, "ask", "inject");
     expect(
-      await refusal(
-        runtime.trigger("default", { ok: "session" }, ctx(), {
-          sessionState: paused.sessionState,
-        }),
-      ),
+      (
+        await rejection(
+          runtime.trigger("default", { ok: "session" }, ctx(), {
+            sessionState: paused.sessionState,
+          }),
+        )
+      ).code,
     ).toBe("INVALID_STATE");
     expect((await runtime.wait(paused.executionId, wait)).status).toBe("completed");
     expect(effects).toEqual(["inject"]);

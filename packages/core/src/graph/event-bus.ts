@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { ErrorCode, NervaError } from "../errors.js";
+import { requireObjectOptions } from "../internal/object-options.js";
 import { EVENT_TYPES, type EventType, type GraphEvent } from "./events.js";
 
 /** What a subscriber's handler is told besides the event. */
@@ -91,13 +92,11 @@ export class EventBus {
         );
       }
     }
-    if (typeof options !== "object" || options === null) {
-      throw new NervaError(
-        ErrorCode.INVALID_INPUT,
-        "Invalid options: must be an object { entryPoint?, executionId?, bufferSize? }.",
-        { issues: [{ path: "options", message: "must be an object" }] },
-      );
-    }
+    requireObjectOptions(
+      options,
+      ErrorCode.INVALID_INPUT,
+      "Pass { entryPoint?, executionId?, bufferSize? }.",
+    );
     const size = options.bufferSize ?? this.#defaultSize;
     if (!Number.isInteger(size) || size < 1 || size > 1_000_000) {
       throw new NervaError(

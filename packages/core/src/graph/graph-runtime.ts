@@ -1,5 +1,6 @@
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
+import { requireObjectOptions } from "../internal/object-options.js";
 import { RunStatus, type RunRecord } from "../runs/types.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import {
@@ -138,7 +139,7 @@ export class GraphRuntime {
    * their queue (another process, or the next start, resumes them). The store stays open.
    */
   async stop(options: { graceSeconds?: number } = {}): Promise<void> {
-    objectOptions(options, "Pass { graceSeconds?: number }.");
+    requireObjectOptions(options, ErrorCode.INVALID_INPUT, "Pass { graceSeconds?: number }.");
     if (!this.#running) return;
     this.#running = false;
     this.#triggers.stop();
@@ -163,7 +164,11 @@ export class GraphRuntime {
     ctx: ExecContext = ExecContext.create(),
     options: TriggerOptions = {},
   ): Promise<string> {
-    objectOptions(options, "Pass { sessionState?, idempotencyKey?, timeoutSeconds? }.");
+    requireObjectOptions(
+      options,
+      ErrorCode.INVALID_INPUT,
+      "Pass { sessionState?, idempotencyKey?, timeoutSeconds? }.",
+    );
     return (await admitExecution(this.#admission, entryPointId, input, ctx, options, [])).id;
   }
 
@@ -274,7 +279,11 @@ export class GraphRuntime {
     id: string,
     options: { afterSeq?: number; types?: readonly EventType[]; signal?: AbortSignal } = {},
   ): AsyncGenerator<GraphEvent, void, undefined> {
-    objectOptions(options, "Pass { afterSeq?, types?: EventType[], signal? }.");
+    requireObjectOptions(
+      options,
+      ErrorCode.INVALID_INPUT,
+      "Pass { afterSeq?, types?: EventType[], signal? }.",
+    );
     if (options.types !== undefined && !Array.isArray(options.types)) {
       throw new NervaError(
         ErrorCode.INVALID_INPUT,
@@ -354,15 +363,6 @@ export class GraphRuntime {
 
   #error(err: unknown): void {
     this.#o.onError?.(err);
-  }
-}
-
-/** INVALID_INPUT unless `options` is an object (JavaScript callers may pass anything). */
-function objectOptions(options: unknown, fix: string): void {
-  if (typeof options !== "object" || options === null || Array.isArray(options)) {
-    throw new NervaError(ErrorCode.INVALID_INPUT, `Invalid options: must be an object. ${fix}`, {
-      issues: [{ path: "options", message: "must be an object" }],
-    });
   }
 }
 

@@ -5,6 +5,7 @@ import { setMaxListeners } from "node:events";
 import { ExecContext } from "../context/exec-context.js";
 import { newRequestId } from "../context/ids.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
+import { requireObjectOptions } from "../internal/object-options.js";
 import { messageOf } from "../runtime/results.js";
 import { RunnerOptionsSchema, type RunnerOptions } from "./options.js";
 import {
@@ -57,13 +58,11 @@ export class Runner {
   #slotWaiters: (() => void)[] = [];
 
   constructor(options: RunnerOptions & { onError?: (err: unknown) => void }) {
-    if (typeof options !== "object" || options === null) {
-      throw new NervaError(
-        ErrorCode.INVALID_OPTIONS,
-        "Invalid options: must be an object. Pass { queue: RunQueue, runtime: AgentRuntime, ... }.",
-        { issues: [{ path: "options", message: "must be an object" }] },
-      );
-    }
+    requireObjectOptions(
+      options,
+      ErrorCode.INVALID_OPTIONS,
+      "Pass { queue: RunQueue, runtime: AgentRuntime, ... }.",
+    );
     const { onError, ...rest } = options;
     const o = parseOrThrow(
       RunnerOptionsSchema,
