@@ -123,6 +123,22 @@ describe.each(backends)("sessionState resumes on %s", (_name, open) => {
     expect(effects).toEqual(["inject"]);
   });
 
+  it("refuses a sessionState resume after the paused execution was cancelled", async () => {
+    const effects: string[] = [];
+    const runtime = make("cancelled", effects);
+    await runtime.start();
+    const paused = await runtime.triggerAndWait("default", {}, ctx(), wait);
+    expect((await runtime.cancel(paused.executionId, { reason: "user left" })).status).toBe(
+      "cancelled",
+    );
+    const err = await rejection(
+      runtime.trigger("default", { ok: "late" }, ctx(), { sessionState: paused.sessionState }),
+    );
+    expect(err.code).toBe("INVALID_STATE");
+    expect(err.message).toMatch(/cancelled/);
+    expect(effects).toEqual([]);
+  });
+
   it("lets exactly one of several racing resumes with different inputs win", async () => {
     const effects: string[] = [];
     const runtime = make("race", effects);
