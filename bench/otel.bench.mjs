@@ -37,7 +37,9 @@
 //
 // Run: pnpm build && node --expose-gc bench/run.mjs otel
 // Env: BENCH_ROUNDS (in-process rounds, default 7), BENCH_DURATION (s per HTTP round, default 3),
-// BENCH_HTTP=0 (skip), BENCH_IN_PROCESS=0 (skip), BENCH_FRAMEWORKS (default fastify,express),
+// BENCH_HTTP=0 (skip), BENCH_IN_PROCESS=0 (skip), BENCH_IN_PROCESS_EXPORT=1 (in process, the
+// default exporter sending to a receiver here: all spans against `spans: "genai"`),
+// BENCH_FRAMEWORKS (default fastify,express),
 // BENCH_RATE (requests/s: a fixed arrival rate instead of as fast as autocannon goes),
 // BENCH_RECEIVER_IN_SERVER=0 (skip that row), BENCH_HTTP_STEPS=1 (noop, otel_queue, otel_encode:
 // the steps from off to otel), BENCH_HTTP_EXTRA (more variants by name, e.g. otel_genai: the
@@ -195,6 +197,23 @@ async function inProcess() {
     als_otel_sink_added_pct: pct(als.otel, als.none),
     als_otel_sink_added_pct_paired: als.spread.otel,
   });
+
+  if (process.env.BENCH_IN_PROCESS_EXPORT === "1") {
+    // The default exporter really sending (to a receiver in this process, so its reading counts
+    // too), all spans against `spans: "genai"`: what exporting fewer spans saves (information).
+    const receiver = await startReceiver();
+    process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = receiver.url;
+    const exporting = await alternate([
+      variant("none", null),
+      variant("all", createOtelSink({ spans: "all" })),
+      variant("genai", createOtelSink({ spans: "genai" })),
+    ]);
+    receiver.server.close();
+    Object.assign(out, {
+      export_all_added_pct_paired: exporting.spread.all,
+      export_genai_added_pct_paired: exporting.spread.genai,
+    });
+  }
   return out;
 }
 
