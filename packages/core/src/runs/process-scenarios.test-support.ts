@@ -347,3 +347,32 @@ export async function killedWorkerScenario(env: ScenarioEnv): Promise<void> {
     await killHard(worker);
   }
 }
+
+/**
+ * A cancel asked in this process reaches the handler of a worker in another process at once,
+ * through the store's own notice: its heartbeats are a minute apart, so an abort that waited for
+ * one would come after the test's timeout.
+ */
+export async function crossProcessCancelScenario(env: ScenarioEnv): Promise<void> {
+  const log = env.logFile();
+  const queue = new RunQueue({ store: env.store, name: "procs" });
+  const worker = startWorker(
+    env.worker("slow-beat", log, { concurrency: 2, leaseSeconds: 120, heartbeatSeconds: 60 }),
+  );
+  try {
+    await worker.ready;
+    for (let i = 0; i < 3; i++) {
+      const run = await queue.enqueue({
+        handler: "wait_cancel",
+        input: { message: `c${i}` },
+        ctx: ctx(),
+      });
+      for await (const e of queue.events(run.id)) if (e.type === "step.completed") break;
+      await queue.cancel(run.id, { reason: "stop" });
+      expect((await queue.wait(run.id, { timeoutSeconds: 15 })).status).toBe("cancelled");
+      expect(readLog(log).some((e) => e.ev === "aborted" && e.run === run.id)).toBe(true);
+    }
+  } finally {
+    await killHard(worker);
+  }
+}

@@ -7,6 +7,7 @@ import type { AgentRuntime } from "../runtime/types.js";
 import { ValidatedInput, type AgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 import { retryDelaySeconds } from "./backoff.js";
+import { watchLocalCancel } from "./cancel-watchers.js";
 import { PERMANENT, RunPaused, type ActiveRun, type ThrownError } from "./run-context.js";
 import { inRunSpan } from "./run-span.js";
 import type { ClaimedRun, RunOutcome, RunStore } from "./store.js";
@@ -18,7 +19,7 @@ export interface Execution {
   readonly ctx: ExecContext;
   /** The Runner is stopping: hand the run back instead of recording an outcome. */
   releasing: boolean;
-  /** A cancel was seen (heartbeat): the run ends `cancelled`. */
+  /** A cancel was seen (this process, the store's notice or a heartbeat): it ends `cancelled`. */
   cancelled: boolean;
   beating: boolean;
 }
@@ -81,7 +82,9 @@ export async function executeAttempt(
   const { active, ctx } = execution;
   const run = claimed.run;
   const beat = setInterval(() => heartbeat(a, execution), a.heartbeatMs);
-  const unwatch = a.store.watchCancel?.(run.id, () => cancelled(execution));
+  const onCancel = (): void => cancelled(execution);
+  const unwatchLocal = watchLocalCancel(a.store, run.id, onCancel);
+  const unwatch = a.store.watchCancel?.(run.id, onCancel);
   try {
     if (run.cancelRequested) {
       execution.cancelled = true;
@@ -132,6 +135,7 @@ export async function executeAttempt(
     }
   } finally {
     clearInterval(beat);
+    unwatchLocal();
     unwatch?.();
   }
 }

@@ -16,12 +16,14 @@ import {
   type RunQueueOptions,
   type WaitOptions,
 } from "./options.js";
+import { notifyLocalCancel } from "./cancel-watchers.js";
 import type { RunStore } from "./store.js";
 import { runNotFound } from "./transitions.js";
 import type { StartSpanOptions } from "../context/options.js";
 import {
   FINAL_EVENT_TYPES,
   RUN_STATUSES,
+  RunStatus,
   isFinalStatus,
   type RunEvent,
   type RunPage,
@@ -193,7 +195,9 @@ export class RunQueue {
 
   /**
    * Cancels the run: a pending or paused run ends `cancelled` at once; the worker of a running
-   * one aborts its `ctx.signal` within a heartbeat and it ends `cancelled`. A finished run stays.
+   * one aborts its `ctx.signal` at once (a worker in this process on the same store object, or one
+   * in any process when the store can notify it: SQLite within `pollMs`, Redis by pub/sub; other
+   * stores at the worker's next heartbeat) and it ends `cancelled`. A finished run stays.
    *
    * @example
    * await queue.cancel(run.id, { reason: "user left" });
@@ -206,7 +210,9 @@ export class RunQueue {
       "options",
       "Pass { reason?: a string of at most 1000 characters }.",
     );
-    return this.store.cancel(checkId(id), o.reason ?? null);
+    const run = await this.store.cancel(checkId(id), o.reason ?? null);
+    if (run.status === RunStatus.RUNNING) notifyLocalCancel(this.store, run.id);
+    return run;
   }
 
   /**

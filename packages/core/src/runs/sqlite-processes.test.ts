@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import {
   crashScenario,
+  crossProcessCancelScenario,
   fencingScenario,
   killedWorkerScenario,
   outageScenario,
@@ -99,6 +100,14 @@ describe("SqliteRunStore across processes", () => {
     { timeout: 60_000 },
     async () => {
       await killedWorkerScenario(env());
+    },
+  );
+
+  it(
+    "a cancel reaches a worker in another process at once, not at its next heartbeat",
+    { timeout: 60_000 },
+    async () => {
+      await crossProcessCancelScenario(env());
     },
   );
 

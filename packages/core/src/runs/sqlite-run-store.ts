@@ -111,6 +111,7 @@ export class SqliteRunStore implements RunStore {
     this.#waiters = new SqliteWaiters(
       o.pollMs,
       () => db.pragma("data_version", { simple: true }) as number,
+      (runId) => this.#rows.read(runId)?.cancelRequested === true,
     );
   }
 
@@ -272,7 +273,9 @@ export class SqliteRunStore implements RunStore {
   }
 
   async cancel(runId: string, reason: string | null): Promise<RunRecord> {
-    return this.#change(runId, (run, now) => cancelRun(run, reason, now));
+    const run = await this.#change(runId, (run, now) => cancelRun(run, reason, now));
+    if (run.cancelRequested) this.#waiters.cancels.notify(runId);
+    return run;
   }
 
   async resume(runId: string, key: string | null, value: string): Promise<RunRecord> {
@@ -331,6 +334,14 @@ export class SqliteRunStore implements RunStore {
       if (left <= 0) return;
       await this.#waiters.waitFor(this.#waiters.events, runId, left, options.signal);
     }
+  }
+
+  /**
+   * Calls `listener` as soon as a cancel of `runId` is recorded: at once through this store, and
+   * within `pollMs` through any other connection to the file (another process included).
+   */
+  watchCancel(runId: string, listener: () => void): () => void {
+    return this.#waiters.watchCancel(runId, listener);
   }
 
   async close(): Promise<void> {

@@ -1,25 +1,44 @@
+import { CancelWatchers } from "./cancel-watchers.js";
 import { RunStatus, type RunRecord } from "./types.js";
 import { Wakeups } from "./wakeups.js";
 
 /**
  * The waiters of one SqliteRunStore: claims waiting for work on a queue (`work`, keyed
- * `q:<queue>`) and tails waiting for a run's events (`events`, keyed by run id). This process's
- * writes wake them at once; other processes' commits are seen by watching SQLite's
- * `data_version` every `pollMs`, and only while someone waits.
+ * `q:<queue>`), tails waiting for a run's events (`events`, keyed by run id) and workers
+ * watching for a cancel of the runs they hold (`cancels`). This process's writes wake them at
+ * once; other processes' commits are seen by watching SQLite's `data_version` every `pollMs`,
+ * and only while someone waits.
  */
 export class SqliteWaiters {
   readonly events = new Wakeups();
   readonly work = new Wakeups();
+  readonly cancels = new CancelWatchers();
   readonly #pollMs: number;
   readonly #version: () => number;
+  readonly #cancelRequested: (runId: string) => boolean;
   #poller: ReturnType<typeof setInterval> | null = null;
   #dataVersion: number;
   #closed = false;
 
-  constructor(pollMs: number, version: () => number) {
+  /**
+   * @param version reads SQLite's `data_version` (changes when another connection commits)
+   * @param cancelRequested whether a cancel of `runId` is recorded (a watched run's check)
+   */
+  constructor(pollMs: number, version: () => number, cancelRequested: (runId: string) => boolean) {
     this.#pollMs = pollMs;
     this.#version = version;
+    this.#cancelRequested = cancelRequested;
     this.#dataVersion = version();
+  }
+
+  /** Calls `listener` once another connection records a cancel of `runId`. */
+  watchCancel(runId: string, listener: () => void): () => void {
+    const unwatch = this.cancels.watch(runId, listener);
+    this.#startPolling();
+    return () => {
+      unwatch();
+      this.#stopPollingIfIdle();
+    };
   }
 
   /** `run` changed: wake its tails, and its queue's claims when it is pending. */
@@ -35,14 +54,24 @@ export class SqliteWaiters {
     timeoutMs: number,
     signal: AbortSignal | undefined,
   ): Promise<void> {
-    this.#poller ??= setInterval(() => this.#poll(), this.#pollMs);
+    this.#startPolling();
     try {
       await wakeups.wait(key, timeoutMs, signal);
     } finally {
-      if (this.events.size === 0 && this.work.size === 0 && this.#poller !== null) {
-        clearInterval(this.#poller);
-        this.#poller = null;
-      }
+      this.#stopPollingIfIdle();
+    }
+  }
+
+  #startPolling(): void {
+    if (this.#closed) return;
+    this.#poller ??= setInterval(() => this.#poll(), this.#pollMs);
+  }
+
+  #stopPollingIfIdle(): void {
+    const idle = this.events.size === 0 && this.work.size === 0 && this.cancels.size === 0;
+    if (idle && this.#poller !== null) {
+      clearInterval(this.#poller);
+      this.#poller = null;
     }
   }
 
@@ -68,5 +97,14 @@ export class SqliteWaiters {
     this.#dataVersion = version;
     this.events.wakeAll();
     this.work.wakeAll();
+    for (const runId of [...this.cancels.runIds()]) {
+      let asked: boolean;
+      try {
+        asked = this.#cancelRequested(runId);
+      } catch {
+        continue; // the file is busy or closing: the next commit (or heartbeat) tells again
+      }
+      if (asked) this.cancels.notify(runId);
+    }
   }
 }

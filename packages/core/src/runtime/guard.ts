@@ -165,13 +165,24 @@ export function invokeGuarded(
     }
     running.then(
       (result) => {
+        if (result.status !== AgentStatus.SUCCESS) endIfPastDeadline(scoped);
         finish(result);
         scoped.dispose();
       },
       (err: unknown) => {
+        endIfPastDeadline(scoped);
         finish(thrownResult(name, err));
         scoped.dispose();
       },
     );
   });
+}
+
+/**
+ * A handler that failed once its deadline had passed failed because of it, even when a deeper
+ * context's timer fired first and the failure reached here before this context's own timer:
+ * reading `endReason` ends the context now, and its `onEnd` reports TIMEOUT before the failure.
+ */
+function endIfPastDeadline(scoped: ExecContext): void {
+  void scoped.endReason;
 }

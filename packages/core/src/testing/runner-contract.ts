@@ -28,7 +28,12 @@ export function describeRunnerContract(label: string, setup: Setup): void {
 
     async function start(
       register: (runtime: InProcessRuntime) => void,
-      options: { concurrency?: number; queueRetry?: Record<string, number> } = {},
+      options: {
+        concurrency?: number;
+        queueRetry?: Record<string, number>;
+        leaseSeconds?: number;
+        heartbeatSeconds?: number;
+      } = {},
     ) {
       const { store } = await setup();
       cleanup.push(() => store.close());
@@ -43,8 +48,8 @@ export function describeRunnerContract(label: string, setup: Setup): void {
         queue,
         runtime,
         concurrency: options.concurrency ?? 2,
-        leaseSeconds: 2,
-        heartbeatSeconds: 0.1,
+        leaseSeconds: options.leaseSeconds ?? 2,
+        heartbeatSeconds: options.heartbeatSeconds ?? 0.1,
       });
       await runner.start();
       cleanup.push(() => runner.stop({ graceSeconds: 0 }));
@@ -263,6 +268,30 @@ export function describeRunnerContract(label: string, setup: Setup): void {
       expect(Date.now() - asked).toBeLessThan(2_000);
       const types = (await collect(queue, run.id)).map((e) => e.type);
       expect(types.slice(-2)).toEqual(["run.cancel_requested", "run.cancelled"]);
+    });
+
+    it("a cancel reaches the running handler at once, not at the worker's next heartbeat", async () => {
+      // Heartbeats a minute apart: the abort can only come from the cancel itself. Waiting for
+      // the abort (no clock) ends by the runtime's 10 s timeout if the cancel waited for one.
+      let abortedBy = "";
+      const { queue, ctx } = await start(
+        (rt) =>
+          rt.register("long", async (_i, c) => {
+            await c.run!.emit("app.begun");
+            await new Promise<void>((resolve) =>
+              c.signal.addEventListener("abort", () => resolve()),
+            );
+            abortedBy = c.isTimedOut() ? "timeout" : c.isCancelled() ? "cancel" : "other";
+            return "finished anyway";
+          }),
+        { leaseSeconds: 120, heartbeatSeconds: 60 },
+      );
+      const run = await queue.enqueue({ handler: "long", input: { message: "x" }, ctx });
+      for await (const e of queue.events(run.id)) if (e.type === "app.begun") break;
+      await queue.cancel(run.id);
+      const done = await queue.wait(run.id, { timeoutSeconds: 15 });
+      expect(done.status).toBe("cancelled");
+      expect(abortedBy).toBe("cancel");
     });
 
     it("turns streamed chunks into output.delta events, in order", async () => {

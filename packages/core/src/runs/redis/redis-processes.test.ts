@@ -7,6 +7,7 @@ import { Redis } from "ioredis";
 import { afterAll, afterEach, describe, it } from "vitest";
 import {
   crashScenario,
+  crossProcessCancelScenario,
   fencingScenario,
   killedWorkerScenario,
   outageScenario,
@@ -91,6 +92,14 @@ describe("RedisRunStore across processes", () => {
     { timeout: 60_000 },
     async () => {
       await killedWorkerScenario(env());
+    },
+  );
+
+  it(
+    "a cancel reaches a worker in another process at once, not at its next heartbeat",
+    { timeout: 60_000 },
+    async () => {
+      await crossProcessCancelScenario(env());
     },
   );
 
