@@ -108,9 +108,9 @@ async function graphCancel(kind) {
     state: z.object({ done: z.boolean().optional() }),
     nodes: {
       wait: fnNode(async (_s, c) => {
-        p.start(c.run.runId);
+        p.start(c.executionId);
         await new Promise((r) => c.signal.addEventListener("abort", r));
-        p.abort(c.run.runId, now());
+        p.abort(c.executionId, now());
         return { done: true };
       }),
     },

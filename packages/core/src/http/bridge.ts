@@ -4,6 +4,7 @@ import { newRequestId } from "../context/ids.js";
 import { ErrorCode, NervaError } from "../errors.js";
 import { resolveIdentity, type HttpRequestLike } from "./identity.js";
 import { parseHttpOptions, type NervaHttpOptions, type ResolvedHttpOptions } from "./options.js";
+import { logAgentFailure } from "./failure-log.js";
 import { httpStatusOf } from "./status.js";
 
 /** Client request ids we accept with `trustRequestId` (anything else gets a fresh id). */
@@ -191,7 +192,10 @@ export class RequestScope<Req extends HttpRequestLike = HttpRequestLike> {
     this.#state = aborted ? ABORTED : FINISHED;
     const ctx = this.#ctx;
     if (ctx === null) return;
-    if (aborted && this.#bridge.options.cancelOnDisconnect) ctx.cancel("client disconnected");
+    const { logger, cancelOnDisconnect } = this.#bridge.options;
+    if (aborted && cancelOnDisconnect) ctx.cancel("client disconnected");
+    // A request the client left fails by its own cancel: nothing internal to report.
+    else if (logger !== null) logAgentFailure(logger, this.requestId, ctx);
     ctx.dispose();
   }
 }

@@ -8,6 +8,7 @@ export {
   parseHttpOptions,
   type HttpErrorListener,
   type NervaHttpOptions,
+  type NervaLogger,
   type ResolvedHttpOptions,
 } from "./options.js";
 

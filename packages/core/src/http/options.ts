@@ -17,6 +17,17 @@ import type { HttpRequestLike, ResolveIdentity } from "./identity.js";
 export type HttpErrorListener = (error: unknown, requestId: string | null) => void;
 
 /**
+ * Where a bridge writes what went wrong inside a request that the client is not told: one call
+ * per failure, a one-line `message` and the same facts as `fields` for structured loggers.
+ *
+ * @example
+ * const logger: NervaLogger = { error: (message, fields) => pino.error(fields, message) };
+ */
+export interface NervaLogger {
+  error(message: string, fields: Readonly<Record<string, unknown>>): void;
+}
+
+/**
  * Options shared by `@nerva/express`, `@nerva/fastify` and `@nerva/nestjs`.
  *
  * @example
@@ -50,8 +61,14 @@ export interface NervaHttpOptions<Req = HttpRequestLike> {
   anonymousPermissions?: PermissionsInit;
   /** Cancel the context (`ctx.signal` aborts) when the client disconnects early. Default `true`. */
   cancelOnDisconnect?: boolean;
-  /** Receives errors answered with a 5xx. Default: `console.error` with the request id. */
+  /** Receives errors answered with a 5xx. Default: `logger.error` with the request id. */
   onError?: HttpErrorListener;
+  /**
+   * Where internal failures are logged: each request whose agent failed (one line with the
+   * request id, handler, status, code and the internal message the client does not see), and
+   * 5xx errors unless `onError` is set. Default: one line on `console.error`; `false`: nothing.
+   */
+  logger?: NervaLogger | false;
   /** Told of every span and event of every request's context (see `TraceSink`). Default: none. */
   traceSink?: TraceSink;
   /**
@@ -95,6 +112,18 @@ export const NervaHttpOptionsSchema = z
     anonymousPermissions: PermissionsInitSchema.optional(),
     cancelOnDisconnect: z.boolean().default(true),
     onError: fn<HttpErrorListener>("error, requestId) => void").optional(),
+    logger: z
+      .union([
+        z.literal(false),
+        z.custom<NervaLogger>(
+          (v) =>
+            typeof v === "object" &&
+            v !== null &&
+            typeof (v as { error?: unknown }).error === "function",
+          "must be false or a logger with an error(message, fields) method",
+        ),
+      ])
+      .optional(),
     traceSink: z
       .custom<TraceSink>(
         isTraceSink,
@@ -125,14 +154,27 @@ export interface ResolvedHttpOptions {
   readonly anonymousPermissions: Permissions;
   readonly cancelOnDisconnect: boolean;
   readonly onError: HttpErrorListener;
+  readonly logger: NervaLogger | null;
   readonly traceSink: TraceSink | null;
   readonly traceparentFrom: ((req: IncomingMessage) => string | null | undefined) | null;
 }
 
 const ANONYMOUS = Permissions.NONE;
 
-function logError(error: unknown, requestId: string | null): void {
-  console.error(`[nerva] request ${requestId ?? "(no id)"} failed:`, error);
+/** The default logger: one line on stderr per failure. */
+export const consoleLogger: NervaLogger = Object.freeze({
+  error(message: string, fields: Readonly<Record<string, unknown>>): void {
+    const error = fields.error;
+    // A 5xx is a bug of the server: its stack is what the line is for.
+    if (error instanceof Error) console.error(`[nerva] ${message}`, error);
+    else console.error(`[nerva] ${message}`);
+  },
+});
+
+function reportTo(logger: NervaLogger | null): HttpErrorListener {
+  if (logger === null) return () => undefined;
+  return (error, requestId) =>
+    logger.error(`request ${requestId ?? "(no id)"} failed`, { requestId, error });
 }
 
 /**
@@ -149,6 +191,7 @@ export function parseHttpOptions<Req>(options: NervaHttpOptions<Req> = {}): Reso
     "options",
     "See NervaHttpOptions: resolve(req) function, requireAuth/trustIdentityHeaders/trustRequestId booleans, timeoutSeconds > 0, memoryScope user|session|agent|global.",
   );
+  const logger = o.logger === false ? null : (o.logger ?? consoleLogger);
   return Object.freeze({
     resolve: o.resolve as ResolveIdentity<never> | undefined,
     traceSink: o.traceSink ?? null,
@@ -164,6 +207,7 @@ export function parseHttpOptions<Req>(options: NervaHttpOptions<Req> = {}): Reso
     anonymousPermissions:
       o.anonymousPermissions === undefined ? ANONYMOUS : Permissions.create(o.anonymousPermissions),
     cancelOnDisconnect: o.cancelOnDisconnect,
-    onError: o.onError ?? logError,
+    onError: o.onError ?? reportTo(logger),
+    logger,
   });
 }

@@ -85,6 +85,8 @@ function endInvokeSpan(span: Span, result: AgentResult): AgentResult {
     span.end("ok");
   } else {
     span.setAttribute("status", result.status);
+    const code = result.data.code;
+    if (typeof code === "string") span.setAttribute("code", code);
     span.end("error", result.error ?? result.status);
   }
   return result;

@@ -337,6 +337,53 @@ export function describeBridgeContract(
         }
       });
 
+      it("logs a failed agent's cause on the server, one line with the request id; logger: false logs nothing", async () => {
+        const lines: { message: string; fields: Record<string, unknown> }[] = [];
+        const logger = {
+          error: (message: string, fields: Readonly<Record<string, unknown>>) =>
+            lines.push({ message, fields: { ...fields } }),
+        };
+        // Users of their own: the contract's policy allows 5 requests a minute per user.
+        const headers = { ...bearer("logger"), "content-type": "application/json" };
+        const crash = (base: string) =>
+          fetch(`${base}/chat`, {
+            method: "POST",
+            headers,
+            body: JSON.stringify({ message: "crash please" }),
+          });
+        await withServer(firstPlacement, { logger }, async (base) => {
+          const res = await crash(base);
+          expect(res.status).toBe(502);
+          const requestId = ((await res.json()) as { requestId?: string }).requestId;
+          // The line is written when the response ends, after the client has its answer.
+          for (let i = 0; i < 100 && lines.length === 0; i++) await sleep(10);
+          expect(lines).toHaveLength(1);
+          const [line] = lines as [(typeof lines)[number]];
+          expect(line.fields).toMatchObject({ handler: "crasher", status: "error" });
+          expect(line.message).toContain('agent "crasher"');
+          expect(line.message).toContain(BRIDGE_CONTRACT_SECRET); // the cause, for the operator
+          if (requestId !== undefined) expect(line.fields.requestId).toBe(requestId);
+          expect(line.message).toContain(String(line.fields.requestId));
+          // A request whose agent succeeded logs nothing.
+          const ok = await fetch(`${base}/chat`, {
+            method: "POST",
+            headers,
+            body: JSON.stringify({ message: "hello" }),
+          });
+          expect(ok.status).toBe(200);
+          await ok.text();
+          await sleep(50);
+          expect(lines).toHaveLength(1);
+        });
+        await withServer(firstPlacement, { logger: false }, async (base) => {
+          const res = await crash(base);
+          expect(res.status).toBe(502);
+          await res.text();
+          await sleep(50);
+          expect(lines).toHaveLength(1);
+        });
+      });
+
       it("answers 422 when no agent may take an anonymous request", async () => {
         const res = await fetch(`${url}/chat`, {
           method: "POST",
