@@ -21,6 +21,7 @@ export { NervaMiddleware } from "./nerva.middleware.js";
 
 // Errors and streaming
 export { NervaExceptionFilter } from "./nerva-exception.filter.js";
+export { NervaResultInterceptor } from "./nerva-result.interceptor.js";
 export { sendSSE, toSSEObservable } from "./sse.js";
 
 // Shared HTTP helpers, re-exported so apps need one import

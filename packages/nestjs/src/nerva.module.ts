@@ -10,7 +10,7 @@ import {
   type NestModule,
   type Provider,
 } from "@nestjs/common";
-import { APP_FILTER, HttpAdapterHost } from "@nestjs/core";
+import { APP_FILTER, APP_INTERCEPTOR, HttpAdapterHost } from "@nestjs/core";
 import {
   NERVA_BRIDGE,
   NERVA_OPTIONS,
@@ -18,6 +18,7 @@ import {
   NERVA_RUNTIME,
 } from "./nerva.constants.js";
 import { NervaExceptionFilter } from "./nerva-exception.filter.js";
+import { NervaResultInterceptor } from "./nerva-result.interceptor.js";
 import { NervaMiddleware } from "./nerva.middleware.js";
 import {
   splitOptions,
@@ -64,6 +65,9 @@ function build(
   if (switches.exceptionFilter !== false) {
     providers.push({ provide: APP_FILTER, useClass: NervaExceptionFilter });
   }
+  if (switches.resultStatus !== false) {
+    providers.push({ provide: APP_INTERCEPTOR, useClass: NervaResultInterceptor });
+  }
   return {
     module: NervaModule,
     global: switches.global !== false,
@@ -92,9 +96,13 @@ export class NervaModule implements NestModule {
    * NervaModule.forRoot({ runtime: new InProcessRuntime(), timeoutSeconds: 30 });
    */
   static forRoot(options: NervaModuleOptions & NervaModuleSwitches = {}): DynamicModule {
-    const { global, exceptionFilter, ...rest } = options;
+    const { global, exceptionFilter, resultStatus, ...rest } = options;
     splitOptions(rest);
-    return build([{ provide: NERVA_OPTIONS, useValue: rest }], { global, exceptionFilter });
+    return build([{ provide: NERVA_OPTIONS, useValue: rest }], {
+      global,
+      exceptionFilter,
+      resultStatus,
+    });
   }
 
   /**

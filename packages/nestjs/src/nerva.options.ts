@@ -29,6 +29,11 @@ export interface NervaModuleSwitches {
   global?: boolean;
   /** Install the global filter answering NervaErrors with their HTTP status. Default `true`. */
   exceptionFilter?: boolean;
+  /**
+   * Install the global interceptor giving routes that return an agent's answer its HTTP status
+   * (200, 502, 504, 422 as `httpStatusOfResult`), not Nest's 201 for every POST. Default `true`.
+   */
+  resultStatus?: boolean;
 }
 
 /**
