@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { ErrorCode, NervaError } from "@nerva/core";
+import { ErrorCode, NervaError, type AgentRuntime } from "@nerva/core";
 import { createHttpBridge, getRequestScope, requestErrorOf } from "@nerva/core/http";
 import {
   Inject,
@@ -8,6 +8,7 @@ import {
   type DynamicModule,
   type MiddlewareConsumer,
   type NestModule,
+  type OnApplicationShutdown,
   type Provider,
 } from "@nestjs/common";
 import { APP_FILTER, APP_INTERCEPTOR, HttpAdapterHost } from "@nestjs/core";
@@ -87,7 +88,7 @@ function build(
  * export class AppModule {}
  */
 @Module({})
-export class NervaModule implements NestModule {
+export class NervaModule implements NestModule, OnApplicationShutdown {
   /**
    * Configures the module with fixed options. Bad bridge options fail the bootstrap with
    * NervaError INVALID_OPTIONS naming the field.
@@ -163,7 +164,23 @@ export class NervaModule implements NestModule {
     @Inject(HttpAdapterHost) private readonly adapterHost: HttpAdapterHost,
     @Inject(NervaMiddleware) private readonly middleware: NervaMiddleware,
     @Inject(ANSWERS_ERRORS) private readonly answersErrors: boolean = true,
+    @Inject(NERVA_ORCHESTRATOR) private readonly orchestrator: object | null = null,
+    @Inject(NERVA_RUNTIME) private readonly runtime: AgentRuntime | null = null,
   ) {}
+
+  /**
+   * On `app.close()`: closes the orchestrator and the runtime given in the options (and so their
+   * runtime's processes, MCP servers, memory and registry stores), so nothing keeps Node alive
+   * after the app, e.g. at the end of an e2e test.
+   */
+  async onApplicationShutdown(): Promise<void> {
+    const closing: Promise<unknown>[] = [];
+    for (const owned of [this.orchestrator, this.runtime]) {
+      const close = (owned as { close?: unknown } | null)?.close;
+      if (typeof close === "function") closing.push(Promise.resolve(close.call(owned)));
+    }
+    await Promise.all(closing);
+  }
 
   /**
    * Starts each request's scope before guards run. On the Express and Fastify platforms this is
