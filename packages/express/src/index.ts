@@ -1,7 +1,12 @@
 // Public entry of @nerva/express: the Express 5 bridge.
 
 // Middleware, error handler, req.nervaCtx typing
-export { nervaErrorHandler, nervaMiddleware, type NervaExpressOptions } from "./middleware.js";
+export {
+  nervaErrorHandler,
+  nervaMiddleware,
+  nervaNotFound,
+  type NervaExpressOptions,
+} from "./middleware.js";
 
 // Streaming
 export { sendSSE } from "./sse.js";

@@ -1,4 +1,4 @@
-import type { ExecContext } from "@nerva/core";
+import { ErrorCode, NervaError, type ExecContext } from "@nerva/core";
 import {
   createHttpBridge,
   defineContextGetter,
@@ -77,6 +77,24 @@ export function nervaErrorHandler(): ErrorRequestHandler {
     const answer = toHttpError(err, requestId);
     if (scope !== undefined) scope.report(err);
     else if (answer.status >= 500) console.error("[nerva] request failed:", err);
+    res.status(answer.status).set(answer.headers).json(answer.body);
+  };
+}
+
+/**
+ * Answers a request no route took with 404 and the Nerva JSON body
+ * `{ error: { code: "NOT_FOUND", message, requestId } }`, instead of Express's HTML
+ * "Cannot GET /x". Register it after your routes and before `nervaErrorHandler()`.
+ *
+ * @example
+ * app.use(nervaNotFound());
+ * app.use(nervaErrorHandler());
+ */
+export function nervaNotFound(): RequestHandler {
+  return function nervaNotFoundHandler(req, res) {
+    const path = req.path.length > 200 ? `${req.path.slice(0, 200)}…` : req.path;
+    const error = new NervaError(ErrorCode.NOT_FOUND, `No route for ${req.method} ${path}.`);
+    const answer = toHttpError(error, getRequestScope(req)?.requestId ?? null);
     res.status(answer.status).set(answer.headers).json(answer.body);
   };
 }
