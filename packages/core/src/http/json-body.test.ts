@@ -93,6 +93,25 @@ describe("requestErrorOf / toHttpError for a framework's body errors", () => {
     expect(answer.body.error.message).not.toMatch(/Unexpected|position|fastify says|UTF-7/);
   });
 
+  it("tells a charset or content-encoding problem for what it is, and suggests no route's body shape", () => {
+    const charset = toHttpError(
+      bodyParser("charset.unsupported", 415, 'unsupported charset "UTF-7"'),
+    );
+    expect(charset.body.error.message).toMatch(/charset.*UTF-8/);
+    const encoding = toHttpError(
+      bodyParser("encoding.unsupported", 415, 'unsupported content encoding "zstd"'),
+    );
+    expect(encoding.body.error.message).toMatch(/content-encoding/);
+    const malformed = toHttpError(bodyParser("entity.parse.failed", 400, "Unexpected token"));
+    expect(malformed.body.error.message).not.toContain('"message"');
+    for (const body of [undefined, "hi"]) {
+      const err = thrown(() =>
+        jsonBodyOf({ headers: { "content-type": "application/json" }, body }),
+      ) as Error;
+      expect(err.message).not.toContain('"message"');
+    }
+  });
+
   it("turns Fastify's schema failures into INVALID_INPUT issues", () => {
     const err = Object.assign(new Error("body/message must be string"), {
       code: "FST_ERR_VALIDATION",

@@ -63,7 +63,7 @@ export function jsonBodyOf(req: JsonBodyRequest): Record<string, unknown> {
     }
     throw new NervaError(
       ErrorCode.INVALID_INPUT,
-      'Missing body: send a JSON object such as {"message": "hello"} with content-type: application/json.',
+      "Missing body: send a JSON object with the header content-type: application/json.",
       { issues: [{ path: "body", message: "required" }] },
     );
   }
@@ -71,7 +71,7 @@ export function jsonBodyOf(req: JsonBodyRequest): Record<string, unknown> {
     const got = body === null ? "null" : Array.isArray(body) ? "an array" : `a ${typeof body}`;
     throw new NervaError(
       ErrorCode.INVALID_INPUT,
-      `Invalid body: must be a JSON object such as {"message": "hello"}, got ${got}.`,
+      `Invalid body: must be a JSON object, got ${got}.`,
       { issues: [{ path: "body", message: "must be an object" }] },
     );
   }

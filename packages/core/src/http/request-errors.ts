@@ -45,10 +45,15 @@ export class HttpRequestError extends Error {
   }
 }
 
-const NOT_JSON = 'Invalid body: malformed JSON. Send a JSON object, e.g. {"message": "hello"}.';
+const NOT_JSON = "Invalid body: malformed JSON. Send a well-formed JSON object.";
 const TOO_LARGE = "The request body is larger than this endpoint accepts. Send a smaller body.";
 const WRONG_TYPE =
   "Unsupported request body format: send JSON with the header content-type: application/json.";
+
+const WRONG_CHARSET =
+  "Unsupported charset: send the JSON body in UTF-8 (content-type: application/json; charset=utf-8).";
+const WRONG_ENCODING =
+  "Unsupported content-encoding: send the body uncompressed, or gzip- or deflate-compressed.";
 
 const NOT_DECODABLE =
   "Invalid body: it could not be decoded as its content-encoding says. Send it uncompressed, or compressed as declared.";
@@ -72,9 +77,9 @@ const BODY_PARSER: Readonly<Record<string, (cause: unknown) => Error>> = {
   "parameters.too.many": (cause) =>
     new HttpRequestError(HttpErrorCode.PAYLOAD_TOO_LARGE, TOO_LARGE, { cause }),
   "charset.unsupported": (cause) =>
-    new HttpRequestError(HttpErrorCode.UNSUPPORTED_MEDIA_TYPE, WRONG_TYPE, { cause }),
+    new HttpRequestError(HttpErrorCode.UNSUPPORTED_MEDIA_TYPE, WRONG_CHARSET, { cause }),
   "encoding.unsupported": (cause) =>
-    new HttpRequestError(HttpErrorCode.UNSUPPORTED_MEDIA_TYPE, WRONG_TYPE, { cause }),
+    new HttpRequestError(HttpErrorCode.UNSUPPORTED_MEDIA_TYPE, WRONG_ENCODING, { cause }),
   "request.size.invalid": (cause) =>
     invalidBody("Invalid body: its length does not match content-length.", cause),
   "request.aborted": (cause) => invalidBody("Invalid body: the client stopped sending it.", cause),

@@ -139,6 +139,13 @@ const MAX_MESSAGE = 1_000_000;
 
 /** Throws INVALID_INPUT unless `message` is a string of at most 1,000,000 characters. */
 export function checkMessage(message: unknown): asserts message is string {
+  if (message === undefined) {
+    throw new NervaError(
+      ErrorCode.INVALID_INPUT,
+      'Invalid message: required. Send the text to answer as a string, e.g. {"message": "hello"}.',
+      { issues: [{ path: "message", message: "required" }] },
+    );
+  }
   if (typeof message !== "string" || message.length > MAX_MESSAGE) {
     throw new NervaError(
       ErrorCode.INVALID_INPUT,

@@ -439,6 +439,13 @@ describe("Orchestrator.handle", () => {
     ).toThrow(/options\.memory: must implement Memory/);
     const { orchestrator } = setup();
     await expect(orchestrator.handle(42 as never, ctxOf())).rejects.toThrow(/Invalid message/);
+    // A body without a message (jsonBodyOf(req).message is undefined) says what is missing.
+    const missing = await orchestrator.handle(undefined as never, ctxOf()).catch((e: unknown) => e);
+    expect(missing).toMatchObject({
+      code: "INVALID_INPUT",
+      issues: [{ path: "message", message: "required" }],
+    });
+    expect((missing as Error).message).not.toContain("got undefined");
     await expect(orchestrator.handle("x", {} as never)).rejects.toThrow(/ctx/);
     expect(() => orchestrator.handler("nope" as never)).toThrow(/needs a function/);
   });
