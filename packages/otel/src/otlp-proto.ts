@@ -1,6 +1,6 @@
 import { createRequire } from "node:module";
 import type { Attributes } from "@opentelemetry/api";
-import { ExportResultCode, type ExportResult } from "@opentelemetry/core";
+import { ExportResultCode, hrTimeToMilliseconds, type ExportResult } from "@opentelemetry/core";
 import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
 import { ErrorCode, NervaError, Span, type ContextEvent } from "@nerva/core";
 import {
@@ -135,10 +135,13 @@ export class NervaOtlpExporter implements SpanExporter {
     // Written, not sent yet: a failure of the request that carries them is reported then.
     done({ code: ExportResultCode.SUCCESS });
     if (this.#timer === null && this.#gathered > 0) {
+      // The 5 s count from when the oldest of these spans ended, not from now: the queue may
+      // already have held them up to 5 s, and two waits in series would make it 10.
+      const delay = Math.max(0, oldestEndMs(items) + SEND_DELAY_MS - Date.now());
       this.#timer = setTimeout(() => {
         this.#timer = null;
         this.#send(this.#report);
-      }, SEND_DELAY_MS);
+      }, delay);
       this.#timer.unref();
     }
   }
@@ -630,4 +633,19 @@ function writeValue(w: ProtoWriter, value: unknown): void {
       }
     // Nothing else is an attribute value (an empty AnyValue, as OpenTelemetry's serializer).
   }
+}
+
+/** When the first of `items` ended (epoch ms), read without converting Nerva's spans. */
+function oldestEndMs(items: readonly ReadableSpan[]): number {
+  let oldest = Infinity;
+  for (const item of items as readonly unknown[]) {
+    const span =
+      item instanceof Span ? item : item instanceof NervaReadableSpan ? item.source : null;
+    const end =
+      span !== null
+        ? (span.endMs ?? span.startMs)
+        : hrTimeToMilliseconds((item as ReadableSpan).endTime);
+    if (end < oldest) oldest = end;
+  }
+  return Number.isFinite(oldest) ? oldest : Date.now();
 }

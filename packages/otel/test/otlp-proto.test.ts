@@ -254,6 +254,24 @@ describe("the default exporter against a real OTLP receiver", () => {
     await sink.shutdown();
   });
 
+  it("sends a lone request's spans within 5 s of their end, not 5 s in the queue then 5 s more", async () => {
+    // The subject is the delay itself: the queue waits up to 5 s (OTEL_BSP_SCHEDULE_DELAY's
+    // default) before it hands the spans over, and the exporter must not add its own 5 s.
+    receiver = await startReceiver();
+    vi.stubEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.url);
+    const sink = createOtelSink({ serviceName: "flights" });
+    const { ctx } = await flightWorld().request("flight", { traceSink: sink });
+    const ended = Math.min(...ctx.spans.map((s) => s.endMs ?? Infinity));
+    while (receiver.received.length === 0 && Date.now() - ended < 12_000) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(receiver.received).toHaveLength(1);
+    const after = Date.now() - ended;
+    expect(after).toBeGreaterThanOrEqual(4_900);
+    expect(after).toBeLessThan(7_500);
+    await sink.shutdown();
+  }, 20_000);
+
   it("gathers the queue's batches into one request per 2048 spans, every id as the spans have it", async () => {
     receiver = await startReceiver();
     vi.stubEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.url);
