@@ -1,39 +1,60 @@
-import { AgentRunner, ErrorCode, NervaError } from "@nerva/core";
+import { isAbsolute, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { AgentRunner } from "@nerva/core";
 import type { CliIo } from "./cli.js";
 import { startDashboard } from "./dashboard/server.js";
+import { checkFlags, intFlag, type Values } from "./flags.js";
 import { typescriptLoader } from "./run-command.js";
+import { sqliteQueues } from "./store.js";
 
-type Values = Record<string, string | boolean | undefined>;
+/** The SQLite file the module's own `config` names, if any (read before the runner opens it). */
+async function configuredFile(path: string): Promise<string | null> {
+  const url = pathToFileURL(isAbsolute(path) ? path : resolve(process.cwd(), path)).href;
+  // The same URL AgentRunner.load imports: the module is evaluated once.
+  const mod = (await import(url)) as { config?: unknown; default?: { config?: unknown } };
+  const store = ((mod.config ?? mod.default?.config) as { store?: unknown } | undefined)?.store;
+  const file = (store as { sqlite?: unknown } | undefined)?.sqlite;
+  return typeof file === "string" ? file : null;
+}
 
-/** `nerva dashboard <module>`: runs the module's graph runtime and serves its runs dashboard. */
+/**
+ * `nerva dashboard <module>`: serves the runs dashboard of the module's graph. It only views
+ * (and triggers or answers when a person asks) unless `--workers` makes it execute runs too.
+ */
 export async function dashboardCommand(
   args: readonly string[],
   values: Values,
   io: CliIo,
 ): Promise<number> {
-  const [path] = args;
-  if (path === undefined)
-    throw new NervaError(
-      ErrorCode.INVALID_INPUT,
-      "nerva dashboard needs the path of an agent module.",
-    );
+  checkFlags("dashboard", values, args, ["the path of an agent module"]);
+  const port = intFlag(values, "port", 0, 65_535, 4300);
+  const path = args[0] as string;
   await typescriptLoader(path);
+  // A viewer never creates a database: the file must exist and hold runs.
+  const file = typeof values.store === "string" ? values.store : await configuredFile(path);
+  if (file !== null) await sqliteQueues(file);
   const runner = await AgentRunner.load(
     path,
     typeof values.store === "string" ? { store: { sqlite: values.store } } : {},
   );
-  await runner.start();
-  const dashboard = await startDashboard(runner.runtime, runner.queue.store, {
-    port: typeof values.port === "string" ? Number(values.port) : 4300,
-  });
-  io.stdout.write(
-    `Runs dashboard of ${runner.runtime.graph.name}: ${dashboard.url} (Ctrl-C stops it)\n`,
-  );
-  await new Promise<void>((resolve) => {
-    process.once("SIGINT", resolve);
-    process.once("SIGTERM", resolve);
-  });
-  await dashboard.close();
-  await runner.cleanup();
-  return 0;
+  try {
+    if (values.workers === true) await runner.start();
+    const dashboard = await startDashboard(runner.runtime, runner.queue.store, { port });
+    const queues = [...new Set(runner.getEntryPoints().map((e) => e.queue))].join(", ");
+    io.stdout.write(
+      `Runs dashboard of ${runner.runtime.graph.name}: ${dashboard.url} (Ctrl-C stops it)\n${
+        values.workers === true
+          ? `It executes the runs of its queues (${queues}) in this process, with this process's environment (--workers).`
+          : `It does not execute runs: what is triggered or answered here waits for a worker of the app (start one with --workers).`
+      }\n`,
+    );
+    await new Promise<void>((done) => {
+      process.once("SIGINT", done);
+      process.once("SIGTERM", done);
+    });
+    await dashboard.close();
+    return 0;
+  } finally {
+    await runner.cleanup();
+  }
 }

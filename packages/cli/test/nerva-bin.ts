@@ -12,8 +12,8 @@ export function requireBuild(): void {
 }
 
 /** Runs `nerva args` to the end with `input` on stdin. */
-export function nerva(args: readonly string[], input = "") {
-  return spawnSync(process.execPath, [bin, ...args], { input, encoding: "utf8", timeout: 60_000 });
+export function nerva(args: readonly string[], input = "", timeout = 60_000) {
+  return spawnSync(process.execPath, [bin, ...args], { input, encoding: "utf8", timeout });
 }
 
 /** Starts `nerva args` and resolves once its stdout matched `ready` (or rejects when it exited). */

@@ -7,7 +7,7 @@ import { DASHBOARD_HTML } from "./page.js";
 export interface DashboardOptions {
   /** Default 127.0.0.1. Any other address needs `allowRemote: true`. */
   readonly host?: string;
-  /** Default 0 (a free port). */
+  /** Default 0 (a free port). A port in use rejects with UNAVAILABLE. */
   readonly port?: number;
   /** Serve clients that are not on this machine (put your own auth in front). Default false. */
   readonly allowRemote?: boolean;
@@ -124,6 +124,14 @@ export async function startDashboard(
       `Invalid host "${host}": the dashboard serves this machine only; pass allowRemote: true (behind your own auth) to listen on ${host}.`,
     );
   }
+  const requestedPort = options.port ?? 0;
+  if (!Number.isInteger(requestedPort) || requestedPort < 0 || requestedPort > 65_535) {
+    throw new NervaError(
+      ErrorCode.INVALID_OPTIONS,
+      `Invalid port ${String(requestedPort)}: pass a whole number from 0 to 65535 (0 picks a free port).`,
+      { issues: [{ path: "options.port", message: "must be a whole number from 0 to 65535" }] },
+    );
+  }
   const queues = new Map(runtime.getEntryPoints().map((e) => [e.id, e.queue]));
   const server: Server = createServer((req, res) => {
     void handle(req, res).catch((err: unknown) => fail(res, err));
@@ -148,7 +156,8 @@ export async function startDashboard(
     }
     if (parts[0] !== "api")
       return send(res, 404, { error: { code: "NOT_FOUND", message: "No such page." } });
-    if (req.method === "GET" && parts[1] === "graph") return send(res, 200, describe(runtime));
+    if (req.method === "GET" && parts[1] === "graph")
+      return send(res, 200, { ...describe(runtime), workers: runtime.isRunning });
     if (parts[1] === "executions" && parts.length === 2) {
       if (req.method === "GET")
         return send(res, 200, await executions(runtime, (ep) => queues.get(ep) ?? ep, store));
@@ -182,7 +191,7 @@ export async function startDashboard(
     }
     send(res, 404, { error: { code: "NOT_FOUND", message: "No such route." } });
   }
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, host, resolve));
+  await listen(server, requestedPort, host);
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${host.includes(":") ? `[${host}]` : host}:${port}/`,
@@ -192,6 +201,31 @@ export async function startDashboard(
         server.close(() => resolve());
       }),
   };
+}
+
+/** Listens on `port`; a port in use or not allowed is a NervaError, not a crash. */
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const failed = (err: NodeJS.ErrnoException) => {
+      const why =
+        err.code === "EADDRINUSE"
+          ? "is already in use"
+          : err.code === "EACCES"
+            ? "needs privileges this process lacks"
+            : `cannot be listened on (${err.code ?? err.message})`;
+      reject(
+        new NervaError(
+          ErrorCode.UNAVAILABLE,
+          `The dashboard cannot listen on ${host}: port ${port} ${why}; pass another port (0 picks a free one).`,
+        ),
+      );
+    };
+    server.once("error", failed);
+    server.listen(port, host, () => {
+      server.off("error", failed);
+      resolve();
+    });
+  });
 }
 
 /** Server-sent events of one execution: replay after Last-Event-ID (the seq), then live. */
