@@ -119,7 +119,9 @@ export async function runCommand(
           const line = await reader.ask(paused.request?.prompt ?? `Input for ${paused.pausedAt}:`);
           if (line === null) {
             io.stdout.write("\n");
-            io.stderr.write(`nerva: ${noAnswer(id, paused.pausedAt, path, values.store, runner)}\n`);
+            io.stderr.write(
+              `nerva: ${noAnswer(id, paused.pausedAt, path, values.store, runner)}\n`,
+            );
             return 2;
           }
           try {

@@ -43,7 +43,10 @@ export async function runsCommand(
   const limit = intFlag(values, "limit", 1, 1000, 50);
   const after = intFlag(values, "after", 0, Number.MAX_SAFE_INTEGER, 0);
   if (sub === "resume" && typeof values.value !== "string") {
-    throw new NervaError(ErrorCode.INVALID_INPUT, "nerva runs resume needs --value JSON (the answer).");
+    throw new NervaError(
+      ErrorCode.INVALID_INPUT,
+      "nerva runs resume needs --value JSON (the answer).",
+    );
   }
   const store = await openStore(values);
   try {
@@ -142,7 +145,7 @@ async function events(
   const run = await queue.get(id);
   if (run === null) throw new NervaError(ErrorCode.NOT_FOUND, `No run ${id} in this store.`);
   // Page through the whole history as it was when asked: nothing is cut off.
-  for (let seq = after; seq < run.lastSeq; ) {
+  for (let seq = after; seq < run.lastSeq;) {
     const page = await queue.store.readEvents(id, seq, EVENT_PAGE);
     if (page.length === 0) break;
     for (const e of page) if (e.seq <= run.lastSeq) print(e);

@@ -96,11 +96,16 @@ describe("nerva run off a terminal", () => {
     expect(none.status).toBe(2);
     const id = /execution (run_\w+)/.exec(none.stderr)?.[1] as string;
     const hint = none.stderr.trimEnd().split("\n").at(-1) as string;
-    expect(hint).toContain(`nerva runs resume ${id} --store '${db}' --value JSON --module ${fixture}`);
+    expect(hint).toContain(
+      `nerva runs resume ${id} --store '${db}' --value JSON --module ${fixture}`,
+    );
     // The hint works as printed (the value replaced).
     const resumed = spawnSync(
       "bash",
-      ["-c", `node ${bin} ${hint.slice(hint.indexOf("nerva ") + 6).replace("JSON", "'\"declined\"'")}`],
+      [
+        "-c",
+        `node ${bin} ${hint.slice(hint.indexOf("nerva ") + 6).replace("JSON", "'\"declined\"'")}`,
+      ],
       { encoding: "utf8", timeout: 60_000 },
     );
     expect(resumed.stderr).toBe("");
@@ -132,9 +137,17 @@ describe("nerva runs", () => {
     expect(events.stdout).toMatch(/^1\trun\.enqueued/m);
     expect(events.stdout).toMatch(/\tstep\.completed\t\{"key":"lookup#1"\}/);
     expect(events.stdout).toMatch(/\tgraph\.input_requested\t/);
-    const resumed = nerva(
-      ["runs", "resume", id, "--store", db, "--value", '"approved"', "--module", fixture],
-    );
+    const resumed = nerva([
+      "runs",
+      "resume",
+      id,
+      "--store",
+      db,
+      "--value",
+      '"approved"',
+      "--module",
+      fixture,
+    ]);
     expect(resumed.stdout).toMatch(new RegExp(`${id}\\s+pending`));
     const cancelled = nerva(["runs", "cancel", id, "--store", db, "--reason", "test"]);
     expect(cancelled.stdout).toMatch(new RegExp(`${id}\\s+cancelled`));

@@ -66,7 +66,9 @@ describe("nerva dashboard", () => {
     try {
       const url = viewer.match[1] as string;
       expect(viewer.out()).toMatch(/does not execute runs.*--workers/);
-      expect(await (await fetch(new URL("/api/graph", url))).json()).toMatchObject({ workers: false });
+      expect(await (await fetch(new URL("/api/graph", url))).json()).toMatchObject({
+        workers: false,
+      });
       // Answered elsewhere, the execution waits for a worker: this viewer does not run it.
       const resumed = nerva([
         ...["runs", "resume", id, "--store", db, "--value", '"approved"', "--module", fixture],
@@ -87,7 +89,9 @@ describe("nerva dashboard", () => {
     try {
       const url = worker.match[1] as string;
       expect(worker.out()).toMatch(/executes the runs of its queues/);
-      expect(await (await fetch(new URL("/api/graph", url))).json()).toMatchObject({ workers: true });
+      expect(await (await fetch(new URL("/api/graph", url))).json()).toMatchObject({
+        workers: true,
+      });
       await waitForEvent(url, id, "execution_completed");
     } finally {
       worker.child.kill("SIGINT");

@@ -103,12 +103,32 @@ describe("nerva runs resume", () => {
     const blind = nerva(["runs", "resume", id, "--store", db, "--value", '"maybe"']);
     expect(blind.status).toBe(2);
     expect(oneLine(blind.stderr)).toMatch(/--module/);
-    const wrong = nerva(["runs", "resume", id, "--store", db, "--value", '"maybe"', "--module", fixture]);
+    const wrong = nerva([
+      "runs",
+      "resume",
+      id,
+      "--store",
+      db,
+      "--value",
+      '"maybe"',
+      "--module",
+      fixture,
+    ]);
     expect(wrong.status).toBe(2);
     expect(oneLine(wrong.stderr)).toMatch(/INVALID_INPUT.*expected one of "approved"\|"declined"/);
     expect(wrong.stdout).toBe("");
     expect(show(db, id)).toEqual(before);
-    const right = nerva(["runs", "resume", id, "--store", db, "--value", '"approved"', "--module", fixture]);
+    const right = nerva([
+      "runs",
+      "resume",
+      id,
+      "--store",
+      db,
+      "--value",
+      '"approved"',
+      "--module",
+      fixture,
+    ]);
     expect(right.stderr).toBe("");
     expect(right.status).toBe(0);
     expect(right.stdout).toMatch(new RegExp(`${id}\\s+pending`));

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ErrorCode, ExecContext, NervaError, type GraphRuntime, type RunStore } from "@nerva/core";
+import { describe, shown, times } from "./graph-shape.js";
 import { DASHBOARD_HTML } from "./page.js";
 
 /** Options of {@link startDashboard}. */
@@ -65,26 +66,6 @@ async function body(req: IncomingMessage): Promise<Record<string, unknown>> {
   }
 }
 
-/** The graph's shape for the page: nodes, edges, entry points. */
-function describe(runtime: GraphRuntime): unknown {
-  const g = runtime.graph;
-  const edges: { from: string; to: string; type: string }[] = [];
-  for (const [from, e] of g.edges) {
-    if (e.type === "static") edges.push({ from, to: e.to, type: "static" });
-    else if (e.type === "fanout") for (const to of e.to) edges.push({ from, to, type: "fanout" });
-    else
-      for (const to of e.targets ?? [...g.nodeIds, "__end__"])
-        edges.push({ from, to, type: "conditional" });
-  }
-  return {
-    name: g.name,
-    entry: g.entry,
-    nodes: g.nodeIds.map((id) => ({ id, kind: g.nodes.get(id)?.kind ?? "?" })),
-    edges,
-    entryPoints: runtime.getEntryPoints(),
-  };
-}
-
 async function executions(
   runtime: GraphRuntime,
   queueOf: (ep: string) => string,
@@ -96,7 +77,7 @@ async function executions(
     for (const run of page.runs) {
       if (run.handlers[0] !== runtime.graph.name) continue;
       const r = await runtime.getExecution(run.id);
-      if (r !== null) out.push({ ...r, sessionState: null, createdAt: run.createdAt });
+      if (r !== null) out.push({ ...r, sessionState: null, ...(await times(store, run)) });
     }
   }
   return out;
@@ -175,17 +156,15 @@ export async function startDashboard(
     const id = parts[2];
     if (parts[1] === "executions" && id !== undefined) {
       if (req.method === "GET" && parts.length === 3) {
-        const r = await runtime.getExecution(id);
+        const r = await shown(runtime, store, id);
         return r === null
           ? send(res, 404, { error: { code: "NOT_FOUND", message: `No execution ${id}.` } })
-          : send(res, 200, { ...r, sessionState: null });
+          : send(res, 200, r);
       }
       if (req.method === "POST" && parts[3] === "input") {
         const b = await body(req);
-        return send(res, 200, {
-          ...(await runtime.injectInput(id, String(b.nodeId), b.value)),
-          sessionState: null,
-        });
+        await runtime.injectInput(id, String(b.nodeId), b.value);
+        return send(res, 200, await shown(runtime, store, id));
       }
       if (req.method === "GET" && parts[3] === "events") return streamEvents(runtime, id, req, res);
     }

@@ -126,7 +126,11 @@ describe("clientExecution and clientGraphEvent", () => {
         state: Draft,
         nodes: {
           write: fnNode<Draft>(async () => ({ draft: "Dear customer, ..." })),
-          review: inputNode<Draft>({ prompt: "Send it?", writes: "ok", schema: z.enum(["yes", "no"]) }),
+          review: inputNode<Draft>({
+            prompt: "Send it?",
+            writes: "ok",
+            schema: z.enum(["yes", "no"]),
+          }),
         },
         edges: [
           ["write", "review"],

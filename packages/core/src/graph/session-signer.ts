@@ -1,11 +1,7 @@
 import { ExecContext } from "../context/exec-context.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { RunStatus, type RunRecord } from "../runs/types.js";
-import {
-  answeredSnapshot,
-  toExecutionResult,
-  type ExecutionResult,
-} from "./execution-result.js";
+import { answeredSnapshot, toExecutionResult, type ExecutionResult } from "./execution-result.js";
 import {
   signSession,
   storedSessionKey,
