@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { AgentRunner } from "@nerva/core";
@@ -33,10 +34,12 @@ export async function dashboardCommand(
   // A viewer never creates a database: the file must exist and hold runs.
   const file = typeof values.store === "string" ? values.store : await configuredFile(path);
   if (file !== null) await sqliteQueues(file);
-  const runner = await AgentRunner.load(
-    path,
-    typeof values.store === "string" ? { store: { sqlite: values.store } } : {},
-  );
+  const runner = await AgentRunner.load(path, {
+    ...(typeof values.store === "string" ? { store: { sqlite: values.store } } : {}),
+    // The page never shows a sessionState: a key of this process's own keeps the runtime from
+    // writing one into the store the first time it reads a paused execution.
+    sessionKey: randomBytes(32).toString("base64url"),
+  });
   try {
     if (values.workers === true) await runner.start();
     const dashboard = await startDashboard(runner.runtime, runner.queue.store, { port });

@@ -7,6 +7,9 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import Database from "better-sqlite3";
+import { AgentRunner } from "@nerva/core";
+import * as desk from "./refund-desk.fixture.js";
 import { exited, fixture, nerva, oneLine, requireBuild, start } from "./nerva-bin.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-dashboard-cli-"));
@@ -56,6 +59,39 @@ describe("nerva dashboard", () => {
     expect(r.status).toBe(2);
     expect(oneLine(r.stderr)).toMatch(/missing\.db does not exist/);
     expect(existsSync(missing)).toBe(false);
+  });
+
+  it("views a store without writing to it (no session key record either)", async () => {
+    const db = join(dir, "app.db");
+    // The app keeps its own session key: the store holds no key record.
+    const app = await AgentRunner.load(desk, {
+      store: { sqlite: db },
+      sessionKey: "an app's own session key of 32 characters",
+    });
+    const paused = await app.run({ orderId: "11" });
+    await app.cleanup();
+    expect(paused.status).toBe("paused");
+    const count = () => {
+      const raw = new Database(db, { readonly: true, fileMustExist: true });
+      try {
+        return raw.prepare("SELECT COUNT(*) AS n FROM nerva_runs").get();
+      } finally {
+        raw.close();
+      }
+    };
+    const before = count();
+    const viewer = await start(["dashboard", fixture, "--store", db, "--port", "0"], /(http:\S+)/);
+    try {
+      const url = viewer.match[1] as string;
+      const list = (await (await fetch(new URL("/api/executions", url))).json()) as unknown[];
+      expect(list).toHaveLength(1);
+      const one = await fetch(new URL(`/api/executions/${paused.executionId}`, url));
+      expect(((await one.json()) as { status: string }).status).toBe("paused");
+    } finally {
+      viewer.child.kill("SIGINT");
+      expect(await exited(viewer.child)).toBe(0);
+    }
+    expect(count()).toEqual(before);
   });
 
   it("executes runs only with --workers, and says which it does", { timeout: 60_000 }, async () => {
