@@ -1,22 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { isAbsolute, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
 import { AgentRunner } from "@nerva/core";
+import { configuredFile, importAgentModule, sqliteOnly } from "./agent-module.js";
 import type { CliIo } from "./cli.js";
 import { startDashboard } from "./dashboard/server.js";
 import { checkFlags, intFlag, type Values } from "./flags.js";
-import { typescriptLoader } from "./run-command.js";
 import { sqliteQueues } from "./store.js";
-
-/** The SQLite file the module's own `config` names, if any (read before the runner opens it). */
-async function configuredFile(path: string): Promise<string | null> {
-  const url = pathToFileURL(isAbsolute(path) ? path : resolve(process.cwd(), path)).href;
-  // The same URL AgentRunner.load imports: the module is evaluated once.
-  const mod = (await import(url)) as { config?: unknown; default?: { config?: unknown } };
-  const store = ((mod.config ?? mod.default?.config) as { store?: unknown } | undefined)?.store;
-  const file = (store as { sqlite?: unknown } | undefined)?.sqlite;
-  return typeof file === "string" ? file : null;
-}
 
 /**
  * `nerva dashboard <module>`: serves the runs dashboard of the module's graph. It only views
@@ -30,9 +18,10 @@ export async function dashboardCommand(
   checkFlags("dashboard", values, args, ["the path of an agent module"]);
   const port = intFlag(values, "port", 0, 65_535, 4300);
   const path = args[0] as string;
-  await typescriptLoader(path);
+  sqliteOnly("dashboard", values.store);
+  const mod = await importAgentModule(path);
   // A viewer never creates a database: the file must exist and hold runs.
-  const file = typeof values.store === "string" ? values.store : await configuredFile(path);
+  const file = typeof values.store === "string" ? values.store : configuredFile(mod);
   if (file !== null) await sqliteQueues(file);
   const runner = await AgentRunner.load(path, {
     ...(typeof values.store === "string" ? { store: { sqlite: values.store } } : {}),

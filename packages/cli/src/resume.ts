@@ -1,6 +1,6 @@
 import { AgentRunner, ErrorCode, NervaError, type RunQueue, type RunRecord } from "@nerva/core";
 import { shellWord, type Values } from "./flags.js";
-import { typescriptLoader } from "./run-command.js";
+import { importAgentModule } from "./agent-module.js";
 
 /** The node an execution of a graph waits at, when `run` is one paused at a node. */
 function graphPause(run: RunRecord): string | null {
@@ -46,7 +46,7 @@ export async function resumeChecked(
       `--key ${values.key} is not what run ${id} waits for ("${run.pause?.key}"): pass --key ${run.pause?.key} or leave it out.`,
     );
   }
-  await typescriptLoader(values.module);
+  await importAgentModule(values.module);
   const runner = await AgentRunner.load(values.module, { runStore: queue.store });
   try {
     if (runner.runtime.graph.name !== graph) {

@@ -1,29 +1,11 @@
 import { existsSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { AgentRunner, EventType, NervaError, ErrorCode } from "@nerva/core";
+import { importAgentModule, sqliteOnly } from "./agent-module.js";
 import type { CliIo } from "./cli.js";
 import { answerFlag, checkFlags, jsonObjectFlag, shellWord, type Values } from "./flags.js";
 import { Progress } from "./progress.js";
-
-/**
- * Checks that the agent module at `path` exists and registers tsx's loader so a TypeScript one
- * can be imported (when tsx is installed).
- */
-export async function typescriptLoader(path: string): Promise<void> {
-  if (!existsSync(path)) {
-    throw new NervaError(
-      ErrorCode.INVALID_INPUT,
-      `The agent module ${shellWord(path)} does not exist: pass the path of a module that exports { graph }.`,
-    );
-  }
-  if (!/\.[cm]?tsx?$/.test(path)) return;
-  try {
-    const api = (await import("tsx/esm/api")) as { register: () => unknown };
-    api.register();
-  } catch {
-    // Without tsx the import below fails with Node's own message naming the extension.
-  }
-}
 
 /** Reads answers line by line from stdin (interactive or piped). */
 function answers(io: CliIo): {
@@ -93,7 +75,14 @@ export async function runCommand(
   checkFlags("run", values, args, ["the path of an agent module"]);
   const path = args[0] as string;
   const input = jsonObjectFlag(values, "input");
-  await typescriptLoader(path);
+  sqliteOnly("run", values.store);
+  if (typeof values.store === "string" && !existsSync(dirname(resolve(values.store)))) {
+    throw new NervaError(
+      ErrorCode.INVALID_INPUT,
+      `--store ${shellWord(values.store)}: its folder does not exist (nerva run creates the file, not the folder).`,
+    );
+  }
+  await importAgentModule(path);
   const runner = await AgentRunner.load(
     path,
     typeof values.store === "string" ? { store: { sqlite: values.store } } : {},

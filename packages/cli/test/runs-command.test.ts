@@ -139,6 +139,8 @@ describe("every nerva command checks its flags the same way", () => {
   it("refuses a flag the command does not take, a malformed number and extra arguments", () => {
     const db = join(dir, "flags.db");
     const id = pausedRun(db);
+    const broken = join(dir, "broken.mjs");
+    writeFileSync(broken, "export const graph = ;\n");
     const cases: [string[], RegExp][] = [
       [["runs", "list", "--store", db, "--port", "1"], /runs list does not take --port/],
       [["runs", "show", id, "--store", db, "--follow"], /runs show does not take --follow/],
@@ -152,6 +154,11 @@ describe("every nerva command checks its flags the same way", () => {
       [["runs", "show", "--store", db], /runs show needs a run id/],
       [["run", fixture, "--input", "[1]"], /--input must be a JSON object/],
       [["runs", "list", "--bogus"], /unknown option '--bogus'/i],
+      [["run", join(dir, "nope.ts")], /agent module .*nope\.ts does not exist/],
+      [["run", broken], /agent module .*broken\.mjs failed to load: /],
+      [["run", fixture, "--store", "redis://127.0.0.1:6379"], /SQLite file .*nerva runs/],
+      [["dashboard", fixture, "--store", "redis://127.0.0.1:6379"], /SQLite file .*nerva runs/],
+      [["run", fixture, "--store", join(dir, "no", "such", "runs.db")], /folder does not exist/],
       [["runs"], /nerva runs needs a subcommand/],
       [["runs", "list"], /--store is required/],
     ];
