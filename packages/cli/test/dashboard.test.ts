@@ -98,6 +98,14 @@ describe("runs dashboard", () => {
     await expect(startDashboard(runtime, store, { host: "0.0.0.0" })).rejects.toThrow(
       /allowRemote/,
     );
+    await expect(startDashboard(runtime, store, { port: 70_000 })).rejects.toMatchObject({
+      code: "INVALID_OPTIONS",
+    });
+    const taken = Number(new URL(dashboard.url).port);
+    await expect(startDashboard(runtime, store, { port: taken })).rejects.toMatchObject({
+      code: "UNAVAILABLE",
+      message: expect.stringContaining(`port ${taken} is already in use`),
+    });
     const res = await fetch(new URL("/api/executions/run_nope", dashboard.url));
     expect(res.status).toBe(404);
     const bad = await fetch(new URL("/api/executions", dashboard.url), {

@@ -73,7 +73,7 @@ describe("nerva runs --store", () => {
 });
 
 describe("nerva runs events", () => {
-  it("checks the id and --after without --follow as with it", () => {
+  it("checks the id and --after without --follow as with it", { timeout: 90_000 }, () => {
     const db = join(dir, "events.db");
     const id = pausedRun(db);
     for (const follow of [[], ["--follow"]]) {
@@ -95,78 +95,91 @@ describe("nerva runs events", () => {
 });
 
 describe("nerva runs resume", () => {
-  it("refuses a value the paused node's schema refuses, and changes nothing", () => {
-    const db = join(dir, "resume.db");
-    const id = pausedRun(db);
-    const before = show(db, id);
-    // Without the module the schema is unknown: it says how to pass it.
-    const blind = nerva(["runs", "resume", id, "--store", db, "--value", '"maybe"']);
-    expect(blind.status).toBe(2);
-    expect(oneLine(blind.stderr)).toMatch(/--module/);
-    const wrong = nerva([
-      "runs",
-      "resume",
-      id,
-      "--store",
-      db,
-      "--value",
-      '"maybe"',
-      "--module",
-      fixture,
-    ]);
-    expect(wrong.status).toBe(2);
-    expect(oneLine(wrong.stderr)).toMatch(/INVALID_INPUT.*expected one of "approved"\|"declined"/);
-    expect(wrong.stdout).toBe("");
-    expect(show(db, id)).toEqual(before);
-    const right = nerva([
-      "runs",
-      "resume",
-      id,
-      "--store",
-      db,
-      "--value",
-      '"approved"',
-      "--module",
-      fixture,
-    ]);
-    expect(right.stderr).toBe("");
-    expect(right.status).toBe(0);
-    expect(right.stdout).toMatch(new RegExp(`${id}\\s+pending`));
-  });
+  it(
+    "refuses a value the paused node's schema refuses, and changes nothing",
+    { timeout: 90_000 },
+    () => {
+      const db = join(dir, "resume.db");
+      const id = pausedRun(db);
+      const before = show(db, id);
+      // Without the module the schema is unknown: it says how to pass it.
+      const blind = nerva(["runs", "resume", id, "--store", db, "--value", '"maybe"']);
+      expect(blind.status).toBe(2);
+      expect(oneLine(blind.stderr)).toMatch(/--module/);
+      const wrong = nerva([
+        "runs",
+        "resume",
+        id,
+        "--store",
+        db,
+        "--value",
+        '"maybe"',
+        "--module",
+        fixture,
+      ]);
+      expect(wrong.status).toBe(2);
+      expect(oneLine(wrong.stderr)).toMatch(
+        /INVALID_INPUT.*expected one of "approved"\|"declined"/,
+      );
+      expect(wrong.stdout).toBe("");
+      expect(show(db, id)).toEqual(before);
+      const right = nerva([
+        "runs",
+        "resume",
+        id,
+        "--store",
+        db,
+        "--value",
+        '"approved"',
+        "--module",
+        fixture,
+      ]);
+      expect(right.stderr).toBe("");
+      expect(right.status).toBe(0);
+      expect(right.stdout).toMatch(new RegExp(`${id}\\s+pending`));
+    },
+  );
 });
 
 describe("every nerva command checks its flags the same way", () => {
-  it("refuses a flag the command does not take, a malformed number and extra arguments", () => {
-    const db = join(dir, "flags.db");
-    const id = pausedRun(db);
-    const broken = join(dir, "broken.mjs");
-    writeFileSync(broken, "export const graph = ;\n");
-    const cases: [string[], RegExp][] = [
-      [["runs", "list", "--store", db, "--port", "1"], /runs list does not take --port/],
-      [["runs", "show", id, "--store", db, "--follow"], /runs show does not take --follow/],
-      [["run", fixture, "--value", "1"], /run does not take --value/],
-      [["dashboard", fixture, "--queue", "x"], /dashboard does not take --queue/],
-      [["runs", "list", "--store", db, "--limit", "abc"], /--limit must be a whole number/],
-      [["runs", "list", "--store", db, "--limit", "0"], /--limit must be a whole number/],
-      [["runs", "list", "--store", db, "--status", "done"], /--status must be one of/],
-      [["runs", "list", "--store", db, "--prefix", "p"], /--prefix .*Redis/],
-      [["runs", "show", id, "extra", "--store", db], /unexpected argument "extra"/],
-      [["runs", "show", "--store", db], /runs show needs a run id/],
-      [["run", fixture, "--input", "[1]"], /--input must be a JSON object/],
-      [["runs", "list", "--bogus"], /unknown option '--bogus'/i],
-      [["run", join(dir, "nope.ts")], /agent module .*nope\.ts does not exist/],
-      [["run", broken], /agent module .*broken\.mjs failed to load: /],
-      [["run", fixture, "--store", "redis://127.0.0.1:6379"], /SQLite file .*nerva runs/],
-      [["dashboard", fixture, "--store", "redis://127.0.0.1:6379"], /SQLite file .*nerva runs/],
-      [["run", fixture, "--store", join(dir, "no", "such", "runs.db")], /folder does not exist/],
-      [["runs"], /nerva runs needs a subcommand/],
-      [["runs", "list"], /--store is required/],
-    ];
-    for (const [args, message] of cases) {
-      const r = nerva(args);
-      expect(r.status, args.join(" ")).toBe(2);
-      expect(oneLine(r.stderr), args.join(" ")).toMatch(message);
-    }
-    expect(show(db, id).status).toBe("paused");
-  });
+  it(
+    "refuses a flag the command does not take, a malformed number and extra arguments",
+    {
+      timeout: 180_000,
+    },
+    () => {
+      const db = join(dir, "flags.db");
+      const id = pausedRun(db);
+      const broken = join(dir, "broken.mjs");
+      writeFileSync(broken, "export const graph = ;\n");
+      const cases: [string[], RegExp][] = [
+        [["runs", "list", "--store", db, "--port", "1"], /runs list does not take --port/],
+        [["runs", "show", id, "--store", db, "--follow"], /runs show does not take --follow/],
+        [["run", fixture, "--value", "1"], /run does not take --value/],
+        [["dashboard", fixture, "--queue", "x"], /dashboard does not take --queue/],
+        [["runs", "list", "--store", db, "--limit", "abc"], /--limit must be a whole number/],
+        [["runs", "list", "--store", db, "--limit", "0"], /--limit must be a whole number/],
+        [["runs", "list", "--store", db, "--status", "done"], /--status must be one of/],
+        [["runs", "list", "--store", db, "--prefix", "p"], /--prefix .*Redis/],
+        [["runs", "show", id, "extra", "--store", db], /unexpected argument "extra"/],
+        [["runs", "show", "--store", db], /runs show needs a run id/],
+        [["run", fixture, "--input", "[1]"], /--input must be a JSON object/],
+        [["runs", "list", "--bogus"], /unknown option '--bogus'/i],
+        [["run", join(dir, "nope.ts")], /agent module .*nope\.ts does not exist/],
+        [["run", broken], /agent module .*broken\.mjs failed to load: /],
+        [["run", fixture, "--store", "redis://127.0.0.1:6379"], /SQLite file .*nerva runs/],
+        [["dashboard", fixture, "--store", "redis://127.0.0.1:6379"], /SQLite file .*nerva runs/],
+        [["run", fixture, "--store", join(dir, "no", "such", "runs.db")], /folder does not exist/],
+        [["runs"], /nerva runs needs a subcommand/],
+        [["runs", "list", "--store", "redis://127.0.0.1:6379"], /needs --queue with a Redis store/],
+        [["runs", "list"], /--store is required/],
+      ];
+      for (const [args, message] of cases) {
+        const r = nerva(args);
+        expect(r.status, args.join(" ")).toBe(2);
+        expect(oneLine(r.stderr), args.join(" ")).toMatch(message);
+      }
+      expect(show(db, id).status).toBe("paused");
+    },
+  );
 });
