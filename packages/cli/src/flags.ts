@@ -102,3 +102,16 @@ export function answerFlag(raw: string): unknown {
 export function shellWord(text: string): string {
   return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }
+
+/** A text flag that must match `pattern` (said as `what`), or `undefined` when it is not given. */
+export function textFlag(
+  values: Values,
+  name: string,
+  pattern: RegExp,
+  what: string,
+): string | undefined {
+  const raw = values[name];
+  if (typeof raw !== "string") return undefined;
+  if (!pattern.test(raw)) throw bad(`--${name} must be ${what} (got "${raw.slice(0, 80)}").`);
+  return raw;
+}

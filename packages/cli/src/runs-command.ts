@@ -7,7 +7,7 @@ import {
   type RunStore,
 } from "@nerva/core";
 import type { CliIo } from "./cli.js";
-import { answerFlag, checkFlags, intFlag, oneOfFlag, type Values } from "./flags.js";
+import { answerFlag, checkFlags, intFlag, oneOfFlag, textFlag, type Values } from "./flags.js";
 import { resumeChecked } from "./resume.js";
 import { SESSION_KEY_HANDLER, isRedisUrl, openStore, sqliteQueues } from "./store.js";
 
@@ -42,6 +42,9 @@ export async function runsCommand(
   const status = oneOfFlag(values, "status", Object.values(RunStatus));
   const limit = intFlag(values, "limit", 1, 1000, 50);
   const after = intFlag(values, "after", 0, Number.MAX_SAFE_INTEGER, 0);
+  textFlag(values, "queue", /^[A-Za-z0-9_.-]{1,64}$/, "1-64 letters, digits, '_', '.' or '-'");
+  textFlag(values, "reason", /^[\s\S]{0,1000}$/, "at most 1000 characters");
+  textFlag(values, "key", /^.+$/s, "the pause key the run waits for (not empty)");
   if (sub === "resume" && typeof values.value !== "string") {
     throw new NervaError(
       ErrorCode.INVALID_INPUT,

@@ -161,6 +161,15 @@ describe("every nerva command checks its flags the same way", () => {
         [["runs", "list", "--store", db, "--limit", "0"], /--limit must be a whole number/],
         [["runs", "list", "--store", db, "--status", "done"], /--status must be one of/],
         [["runs", "list", "--store", db, "--prefix", "p"], /--prefix .*Redis/],
+        [["runs", "list", "--store", db, "--queue", "a b"], /--queue must be 1-64 letters/],
+        [
+          ["runs", "cancel", id, "--store", db, "--reason", "x".repeat(1001)],
+          /--reason must be at most/,
+        ],
+        [
+          ["runs", "resume", id, "--store", db, "--value", "1", "--key="],
+          /--key must be the pause key/,
+        ],
         [["runs", "show", id, "extra", "--store", db], /unexpected argument "extra"/],
         [["runs", "show", "--store", db], /runs show needs a run id/],
         [["run", fixture, "--input", "[1]"], /--input must be a JSON object/],
