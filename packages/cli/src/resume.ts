@@ -2,11 +2,15 @@ import { AgentRunner, ErrorCode, NervaError, type RunQueue, type RunRecord } fro
 import { shellWord, type Values } from "./flags.js";
 import { importAgentModule } from "./agent-module.js";
 
+/** A pause key of a node visit: `review#1` or `$node/review#1`, a later question `…#1#2`. */
+const NODE_PAUSE = /^(?:\$node\/)?([A-Za-z_][A-Za-z0-9_-]{0,63})#[1-9][0-9]*(?:#[1-9][0-9]*)?$/;
+
 /** The node an execution of a graph waits at, when `run` is one paused at a node. */
 function graphPause(run: RunRecord): string | null {
   const snapshot = run.pause?.data.graph;
   if (typeof snapshot !== "object" || snapshot === null || Array.isArray(snapshot)) return null;
-  return /^(.+)#\d+$/.exec(run.pause?.key ?? "")?.[1] ?? null;
+  if (typeof snapshot.node === "string") return snapshot.node;
+  return NODE_PAUSE.exec(run.pause?.key ?? "")?.[1] ?? null;
 }
 
 /**
