@@ -24,6 +24,8 @@ export class Progress {
 
   node(nodeId: string): void {
     this.#label = nodeId;
+    // A progress line never continues the streamed text: it starts a line of its own.
+    this.breakLine();
     if (!this.#tty) {
       this.#io.stderr.write(`[nerva] node ${nodeId} started\n`);
       return;
@@ -41,6 +43,14 @@ export class Progress {
     this.clear();
     this.#io.stdout.write(chunk);
     if (chunk.length > 0) this.#hold = !chunk.endsWith("\n");
+  }
+
+  /** Ends a line the streamed output left open (before a progress line, a prompt or an error). */
+  breakLine(): void {
+    if (!this.#hold) return;
+    this.clear();
+    this.#io.stdout.write("\n");
+    this.#hold = false;
   }
 
   /** Clears the spinner line (before output or a prompt is written). */

@@ -1,20 +1,11 @@
+import { existsSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { AgentRunner, EventType, NervaError, ErrorCode } from "@nerva/core";
+import { importAgentModule, sqliteOnly } from "./agent-module.js";
 import type { CliIo } from "./cli.js";
+import { answerFlag, checkFlags, jsonObjectFlag, shellWord, type Values } from "./flags.js";
 import { Progress } from "./progress.js";
-
-type Values = Record<string, string | boolean | undefined>;
-
-/** Registers tsx's loader so a TypeScript agent module can be imported (when tsx is installed). */
-export async function typescriptLoader(path: string): Promise<void> {
-  if (!/\.[cm]?tsx?$/.test(path)) return;
-  try {
-    const api = (await import("tsx/esm/api")) as { register: () => unknown };
-    api.register();
-  } catch {
-    // Without tsx the import below fails with Node's own message naming the extension.
-  }
-}
 
 /** Reads answers line by line from stdin (interactive or piped). */
 function answers(io: CliIo): {
@@ -53,12 +44,26 @@ function answers(io: CliIo): {
   };
 }
 
-function parseAnswer(line: string): unknown {
-  try {
-    return JSON.parse(line);
-  } catch {
-    return line;
+/** What to say when an execution waits for input and stdin has no answer. */
+function noAnswer(
+  id: string,
+  node: string,
+  module: string,
+  store: string | boolean | undefined,
+  runner: AgentRunner,
+): string {
+  const configured = runner.module.config?.store;
+  const file =
+    typeof store === "string"
+      ? store
+      : typeof configured === "object" && configured !== null
+        ? configured.sqlite
+        : null;
+  const waits = `execution ${id} waits for input at "${node}" and stdin has no answer.`;
+  if (file === null) {
+    return `${waits} Answer interactively or pipe the answer; to answer later, run it with --store runs.db (without one its runs live in memory and end with this process).`;
   }
+  return `${waits} Answer interactively, pipe the answer, or later: nerva runs resume ${id} --store ${shellWord(file)} --value JSON --module ${shellWord(module)}`;
 }
 
 /** `nerva run <module>`: runs the module's graph, streaming output and asking for input. */
@@ -67,18 +72,17 @@ export async function runCommand(
   values: Values,
   io: CliIo,
 ): Promise<number> {
-  const [path] = args;
-  if (path === undefined)
-    throw new NervaError(ErrorCode.INVALID_INPUT, "nerva run needs the path of an agent module.");
-  let input: Record<string, unknown> = {};
-  if (typeof values.input === "string") {
-    try {
-      input = JSON.parse(values.input) as Record<string, unknown>;
-    } catch {
-      throw new NervaError(ErrorCode.INVALID_INPUT, `--input must be JSON (got ${values.input}).`);
-    }
+  checkFlags("run", values, args, ["the path of an agent module"]);
+  const path = args[0] as string;
+  const input = jsonObjectFlag(values, "input");
+  sqliteOnly("run", values.store);
+  if (typeof values.store === "string" && !existsSync(dirname(resolve(values.store)))) {
+    throw new NervaError(
+      ErrorCode.INVALID_INPUT,
+      `--store ${shellWord(values.store)}: its folder does not exist (nerva run creates the file, not the folder).`,
+    );
   }
-  await typescriptLoader(path);
+  await importAgentModule(path);
   const runner = await AgentRunner.load(
     path,
     typeof values.store === "string" ? { store: { sqlite: values.store } } : {},
@@ -96,6 +100,7 @@ export async function runCommand(
         progress.output(String(e.data.chunk));
       } else if (e.type === EventType.EXECUTION_PAUSED) {
         progress.stop();
+        progress.breakLine();
         const paused = await runner.runtime.getExecution(id);
         if (paused?.status !== "paused" || paused.pausedAt === null) continue;
         // Ask until the node takes the answer (a wrong one is refused with the reason).
@@ -104,12 +109,12 @@ export async function runCommand(
           if (line === null) {
             io.stdout.write("\n");
             io.stderr.write(
-              `nerva: execution ${id} waits for input at "${paused.pausedAt}" and stdin has no answer. Answer interactively, pipe the answer, or later: nerva runs resume ${id} --value JSON --store <file>\n`,
+              `nerva: ${noAnswer(id, paused.pausedAt, path, values.store, runner)}\n`,
             );
             return 2;
           }
           try {
-            await runner.runtime.injectInput(id, paused.pausedAt, parseAnswer(line));
+            await runner.runtime.injectInput(id, paused.pausedAt, answerFlag(line));
             break;
           } catch (err) {
             io.stderr.write(`nerva: ${(err as Error).message}\n`);
@@ -125,6 +130,7 @@ export async function runCommand(
       );
       return 0;
     }
+    progress.breakLine();
     io.stderr.write(
       `nerva: execution ${id} ended ${done?.status}: ${done?.error?.message ?? ""}\n`,
     );

@@ -1,31 +1,26 @@
-import { ErrorCode, NervaError, RunQueue, type RunRecord, type RunStore } from "@nerva/core";
+import {
+  ErrorCode,
+  NervaError,
+  RunQueue,
+  RunStatus,
+  type RunRecord,
+  type RunStore,
+} from "@nerva/core";
 import type { CliIo } from "./cli.js";
+import { answerFlag, checkFlags, intFlag, oneOfFlag, textFlag, type Values } from "./flags.js";
+import { resumeChecked } from "./resume.js";
+import { SESSION_KEY_HANDLER, isRedisUrl, openStore, sqliteQueues } from "./store.js";
 
-type Values = Record<string, string | boolean | undefined>;
-
-async function openStore(values: Values): Promise<RunStore> {
-  const where = values.store;
-  if (typeof where !== "string") {
-    throw new NervaError(
-      ErrorCode.INVALID_INPUT,
-      "--store is required: the SQLite file of the queue (e.g. --store runs.db) or its Redis URL (e.g. --store redis://127.0.0.1:6379).",
-    );
-  }
-  if (/^rediss?:\/\//.test(where)) {
-    const { RedisRunStore } = await import("@nerva/core/redis");
-    const prefix = values.prefix;
-    return new RedisRunStore(typeof prefix === "string" ? { url: where, prefix } : { url: where });
-  }
-  const { SqliteRunStore } = await import("@nerva/core/sqlite");
-  return new SqliteRunStore({ path: where });
-}
-
-function line(run: RunRecord): string {
+/** A run as one line of `nerva runs list`. */
+export function runLine(run: RunRecord): string {
   const at = new Date(run.createdAt).toISOString();
   const pause =
     run.pause === null ? "" : ` waiting at ${run.pause.key}: ${run.pause.prompt ?? run.pause.kind}`;
   return `${run.id}  ${run.status.padEnd(9)}  ${run.handlers.join(",")}  ${run.input.args.entryPoint ?? ""}  ${at}${pause}`;
 }
+
+const EVENT_PAGE = 1_000;
+const SUBCOMMANDS = ["list", "show", "events", "resume", "cancel"];
 
 /** `nerva runs list|show|events|resume|cancel`. */
 export async function runsCommand(
@@ -33,86 +28,131 @@ export async function runsCommand(
   values: Values,
   io: CliIo,
 ): Promise<number> {
-  const [sub, id] = args;
+  const [sub, ...rest] = args;
+  if (sub === undefined || !SUBCOMMANDS.includes(sub)) {
+    throw new NervaError(
+      ErrorCode.INVALID_INPUT,
+      sub === undefined
+        ? `nerva runs needs a subcommand (${SUBCOMMANDS.join(", ")}).`
+        : `nerva runs: unknown subcommand "${sub}" (${SUBCOMMANDS.join(", ")}).`,
+    );
+  }
+  checkFlags(`runs ${sub}`, values, rest, sub === "list" ? [] : ["a run id"]);
+  // Every flag is checked before the store is opened.
+  const status = oneOfFlag(values, "status", Object.values(RunStatus));
+  const limit = intFlag(values, "limit", 1, 1000, 50);
+  const after = intFlag(values, "after", 0, Number.MAX_SAFE_INTEGER, 0);
+  textFlag(values, "queue", /^[A-Za-z0-9_.-]{1,64}$/, "1-64 letters, digits, '_', '.' or '-'");
+  textFlag(values, "reason", /^[\s\S]{0,1000}$/, "at most 1000 characters");
+  textFlag(values, "key", /^.+$/s, "the pause key the run waits for (not empty)");
+  if (sub === "resume" && typeof values.value !== "string") {
+    throw new NervaError(
+      ErrorCode.INVALID_INPUT,
+      "nerva runs resume needs --value JSON (the answer).",
+    );
+  }
   const store = await openStore(values);
   try {
+    const id = rest[0] as string;
     const queue = new RunQueue({
       store,
       name: typeof values.queue === "string" ? values.queue : "default",
     });
-    const need = (): string => {
-      if (id === undefined)
-        throw new NervaError(ErrorCode.INVALID_INPUT, `nerva runs ${sub} needs a run id.`);
-      return id;
-    };
     switch (sub) {
-      case "list": {
-        const page = await queue.list({
-          ...(typeof values.status === "string"
-            ? { status: values.status as RunRecord["status"] }
-            : {}),
-          limit: typeof values.limit === "string" ? Number(values.limit) : 50,
-        });
-        for (const run of page.runs) io.stdout.write(`${line(run)}\n`);
-        if (page.runs.length === 0) io.stdout.write(`no runs in queue "${queue.name}"\n`);
-        return 0;
-      }
+      case "list":
+        return await list(store, values, { status, limit }, io);
       case "show": {
-        const run = await queue.get(need());
-        if (run === null) throw new NervaError(ErrorCode.NOT_FOUND, `No run ${need()}.`);
+        const run = await queue.get(id);
+        if (run === null) throw new NervaError(ErrorCode.NOT_FOUND, `No run ${id} in this store.`);
         io.stdout.write(`${JSON.stringify(run, null, 2)}\n`);
         return 0;
       }
-      case "events": {
-        const runId = need();
-        const after = typeof values.after === "string" ? Number(values.after) : 0;
-        if (values.follow === true) {
-          for await (const e of queue.events(runId, { afterSeq: after })) {
-            io.stdout.write(`${e.seq}\t${e.type}\t${JSON.stringify(e.data)}\n`);
-          }
-        } else {
-          for (const e of await store.readEvents(runId, after, 100_000)) {
-            io.stdout.write(`${e.seq}\t${e.type}\t${JSON.stringify(e.data)}\n`);
-          }
-        }
-        return 0;
-      }
+      case "events":
+        return await events(queue, id, after, values.follow === true, io);
       case "resume": {
-        if (typeof values.value !== "string") {
-          throw new NervaError(
-            ErrorCode.INVALID_INPUT,
-            "nerva runs resume needs --value JSON (the answer).",
-          );
-        }
-        let value: unknown;
-        try {
-          value = JSON.parse(values.value);
-        } catch {
-          value = values.value;
-        }
-        const run = await queue.resume(
-          need(),
-          value,
-          typeof values.key === "string" ? { key: values.key } : {},
-        );
-        io.stdout.write(`${line(run)}\n`);
+        const run = await resumeChecked(queue, id, answerFlag(values.value as string), values);
+        io.stdout.write(`${runLine(run)}\n`);
         return 0;
       }
-      case "cancel": {
+      default: {
         const run = await queue.cancel(
-          need(),
+          id,
           typeof values.reason === "string" ? { reason: values.reason } : {},
         );
-        io.stdout.write(`${line(run)}\n`);
+        io.stdout.write(`${runLine(run)}\n`);
         return 0;
       }
-      default:
-        throw new NervaError(
-          ErrorCode.INVALID_INPUT,
-          `nerva runs: unknown subcommand "${sub}" (list, show, events, resume, cancel).`,
-        );
     }
   } finally {
     await store.close();
   }
+}
+
+async function list(
+  store: RunStore,
+  values: Values,
+  filter: { status: RunRecord["status"] | undefined; limit: number },
+  io: CliIo,
+): Promise<number> {
+  const where = values.store as string;
+  const queues = isRedisUrl(where) ? null : await sqliteQueues(where);
+  const page = async (name: string) =>
+    (
+      await new RunQueue({ store, name }).list({
+        ...(filter.status === undefined ? {} : { status: filter.status }),
+        limit: filter.limit,
+      })
+    ).runs.filter((r) => r.handlers[0] !== SESSION_KEY_HANDLER);
+  if (typeof values.queue === "string") {
+    const runs = await page(values.queue);
+    for (const run of runs) io.stdout.write(`${runLine(run)}\n`);
+    if (runs.length === 0) {
+      const others = (queues ?? []).map((q) => q.name).filter((q) => q !== values.queue);
+      io.stdout.write(
+        `no runs in queue "${values.queue}"${others.length === 0 ? "" : ` (queues with runs: ${others.join(", ")})`}\n`,
+      );
+    }
+    return 0;
+  }
+  if (queues === null) {
+    throw new NervaError(
+      ErrorCode.INVALID_INPUT,
+      "nerva runs list needs --queue with a Redis store (the queue of a graph's entry point is <graph>.<entry point>, e.g. refund_desk.default).",
+    );
+  }
+  let shown = 0;
+  for (const q of queues) {
+    const runs = await page(q.name);
+    if (runs.length === 0) continue;
+    io.stdout.write(`queue ${q.name} (${q.runs} run${q.runs === 1 ? "" : "s"})\n`);
+    for (const run of runs) io.stdout.write(`${runLine(run)}\n`);
+    shown += runs.length;
+  }
+  if (shown === 0) io.stdout.write(`no runs in ${where}\n`);
+  return 0;
+}
+
+async function events(
+  queue: RunQueue,
+  id: string,
+  after: number,
+  follow: boolean,
+  io: CliIo,
+): Promise<number> {
+  const print = (e: { seq: number; type: string; data: unknown }) =>
+    io.stdout.write(`${e.seq}\t${e.type}\t${JSON.stringify(e.data)}\n`);
+  if (follow) {
+    for await (const e of queue.events(id, { afterSeq: after })) print(e);
+    return 0;
+  }
+  const run = await queue.get(id);
+  if (run === null) throw new NervaError(ErrorCode.NOT_FOUND, `No run ${id} in this store.`);
+  // Page through the whole history as it was when asked: nothing is cut off.
+  for (let seq = after; seq < run.lastSeq;) {
+    const page = await queue.store.readEvents(id, seq, EVENT_PAGE);
+    if (page.length === 0) break;
+    for (const e of page) if (e.seq <= run.lastSeq) print(e);
+    seq = (page.at(-1) as { seq: number }).seq;
+  }
+  return 0;
 }

@@ -2,14 +2,12 @@
 // to read the screen), piped, and with no answer on stdin; `nerva runs` against the SQLite file.
 // Runs the built bin (dist/main.js): build first (pnpm turbo run build).
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bin, fixture, nerva, requireBuild } from "./nerva-bin.js";
 
-const root = join(import.meta.dirname, "..");
-const bin = join(root, "dist", "main.js");
-const fixture = join(root, "test", "refund-desk.fixture.ts");
 const dir = mkdtempSync(join(tmpdir(), "nerva-cli-"));
 const session = `nerva-cli-${process.pid}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -29,13 +27,7 @@ async function until(what: (s: string) => boolean, ms = 30_000): Promise<string>
   }
 }
 
-function nerva(args: string[], input = "") {
-  return spawnSync(process.execPath, [bin, ...args], { input, encoding: "utf8", timeout: 60_000 });
-}
-
-beforeAll(() => {
-  if (!existsSync(bin)) throw new Error(`build @nerva/cli first: ${bin} is missing`);
-});
+beforeAll(requireBuild);
 afterAll(() => {
   spawnSync("tmux", ["kill-session", "-t", session]);
   rmSync(dir, { recursive: true, force: true });
@@ -84,6 +76,48 @@ describe("nerva run in a terminal", () => {
   });
 });
 
+describe("nerva run off a terminal", () => {
+  it("ends streamed text with a newline before its own progress line, on one stream", () => {
+    const db = join(dir, "lines.db");
+    // stdout and stderr into one pipe, as `2>&1` or a CI log shows them.
+    const both = spawnSync(
+      "bash",
+      ["-c", `node ${bin} run ${fixture} --input '{"orderId":"3"}' --store ${db} 2>&1`],
+      { input: "approved\n", encoding: "utf8", timeout: 60_000 },
+    );
+    expect(both.status).toBe(0);
+    expect(both.stdout).toMatch(/^found\.\n\[nerva\] node review started$/m);
+    expect(both.stdout).toMatch(/^\? Refund 42 for order 3\?/m);
+  });
+
+  it("says how to answer later with the real store path and the module", () => {
+    const db = join(dir, "later answers.db");
+    const none = nerva(["run", fixture, "--input", '{"orderId":"4"}', "--store", db]);
+    expect(none.status).toBe(2);
+    const id = /execution (run_\w+)/.exec(none.stderr)?.[1] as string;
+    const hint = none.stderr.trimEnd().split("\n").at(-1) as string;
+    expect(hint).toContain(
+      `nerva runs resume ${id} --store '${db}' --value JSON --module ${fixture}`,
+    );
+    // The hint works as printed (the value replaced).
+    const resumed = spawnSync(
+      "bash",
+      [
+        "-c",
+        `node ${bin} ${hint.slice(hint.indexOf("nerva ") + 6).replace("JSON", "'\"declined\"'")}`,
+      ],
+      { encoding: "utf8", timeout: 60_000 },
+    );
+    expect(resumed.stderr).toBe("");
+    expect(resumed.stdout).toMatch(new RegExp(`${id}\\s+pending`));
+    // Without --store the runs live in memory: it says so instead of naming a file.
+    const memory = nerva(["run", fixture, "--input", '{"orderId":"4"}']);
+    expect(memory.status).toBe(2);
+    expect(memory.stderr).toMatch(/run it with --store runs\.db/);
+    expect(memory.stderr).not.toMatch(/<file>/);
+  });
+});
+
 describe("nerva runs", () => {
   it("lists, shows, prints events, resumes and cancels runs in the SQLite file", () => {
     const db = join(dir, "runs.db");
@@ -92,18 +126,28 @@ describe("nerva runs", () => {
     const id = /execution (run_\w+)/.exec(paused.stderr)?.[1] as string;
     const list = nerva(["runs", "list", "--store", db, "--queue", "refund_desk.default"]);
     expect(list.stdout).toMatch(new RegExp(`${id}\\s+paused\\s+refund_desk\\s+default`));
-    expect(list.stdout).toContain("waiting at review#1");
+    expect(list.stdout).toMatch(/waiting at (\$node\/)?review#1:/);
     const show = nerva(["runs", "show", id, "--store", db]);
     expect(JSON.parse(show.stdout)).toMatchObject({
       id,
       status: "paused",
-      pause: { key: "review#1" },
+      pause: { key: expect.stringMatching(/^(\$node\/)?review#1$/) },
     });
     const events = nerva(["runs", "events", id, "--store", db]);
     expect(events.stdout).toMatch(/^1\trun\.enqueued/m);
-    expect(events.stdout).toMatch(/\tstep\.completed\t\{"key":"lookup#1"\}/);
+    expect(events.stdout).toMatch(/\tstep\.completed\t\{"key":"(\$node\/)?lookup#1"\}/);
     expect(events.stdout).toMatch(/\tgraph\.input_requested\t/);
-    const resumed = nerva(["runs", "resume", id, "--store", db, "--value", '"approved"']);
+    const resumed = nerva([
+      "runs",
+      "resume",
+      id,
+      "--store",
+      db,
+      "--value",
+      '"approved"',
+      "--module",
+      fixture,
+    ]);
     expect(resumed.stdout).toMatch(new RegExp(`${id}\\s+pending`));
     const cancelled = nerva(["runs", "cancel", id, "--store", db, "--reason", "test"]);
     expect(cancelled.stdout).toMatch(new RegExp(`${id}\\s+cancelled`));

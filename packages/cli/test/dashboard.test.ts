@@ -98,6 +98,14 @@ describe("runs dashboard", () => {
     await expect(startDashboard(runtime, store, { host: "0.0.0.0" })).rejects.toThrow(
       /allowRemote/,
     );
+    await expect(startDashboard(runtime, store, { port: 70_000 })).rejects.toMatchObject({
+      code: "INVALID_OPTIONS",
+    });
+    const taken = Number(new URL(dashboard.url).port);
+    await expect(startDashboard(runtime, store, { port: taken })).rejects.toMatchObject({
+      code: "UNAVAILABLE",
+      message: expect.stringContaining(`port ${taken} is already in use`),
+    });
     const res = await fetch(new URL("/api/executions/run_nope", dashboard.url));
     expect(res.status).toBe(404);
     const bad = await fetch(new URL("/api/executions", dashboard.url), {
@@ -109,4 +117,101 @@ describe("runs dashboard", () => {
       error: { code: "INVALID_INPUT", message: "The request body must be a JSON object." },
     });
   });
+});
+
+describe("runs dashboard as a person sees it", () => {
+  const store2 = new InMemoryRunStore();
+  const runtime2 = createGraphRuntime({
+    graph,
+    runtime: agents,
+    queue: new RunQueue({ store: store2, name: "seen" }),
+  });
+  let seen: Dashboard;
+  beforeAll(async () => {
+    await runtime2.start();
+    seen = await startDashboard(runtime2, store2);
+  });
+  afterAll(async () => {
+    await seen?.close();
+    await runtime2.stop();
+  });
+
+  it("says it is loading until the first list arrives, then that there are none", async () => {
+    const page = await browser.newPage();
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    await page.route("**/api/executions", async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.goto(seen.url);
+    await expect.poll(() => page.textContent("#graph-name")).toBe("refund_desk");
+    expect(await page.textContent("#empty")).toMatch(/Loading/);
+    expect(await page.isVisible("#empty")).toBe(true);
+    release();
+    await expect.poll(() => page.textContent("#empty")).toBe("No executions yet.");
+    await page.close();
+  });
+
+  it(
+    "opens #run=<id> on load with its times, allowed answers, wrapped state and every edge drawn",
+    { timeout: 60_000 },
+    async () => {
+      const orderId = "A".repeat(400);
+      const res = await fetch(new URL("/api/executions", seen.url), {
+        method: "POST",
+        body: JSON.stringify({ entryPoint: "default", input: { orderId } }),
+      });
+      const { executionId } = (await res.json()) as { executionId: string };
+      const page = await browser.newPage({ viewport: { width: 1280, height: 760 } });
+      await page.goto(`${seen.url}#run=${executionId}`);
+      await expect.poll(() => page.textContent("#exec-id")).toBe(executionId);
+      await expect.poll(() => page.textContent("#status"), { timeout: 20_000 }).toBe("paused");
+      // Created and last updated, both shown as times.
+      const created = Date.parse((await page.getAttribute("#created", "datetime")) as string);
+      const updated = Date.parse((await page.getAttribute("#updated", "datetime")) as string);
+      expect(created).toBeGreaterThan(0);
+      expect(updated).toBeGreaterThanOrEqual(created);
+      expect(await page.textContent("#created")).not.toBe("");
+      // The answer box names the values the node's schema allows.
+      expect(await page.textContent("#allowed")).toMatch(/approved.*declined/);
+      // A 400-character value wraps inside its card: nothing runs off the page.
+      await expect.poll(() => page.textContent("#state")).toContain(orderId);
+      // Browser code as text: this package compiles without the DOM's types.
+      const overflow = await page.evaluate(`(() => {
+        const html = document.documentElement, state = document.getElementById("state");
+        return { page: html.scrollWidth - html.clientWidth, state: state.scrollWidth - state.clientWidth };
+      })()`);
+      expect(overflow).toEqual({ page: 0, state: 0 });
+      // Every edge is drawn, review's conditional one to END too, and none runs through a
+      // node that is neither its start nor its end.
+      const crossings = (await page.evaluate(`(() => {
+        const edges = [...document.querySelectorAll("#graph [data-from]")];
+        const boxes = [...document.querySelectorAll("#graph g[data-node]")].map((g) => {
+          const r = g.querySelector("rect");
+          return { id: g.dataset.node, x: r.x.baseVal.value, y: r.y.baseVal.value, w: r.width.baseVal.value, h: r.height.baseVal.value };
+        });
+        const through = new Set();
+        for (const e of edges) {
+          for (let d = 0; d <= e.getTotalLength(); d += 2) {
+            const p = e.getPointAtLength(d);
+            for (const b of boxes) {
+              if (b.id === e.dataset.from || b.id === e.dataset.to) continue;
+              if (p.x > b.x && p.x < b.x + b.w && p.y > b.y && p.y < b.y + b.h)
+                through.add(e.dataset.from + "->" + e.dataset.to + " through " + b.id);
+            }
+          }
+        }
+        return { found: edges.map((e) => e.dataset.from + "->" + e.dataset.to), through: [...through] };
+      })()`)) as { found: string[]; through: string[] };
+      expect(crossings.found).toEqual(
+        expect.arrayContaining(["review->refund", "review->__end__", "refund->__end__"]),
+      );
+      expect(crossings.through).toEqual([]);
+      // Picking a row puts its link in the address.
+      await page.click(`tr[data-id="${executionId}"]`);
+      expect(new URL(page.url()).hash).toBe(`#run=${executionId}`);
+      await page.close();
+    },
+  );
 });

@@ -21,7 +21,7 @@ export const graph = defineGraph({
     lookup: fnNode<State>(async (s, ctx) => {
       await ctx.emit(`Looking up order ${s.orderId}...\n`);
       await sleep(400);
-      await ctx.emit("found.\n");
+      await ctx.emit("found."); // no newline: the next progress line must start its own
       return { total: 42 };
     }),
     review: inputNode<State>({

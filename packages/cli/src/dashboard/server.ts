@@ -1,13 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ErrorCode, ExecContext, NervaError, type GraphRuntime, type RunStore } from "@nerva/core";
+import { describe, shown, times } from "./graph-shape.js";
 import { DASHBOARD_HTML } from "./page.js";
 
 /** Options of {@link startDashboard}. */
 export interface DashboardOptions {
   /** Default 127.0.0.1. Any other address needs `allowRemote: true`. */
   readonly host?: string;
-  /** Default 0 (a free port). */
+  /** Default 0 (a free port). A port in use rejects with UNAVAILABLE. */
   readonly port?: number;
   /** Serve clients that are not on this machine (put your own auth in front). Default false. */
   readonly allowRemote?: boolean;
@@ -65,26 +66,6 @@ async function body(req: IncomingMessage): Promise<Record<string, unknown>> {
   }
 }
 
-/** The graph's shape for the page: nodes, edges, entry points. */
-function describe(runtime: GraphRuntime): unknown {
-  const g = runtime.graph;
-  const edges: { from: string; to: string; type: string }[] = [];
-  for (const [from, e] of g.edges) {
-    if (e.type === "static") edges.push({ from, to: e.to, type: "static" });
-    else if (e.type === "fanout") for (const to of e.to) edges.push({ from, to, type: "fanout" });
-    else
-      for (const to of e.targets ?? [...g.nodeIds, "__end__"])
-        edges.push({ from, to, type: "conditional" });
-  }
-  return {
-    name: g.name,
-    entry: g.entry,
-    nodes: g.nodeIds.map((id) => ({ id, kind: g.nodes.get(id)?.kind ?? "?" })),
-    edges,
-    entryPoints: runtime.getEntryPoints(),
-  };
-}
-
 async function executions(
   runtime: GraphRuntime,
   queueOf: (ep: string) => string,
@@ -96,7 +77,7 @@ async function executions(
     for (const run of page.runs) {
       if (run.handlers[0] !== runtime.graph.name) continue;
       const r = await runtime.getExecution(run.id);
-      if (r !== null) out.push({ ...r, sessionState: null, createdAt: run.createdAt });
+      if (r !== null) out.push({ ...r, sessionState: null, ...(await times(store, run)) });
     }
   }
   return out;
@@ -124,6 +105,14 @@ export async function startDashboard(
       `Invalid host "${host}": the dashboard serves this machine only; pass allowRemote: true (behind your own auth) to listen on ${host}.`,
     );
   }
+  const requestedPort = options.port ?? 0;
+  if (!Number.isInteger(requestedPort) || requestedPort < 0 || requestedPort > 65_535) {
+    throw new NervaError(
+      ErrorCode.INVALID_OPTIONS,
+      `Invalid port ${String(requestedPort)}: pass a whole number from 0 to 65535 (0 picks a free port).`,
+      { issues: [{ path: "options.port", message: "must be a whole number from 0 to 65535" }] },
+    );
+  }
   const queues = new Map(runtime.getEntryPoints().map((e) => [e.id, e.queue]));
   const server: Server = createServer((req, res) => {
     void handle(req, res).catch((err: unknown) => fail(res, err));
@@ -148,7 +137,8 @@ export async function startDashboard(
     }
     if (parts[0] !== "api")
       return send(res, 404, { error: { code: "NOT_FOUND", message: "No such page." } });
-    if (req.method === "GET" && parts[1] === "graph") return send(res, 200, describe(runtime));
+    if (req.method === "GET" && parts[1] === "graph")
+      return send(res, 200, { ...describe(runtime), workers: runtime.isRunning });
     if (parts[1] === "executions" && parts.length === 2) {
       if (req.method === "GET")
         return send(res, 200, await executions(runtime, (ep) => queues.get(ep) ?? ep, store));
@@ -166,23 +156,21 @@ export async function startDashboard(
     const id = parts[2];
     if (parts[1] === "executions" && id !== undefined) {
       if (req.method === "GET" && parts.length === 3) {
-        const r = await runtime.getExecution(id);
+        const r = await shown(runtime, store, id);
         return r === null
           ? send(res, 404, { error: { code: "NOT_FOUND", message: `No execution ${id}.` } })
-          : send(res, 200, { ...r, sessionState: null });
+          : send(res, 200, r);
       }
       if (req.method === "POST" && parts[3] === "input") {
         const b = await body(req);
-        return send(res, 200, {
-          ...(await runtime.injectInput(id, String(b.nodeId), b.value)),
-          sessionState: null,
-        });
+        await runtime.injectInput(id, String(b.nodeId), b.value);
+        return send(res, 200, await shown(runtime, store, id));
       }
       if (req.method === "GET" && parts[3] === "events") return streamEvents(runtime, id, req, res);
     }
     send(res, 404, { error: { code: "NOT_FOUND", message: "No such route." } });
   }
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, host, resolve));
+  await listen(server, requestedPort, host);
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${host.includes(":") ? `[${host}]` : host}:${port}/`,
@@ -192,6 +180,31 @@ export async function startDashboard(
         server.close(() => resolve());
       }),
   };
+}
+
+/** Listens on `port`; a port in use or not allowed is a NervaError, not a crash. */
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const failed = (err: NodeJS.ErrnoException) => {
+      const why =
+        err.code === "EADDRINUSE"
+          ? "is already in use"
+          : err.code === "EACCES"
+            ? "needs privileges this process lacks"
+            : `cannot be listened on (${err.code ?? err.message})`;
+      reject(
+        new NervaError(
+          ErrorCode.UNAVAILABLE,
+          `The dashboard cannot listen on ${host}: port ${port} ${why}; pass another port (0 picks a free one).`,
+        ),
+      );
+    };
+    server.once("error", failed);
+    server.listen(port, host, () => {
+      server.off("error", failed);
+      resolve();
+    });
+  });
 }
 
 /** Server-sent events of one execution: replay after Last-Event-ID (the seq), then live. */

@@ -17,6 +17,8 @@ import {
   createGraphRuntime,
   defineGraph,
   fnNode,
+  inputNode,
+  type ExecutionResult,
   type GraphEvent,
   type GraphRuntime,
 } from "./index.js";
@@ -113,6 +115,51 @@ describe("clientExecution and clientGraphEvent", () => {
       code: "POLICY_DENIED",
       message: expect.stringContaining("Refunds over 500 need a manager."),
     });
+  });
+
+  it("keep the last known state and path while an answered execution waits for a worker", async () => {
+    const Draft = z.object({ draft: z.string().optional(), ok: z.enum(["yes", "no"]).optional() });
+    type Draft = z.output<typeof Draft>;
+    const runtime = createGraphRuntime({
+      graph: defineGraph({
+        name: "drafts",
+        state: Draft,
+        nodes: {
+          write: fnNode<Draft>(async () => ({ draft: "Dear customer, ..." })),
+          review: inputNode<Draft>({
+            prompt: "Send it?",
+            writes: "ok",
+            schema: z.enum(["yes", "no"]),
+          }),
+        },
+        edges: [
+          ["write", "review"],
+          ["review", END],
+        ],
+        entry: "write",
+      }),
+      runtime: new InProcessRuntime(),
+      queue: new RunQueue({ store: new InMemoryRunStore() }),
+    });
+    runtimes.push(runtime);
+    await runtime.start();
+    const paused = await runtime.triggerAndWait("default", { draft: "" }, ExecContext.create(), {
+      timeoutSeconds: 10,
+    });
+    expect(paused.status).toBe("paused");
+    expect(paused.state).toEqual({ draft: "Dear customer, ..." });
+    // No worker picks the answered execution up: it stays pending as long as the test looks.
+    await runtime.stop({ graceSeconds: 0 });
+    const id = paused.executionId;
+    const answered = clientExecution(await runtime.injectInput(id, "review", "yes"));
+    const read = clientExecution((await runtime.getExecution(id)) as ExecutionResult);
+    for (const shown of [answered, read]) {
+      expect(shown.status).toBe("pending");
+      expect(shown.state).toEqual(paused.state);
+      expect(shown.path).toEqual(paused.path);
+      expect(shown.pausedAt).toBeNull();
+      expect(shown.sessionState).toBeNull();
+    }
   });
 
   it("show any other code as INTERNAL", () => {

@@ -1,4 +1,4 @@
-import type { RunRecord } from "../runs/types.js";
+import { RunEventType, type RunEvent, type RunRecord } from "../runs/types.js";
 import type { JsonValue } from "../types/agent.js";
 import { tokenUsageFromWire, type TokenUsage, type TokenUsageWire } from "../types/usage.js";
 import type { GraphSnapshot } from "./node-context.js";
@@ -85,12 +85,32 @@ export function startOf(run: RunRecord): { state: Record<string, unknown> } {
   }
 }
 
-/** Builds the ExecutionResult of a run; `sign` makes the sessionState of a paused one. */
+/**
+ * The snapshot an answered execution paused with, from its last two events (`run.paused`, then
+ * `run.resumed`), while it waits for a worker: its record no longer carries one.
+ */
+export function answeredSnapshot(run: RunRecord, last: readonly RunEvent[]): GraphSnapshot | null {
+  if (run.status !== "pending" || run.pause !== null) return null;
+  const [paused, resumed] = last;
+  if (paused?.type !== RunEventType.PAUSED || resumed?.type !== RunEventType.RESUMED) return null;
+  if (resumed.seq !== run.lastSeq) return null;
+  const data = paused.data.data;
+  const raw = typeof data === "object" && data !== null && !Array.isArray(data) ? data.graph : null;
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return null;
+  return raw as unknown as GraphSnapshot;
+}
+
+/**
+ * Builds the ExecutionResult of a run; `sign` makes the sessionState of a paused one. `known` is
+ * the last snapshot when the record has none (an answered execution waiting for a worker), so its
+ * state and path are not shown as the start input.
+ */
 export function toExecutionResult(
   run: RunRecord,
   sign: (payload: SessionPayload) => SessionState,
+  known: GraphSnapshot | null = null,
 ): ExecutionResult {
-  const snapshot = snapshotOf(run);
+  const snapshot = snapshotOf(run) ?? known;
   const status = FROM_RUN[run.status];
   const entryPoint = run.input.args.entryPoint ?? "default";
   const state = snapshot?.state ?? startOf(run).state;
