@@ -58,6 +58,14 @@ export async function runsCommand(
       store,
       name: typeof values.queue === "string" ? values.queue : "default",
     });
+    if (sub !== "list") {
+      // The record keeping a runtime's session key is the store's own, not a run: it is never
+      // shown (it holds the key that signs sessionStates), followed, answered or cancelled.
+      const run = await queue.get(id);
+      if (run === null || run.handlers[0] === SESSION_KEY_HANDLER) {
+        throw new NervaError(ErrorCode.NOT_FOUND, `No run ${id} in this store.`);
+      }
+    }
     switch (sub) {
       case "list":
         return await list(store, values, { status, limit }, io);

@@ -72,6 +72,27 @@ describe("nerva runs --store", () => {
   });
 });
 
+describe("nerva runs and the session key's record", () => {
+  it("never shows, follows, answers or cancels the record that keeps the session key", async () => {
+    const db = join(dir, "keys.db");
+    pausedRun(db);
+    const { default: Database } = await import("better-sqlite3");
+    const file = new Database(db, { readonly: true });
+    const row = file.prepare("SELECT id FROM nerva_runs WHERE queue LIKE '%.keys'").get() as
+      { id: string } | undefined;
+    file.close();
+    expect(row).toBeDefined();
+    const id = (row as { id: string }).id;
+    for (const args of [["show"], ["events"], ["cancel"], ["resume", "--value", '"x"']]) {
+      const [sub, ...more] = args as [string, ...string[]];
+      const r = nerva(["runs", sub, id, "--store", db, ...more]);
+      expect(r.status, sub).toBe(2);
+      expect(oneLine(r.stderr)).toMatch(/NOT_FOUND|No run/);
+      expect(r.stdout).toBe("");
+    }
+  });
+});
+
 describe("nerva runs events", () => {
   it("checks the id and --after without --follow as with it", { timeout: 90_000 }, () => {
     const db = join(dir, "events.db");
