@@ -5,6 +5,7 @@ import { ExecContext } from "../context/exec-context.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { RunQueue } from "./run-queue.js";
 import { Runner } from "./runner.js";
+import { InMemoryRunStore } from "./in-memory-store.js";
 import { SqliteRunStore } from "./sqlite-run-store.js";
 import { rejection } from "../testing/rejection.js";
 
@@ -35,4 +36,35 @@ describe("RunQueue and Runner options", () => {
       await store.close();
     }
   });
+});
+
+describe("queue.events ends with its reader", () => {
+  it.each([
+    ["InMemoryRunStore", () => new InMemoryRunStore()],
+    ["SqliteRunStore", () => new SqliteRunStore({ path: ":memory:" })],
+  ] as const)(
+    "%s: return() while a next() waits for new events settles both, no event needed",
+    async (_name, make) => {
+      const store = make();
+      try {
+        const queue = new RunQueue({ store, name: "tail" });
+        const run = await queue.enqueue({
+          handler: "a",
+          input: { message: "m" },
+          ctx: ExecContext.create(),
+        });
+        const events = queue.events(run.id, { afterSeq: 0 });
+        expect((await events.next()).value).toMatchObject({ type: "run.enqueued" });
+        // Nothing else will be written: this next() waits in the store for a new event.
+        const pending = events.next();
+        await expect(events.return()).resolves.toEqual({ done: true, value: undefined });
+        await expect(pending).resolves.toEqual({ done: true, value: undefined });
+        // A later enqueue wakes no one, and the tail is over for good.
+        await expect(events.next()).resolves.toEqual({ done: true, value: undefined });
+      } finally {
+        await store.close();
+      }
+    },
+    10_000,
+  );
 });
