@@ -1,11 +1,13 @@
 // RunQueue and Runner at their public boundary: options that are not objects (null from
 // JavaScript callers) get a typed error naming them, not a TypeError. Real SQLite store.
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { RunQueue } from "./run-queue.js";
 import { Runner } from "./runner.js";
 import { InMemoryRunStore } from "./in-memory-store.js";
+import { RedisRunStore } from "./redis/redis-run-store.js";
+import { REDIS_URL, dropPrefixes, testPrefix } from "./redis/redis.test-support.js";
 import { SqliteRunStore } from "./sqlite-run-store.js";
 import { rejection } from "../testing/rejection.js";
 
@@ -39,9 +41,20 @@ describe("RunQueue and Runner options", () => {
 });
 
 describe("queue.events ends with its reader", () => {
+  const prefixes: string[] = [];
+  afterAll(() => dropPrefixes(prefixes));
+
   it.each([
     ["InMemoryRunStore", () => new InMemoryRunStore()],
     ["SqliteRunStore", () => new SqliteRunStore({ path: ":memory:" })],
+    [
+      "RedisRunStore",
+      () => {
+        const prefix = testPrefix("events-return");
+        prefixes.push(prefix);
+        return new RedisRunStore({ url: REDIS_URL, prefix });
+      },
+    ],
   ] as const)(
     "%s: return() while a next() waits for new events settles both, no event needed",
     async (_name, make) => {
