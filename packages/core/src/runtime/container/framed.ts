@@ -28,6 +28,8 @@ interface Invocation {
   readonly resolve: (result: AgentResult) => void;
   /** Stream pushes, chained so that chunks reach the sink in order and before the result. */
   pushing: Promise<void>;
+  /** The message of the first failed push; nothing is pushed after it. */
+  sinkError: string | null;
   /** The agent's spans; made on the first `span` frame. */
   spans: WorkerSpans | null;
 }
@@ -146,7 +148,14 @@ export class FramedConnection {
     if (this.#current !== null) throw new Error("FramedConnection.run: already busy");
     return new Promise<AgentResult>((resolve) => {
       const id = randomUUID();
-      this.#current = { id, scoped, resolve, pushing: Promise.resolve(), spans: null };
+      this.#current = {
+        id,
+        scoped,
+        resolve,
+        pushing: Promise.resolve(),
+        spans: null,
+        sinkError: null,
+      };
       this.#runtime = runtime;
       this.served++;
       this.#write(
@@ -212,10 +221,18 @@ export class FramedConnection {
     switch (frame.type) {
       case "chunk": {
         const sink = current.scoped.stream;
-        if (sink !== null && current.scoped.endReason === null) {
+        if (sink !== null && current.scoped.endReason === null && current.sinkError === null) {
           current.pushing = current.pushing
-            .then(() => sink.push(frame.text))
-            .catch(() => undefined);
+            .then(() => (current.sinkError === null ? sink.push(frame.text) : undefined))
+            .catch((err: unknown) => {
+              if (current.sinkError !== null) return;
+              // A sink that fails stops the handler, as in every runtime: the container is
+              // killed, the call ends with the sink's error, and nothing more is pushed.
+              current.sinkError = messageOf(err);
+              if (this.#current === current) {
+                this.#fail(`was stopped: the stream sink failed on a chunk (${current.sinkError})`);
+              }
+            });
         }
         return;
       }
@@ -248,7 +265,16 @@ export class FramedConnection {
         // `handler` in a result frame is ignored: the host knows which handler it invoked.
         const { handler: _ignored, ...fields } = frame.result;
         const result = agentResult(this.#spec.name, fields);
-        void current.pushing.then(() => current.resolve(result));
+        void current.pushing.then(() =>
+          current.resolve(
+            current.sinkError === null
+              ? result
+              : errorResult(
+                  this.#spec.name,
+                  `The stream sink failed on a chunk of "${this.#spec.name}": ${current.sinkError}`,
+                ),
+          ),
+        );
         return;
       }
     }

@@ -239,7 +239,15 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
       if (stopped !== null) proc.kill();
       session.close();
       proc.release();
-      void session.drain().then(() => resolve(withStderr(result, stderr.text())));
+      void session.drain().then(() => {
+        // A sink that failed on the last chunks fails the call, even if the program had exited.
+        const sinkFailure = session.sinkFailure;
+        const final =
+          sinkFailure !== null && result.status === AgentStatus.SUCCESS
+            ? errorResult(handler, sinkFailure)
+            : result;
+        resolve(withStderr(final, stderr.text()));
+      });
     };
     stdin.on("error", () => {
       // EPIPE: the handler exited without reading its input; its exit code tells the story.

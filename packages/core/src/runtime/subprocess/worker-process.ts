@@ -10,6 +10,7 @@ import {
   type WorkerFrame,
 } from "../protocol/frames.js";
 import { errorResult } from "../results.js";
+import { AgentStatus } from "../../types/status.js";
 import { STATUS_FD, parseInitReport } from "./init.js";
 import { TailBuffer, killGroup, quoteTail, withStderr } from "./output.js";
 import { InvocationSession } from "./session.js";
@@ -218,7 +219,15 @@ export class WorkerProcess {
     }
     this.#state = "idle";
     this.#current = null;
-    void cur.session.drain().then(() => cur.resolve(withStderr(result, cur.stderr.text())));
+    void cur.session.drain().then(() => {
+      // A sink that failed on the last chunks fails the call; the worker itself is fine.
+      const failure = cur.session.sinkFailure;
+      const final =
+        failure !== null && result.status === AgentStatus.SUCCESS
+          ? errorResult(cur.job.handler, failure)
+          : result;
+      cur.resolve(withStderr(final, cur.stderr.text()));
+    });
   }
 
   #release(cur: RunningJob): void {
