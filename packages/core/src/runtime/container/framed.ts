@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { secretValues } from "../../internal/secrets.js";
 import type { Duplex } from "node:stream";
 import type { ExecContext } from "../../context/exec-context.js";
 import { agentResult, type AgentInput, type AgentResult } from "../../types/agent.js";
@@ -44,7 +45,9 @@ export class FramedConnection {
   readonly #host: ContainerHost;
   readonly #spec: HandlerSpec;
   readonly #socket: Duplex;
-  readonly #stderr = new TailBuffer(STDERR_TAIL_BYTES);
+  readonly #stderr: TailBuffer;
+  /** The values of the container's configured env, masked wherever its own text is quoted. */
+  readonly #secrets: readonly string[];
   readonly #decoder: FrameDecoder<WorkerFrame>;
   readonly #onDead: (conn: FramedConnection) => void;
   #ready: { resolve: () => void; reject: (err: Error) => void } | null = null;
@@ -62,6 +65,9 @@ export class FramedConnection {
   ) {
     this.#host = host;
     this.#spec = spec;
+    // The values the app configured in the container's env are masked wherever stderr is quoted.
+    this.#secrets = secretValues(spec.options.env);
+    this.#stderr = new TailBuffer(STDERR_TAIL_BYTES, this.#secrets);
     this.container = container;
     this.#socket = socket;
     this.#onDead = onDead;
@@ -264,7 +270,7 @@ export class FramedConnection {
         current.spans?.finish();
         // `handler` in a result frame is ignored: the host knows which handler it invoked.
         const { handler: _ignored, ...fields } = frame.result;
-        const result = agentResult(this.#spec.name, fields);
+        const result = withStderr(agentResult(this.#spec.name, fields), "", this.#secrets);
         void current.pushing.then(() =>
           current.resolve(
             current.sinkError === null
