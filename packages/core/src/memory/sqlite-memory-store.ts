@@ -3,6 +3,7 @@ import { ErrorCode, parseOrThrow } from "../errors.js";
 import {
   openDatabase,
   openError,
+  unavailableError,
   TABLE_PREFIX,
   type SqliteDatabase,
   type SqliteStatement,
@@ -180,11 +181,23 @@ export class SqliteMemoryStore implements MemoryStore {
   async write(w: MemoryWrite): Promise<void> {
     this.#checkOpen();
     checkItemMetadata(w.item);
-    this.#write(w);
+    try {
+      this.#write(w);
+    } catch (err) {
+      throw unavailableError(err, "memory store");
+    }
   }
 
   async read(r: MemoryRead): Promise<MemoryReadResult> {
     this.#checkOpen();
+    try {
+      return this.#read(r);
+    } catch (err) {
+      throw unavailableError(err, "memory store");
+    }
+  }
+
+  #read(r: MemoryRead): MemoryReadResult {
     const hot =
       r.hotLimit > 0
         ? (this.#hot.all(r.namespace, r.session, r.hotLimit) as Row[]).reverse().map(toItem)

@@ -1,9 +1,11 @@
 import { z } from "zod";
 import type { ExecContext } from "../context/exec-context.js";
+import type { Attributes } from "../types/trace.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import {
   openDatabase,
   openError,
+  unavailableError,
   TABLE_PREFIX,
   type SqliteDatabase,
   type SqliteStatement,
@@ -228,14 +230,14 @@ export class SqliteRegistry implements Registry {
 
   async register(entry: RegistryEntryInit, ctx: ExecContext): Promise<RegistryEntry> {
     const init = parseEntry(entry);
-    return inSpan(ctx, "register", { kind: init.kind, name: init.name }, () =>
+    return this.#inSpan(ctx, "register", { kind: init.kind, name: init.name }, () =>
       viewOf(this.#open().#register(init, Date.now())),
     );
   }
 
   async unregister(kind: RegistryKind, name: string, ctx: ExecContext): Promise<boolean> {
     parseKey(kind, name);
-    return inSpan(
+    return this.#inSpan(
       ctx,
       "unregister",
       { kind, name },
@@ -245,7 +247,7 @@ export class SqliteRegistry implements Registry {
 
   async get(kind: RegistryKind, name: string, ctx: ExecContext): Promise<RegistryEntry | null> {
     parseKey(kind, name);
-    return inSpan(ctx, "get", { kind, name }, () => {
+    return this.#inSpan(ctx, "get", { kind, name }, () => {
       const row = this.#open().#select.get(kind, name) as Row | undefined;
       if (row === undefined) return null;
       const view = viewOf(row);
@@ -255,7 +257,7 @@ export class SqliteRegistry implements Registry {
 
   async discover(ctx: ExecContext, filter: DiscoverFilter = {}): Promise<RegistryEntry[]> {
     const f = parseFilter(filter);
-    return inSpan(ctx, "discover", { kind: f.kind ?? "any" }, () => {
+    return this.#inSpan(ctx, "discover", { kind: f.kind ?? "any" }, () => {
       const rows = (
         f.kind === undefined ? this.#open().#all.all() : this.#open().#allOfKind.all(f.kind)
       ) as Row[];
@@ -275,7 +277,7 @@ export class SqliteRegistry implements Registry {
   ): Promise<RegistryEntry> {
     parseKey(kind, name);
     const h = parseHealth(health);
-    return inSpan(ctx, "set_health", { kind, name, health: h }, () => {
+    return this.#inSpan(ctx, "set_health", { kind, name, health: h }, () => {
       const row = this.#open().#update(kind, name, (s) => {
         s.health = h;
         s.healthDetail = detail ?? null;
@@ -293,7 +295,7 @@ export class SqliteRegistry implements Registry {
   ): Promise<InvocationStats> {
     parseKey(kind, name);
     const r = parseRecord(record);
-    return inSpan(ctx, "record", { kind, name, ok: r.ok }, () => {
+    return this.#inSpan(ctx, "record", { kind, name, ok: r.ok }, () => {
       const row = this.#open().#update(kind, name, (s) =>
         applyInvocation(s, r, this.#threshold, Date.now()),
       );
@@ -303,10 +305,21 @@ export class SqliteRegistry implements Registry {
 
   async stats(kind: RegistryKind, name: string, ctx: ExecContext): Promise<InvocationStats | null> {
     parseKey(kind, name);
-    return inSpan(ctx, "stats", { kind, name }, () => {
+    return this.#inSpan(ctx, "stats", { kind, name }, () => {
       const row = this.#open().#select.get(kind, name) as Row | undefined;
       if (row === undefined || !visible(viewOf(row), ctx)) return null;
       return statsView(stateOf(row));
+    });
+  }
+
+  /** One operation in its span; a lock or I/O failure of the file is UNAVAILABLE. */
+  #inSpan<T>(ctx: ExecContext, op: string, attrs: Attributes, fn: () => T): Promise<T> {
+    return inSpan(ctx, op, attrs, () => {
+      try {
+        return fn();
+      } catch (err) {
+        throw unavailableError(err, "registry");
+      }
     });
   }
 

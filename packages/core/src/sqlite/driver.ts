@@ -75,6 +75,22 @@ export function openError(err: unknown, path: string, label: string): NervaError
 }
 
 /**
+ * A lock or I/O failure of a store already open as UNAVAILABLE (retryable; no path in the
+ * message, which clients may read); anything else as it is.
+ */
+export function unavailableError(err: unknown, store: string): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && /^SQLITE_(BUSY|LOCKED|IOERR|PROTOCOL)/.test(code)) {
+    return new NervaError(
+      ErrorCode.UNAVAILABLE,
+      `The SQLite file of the ${store} is unavailable (${code}): another process holds its write lock, or the disk failed. Retry later, or raise busyTimeoutMs to wait longer.`,
+      { cause: err, details: { retryAfterSeconds: 1, sqliteCode: code } },
+    );
+  }
+  return err;
+}
+
+/**
  * Runs `setUp` on a freshly opened `db` (schema, statements); on any failure closes the handle
  * and throws {@link openError}, so a refused file is never left open.
  */

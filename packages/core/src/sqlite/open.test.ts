@@ -22,6 +22,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { ExecContext } from "../context/exec-context.js";
 import { NervaError } from "../errors.js";
 import { SqliteMemoryStore } from "../memory/sqlite-memory-store.js";
 import { SqliteRegistry } from "../registry/sqlite-registry.js";
@@ -191,4 +192,40 @@ describe("the SQLite stores in a read-only directory", () => {
       expect(readdirSync(ro)).toEqual(["existing.db"]);
     },
   );
+});
+
+describe("an open store whose file another process has locked", () => {
+  it("SqliteMemoryStore and SqliteRegistry answer UNAVAILABLE for a write, not a raw SqliteError", async () => {
+    const memoryPath = fresh("memory-locked.db");
+    const registryPath = fresh("registry-locked.db");
+    const memory = new SqliteMemoryStore({ path: memoryPath, busyTimeoutMs: 50 });
+    const registry = new SqliteRegistry({ path: registryPath, busyTimeoutMs: 50 });
+    const releases = [
+      await lockInAnotherProcess(memoryPath),
+      await lockInAnotherProcess(registryPath),
+    ];
+    try {
+      const write = memory.write({
+        namespace: "n",
+        session: "s",
+        item: {
+          id: "i1",
+          kind: "fact",
+          role: null,
+          key: null,
+          content: "x",
+          metadata: {},
+          createdAt: 1,
+        },
+        warm: true,
+      } as never);
+      await expect(write).rejects.toMatchObject({ code: "UNAVAILABLE" });
+      const register = registry.register({ kind: "agent", name: "a" }, ExecContext.create());
+      await expect(register).rejects.toMatchObject({ code: "UNAVAILABLE" });
+    } finally {
+      for (const release of releases) await release();
+      await memory.close();
+      await registry.close();
+    }
+  });
 });
