@@ -1,4 +1,9 @@
-import type { ExecContext } from "@nerva/core";
+import { ErrorCode, NervaError, type ExecContext } from "@nerva/core";
+
+const ENDED = new NervaError(
+  ErrorCode.CANCELLED,
+  "The model call ended before its provider response did; the response was closed.",
+);
 
 /**
  * The abort signal of one model call, linked to `ctx.signal` by one listener that `dispose()`
@@ -20,9 +25,14 @@ export class CallScope {
     return this.#controller.signal;
   }
 
-  /** Ends the call: detaches from the context (and aborts whatever of the call is still running). */
+  /**
+   * Ends the call: detaches from the context and aborts whatever of the call is still running.
+   * However the call ended (its reader threw, it failed, it finished), a response still open
+   * upstream is closed here: nothing else holds it, so no later cancel could reach it.
+   */
   dispose(): void {
     this.#outer.removeEventListener("abort", this.#onAbort);
+    if (!this.#controller.signal.aborted) this.#controller.abort(ENDED);
   }
 }
 

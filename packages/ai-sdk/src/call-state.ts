@@ -13,6 +13,8 @@ export interface ModelSettings {
   readonly retry: RetrySettings;
   readonly recordContent: boolean;
   readonly random: () => number;
+  /** The credentials to mask wherever provider text is quoted (read when needed). */
+  readonly secrets: () => readonly string[];
 }
 
 /** Models whose missing price was reported in this request (one `llm.price_unknown` each). */

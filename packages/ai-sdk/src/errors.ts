@@ -1,5 +1,6 @@
 import { ErrorCode, NervaError, isNervaError } from "@nerva/core";
 import { failureOf, isApiCallError } from "./retry.js";
+import { maskSecrets, scrubSecrets } from "./secrets.js";
 
 /** The model a call went to, as errors and spans name it. */
 export interface ModelLabel {
@@ -8,14 +9,12 @@ export interface ModelLabel {
   readonly model: string;
 }
 
-// Secrets never reach a message, even when a provider echoes one back: API keys (sk-..., key-...)
-// and bearer tokens are masked.
-const SECRET =
-  /\b(?:sk|pk|rk|key|sess)-[A-Za-z0-9_-]{8,}|\bBearer\s+[A-Za-z0-9._~+/=-]{8,}|\bAIza[0-9A-Za-z_-]{20,}/g;
-
-/** `text` with anything that looks like a key masked, cut to `max` characters. */
-export function safeText(text: string, max = 200): string {
-  const clean = text.replace(SECRET, "[redacted]").replace(/\s+/g, " ").trim();
+/**
+ * `text` with secrets masked (the configured `secrets` by their own values, and keys of known
+ * shapes), whitespace folded, cut to `max` characters.
+ */
+export function safeText(text: string, max = 200, secrets: readonly string[] = []): string {
+  const clean = maskSecrets(text, secrets).replace(/\s+/g, " ").trim();
   return clean.length <= max ? clean : `${clean.slice(0, max - 1)}…`;
 }
 
@@ -35,15 +34,22 @@ function detailsOf(label: ModelLabel, status?: number): Record<string, string | 
 
 /**
  * The NervaError reporting a failed model call: RATE_LIMITED (with `retryAfterSeconds`) for a
- * 429, INTERNAL otherwise. The message names provider, model and HTTP status, never the key.
+ * 429, INTERNAL otherwise. The message names provider, model and HTTP status, never the key:
+ * `secrets` are masked in the message and, in place, in the error kept as its `cause`.
  */
-export function callError(err: unknown, label: ModelLabel, retryAfterMs?: number): NervaError {
+export function callError(
+  err: unknown,
+  label: ModelLabel,
+  secrets: readonly string[] = [],
+  retryAfterMs?: number,
+): NervaError {
   if (isNervaError(err)) return err;
+  scrubSecrets(err, secrets);
   const who = `${label.provider}/${label.model}`;
   if (isApiCallError(err)) {
     const { status, retryAfterMs: asked } = failureOf(err);
     const wait = retryAfterMs ?? asked;
-    const what = safeText(messageOf(err));
+    const what = safeText(messageOf(err), 200, secrets);
     if (status === 429) {
       return new NervaError(
         ErrorCode.RATE_LIMITED,
@@ -66,7 +72,7 @@ export function callError(err: unknown, label: ModelLabel, retryAfterMs?: number
   }
   return new NervaError(
     ErrorCode.INTERNAL,
-    `The model call to ${who} failed: ${safeText(messageOf(err))}`,
+    `The model call to ${who} failed: ${safeText(messageOf(err), 200, secrets)}`,
     { cause: err, details: detailsOf(label) },
   );
 }
@@ -77,9 +83,10 @@ export function waitPastDeadline(
   label: ModelLabel,
   waitMs: number,
   status: number | undefined,
+  secrets: readonly string[] = [],
 ): NervaError {
-  if (status === 429) return callError(err, label, waitMs);
-  const base = callError(err, label);
+  if (status === 429) return callError(err, label, secrets, waitMs);
+  const base = callError(err, label, secrets);
   return new NervaError(
     base.code,
     `${base.message} A retry in ${Math.ceil(waitMs)} ms would pass the request's deadline, so it was not tried.`,
@@ -96,12 +103,17 @@ export function isNoObjectError(err: unknown): err is Error & { text?: unknown }
 }
 
 /** INTERNAL for structured output that does not match the schema, with a preview of the text. */
-export function invalidOutputError(err: Error & { text?: unknown }, label: ModelLabel): NervaError {
+export function invalidOutputError(
+  err: Error & { text?: unknown },
+  label: ModelLabel,
+  secrets: readonly string[] = [],
+): NervaError {
+  scrubSecrets(err, secrets);
   const text = typeof err.text === "string" ? err.text : "";
-  const preview = text === "" ? "no text" : `"${safeText(text, 160)}"`;
+  const preview = text === "" ? "no text" : `"${safeText(text, 160, secrets)}"`;
   return new NervaError(
     ErrorCode.INTERNAL,
-    `The model ${label.provider}/${label.model} returned output that does not match the schema (${safeText(err.message, 160)}); it answered ${preview}.`,
-    { cause: err, details: { ...detailsOf(label), preview: safeText(text, 160) } },
+    `The model ${label.provider}/${label.model} returned output that does not match the schema (${safeText(err.message, 160, secrets)}); it answered ${preview}.`,
+    { cause: err, details: { ...detailsOf(label), preview: safeText(text, 160, secrets) } },
   );
 }

@@ -48,9 +48,10 @@ async function afterFailure(
     "error.type",
     failure.status === undefined ? errorName(err) : String(failure.status),
   );
-  span.end("error", safeText(err instanceof Error ? err.message : String(err)));
+  const secrets = settings.secrets();
+  span.end("error", safeText(err instanceof Error ? err.message : String(err), 200, secrets));
   if (!failure.retryable || attempt >= settings.retry.maxRetries) {
-    const reported = callError(err, settings.label);
+    const reported = callError(err, settings.label, secrets);
     state.fatal ??= reported;
     throw reported;
   }
@@ -59,7 +60,7 @@ async function afterFailure(
     (failure.retryAfterMs !== undefined && failure.retryAfterMs > settings.retry.maxRetryAfterMs) ||
     (ctx.timeoutAt !== null && Date.now() + waitMs >= ctx.timeoutAt);
   if (tooLong) {
-    const reported = waitPastDeadline(err, settings.label, waitMs, failure.status);
+    const reported = waitPastDeadline(err, settings.label, waitMs, failure.status, secrets);
     state.fatal ??= reported;
     throw reported;
   }
@@ -68,7 +69,7 @@ async function afterFailure(
     attempt: attempt + 1,
     delay_ms: Math.round(waitMs),
     status: failure.status ?? 0,
-    error: safeText(err instanceof Error ? err.message : String(err), 120),
+    error: safeText(err instanceof Error ? err.message : String(err), 120, secrets),
   });
   await sleep(waitMs, signal);
 }

@@ -27,6 +27,7 @@ import {
 } from "./options.js";
 import type { PriceTable } from "./prices.js";
 import { runGenerate, runStream } from "./run.js";
+import { configuredSecrets } from "./secrets.js";
 import type { CallOptions, ModelOptions, ModelResult, NervaModel } from "./types.js";
 
 /**
@@ -141,8 +142,9 @@ class BoundModel implements NervaModel {
     } catch (err) {
       if (scope.signal.aborted && isNervaError(scope.signal.reason)) throw scope.signal.reason;
       if (state.fatal !== undefined) throw state.fatal;
-      if (isNoObjectError(err)) throw invalidOutputError(err, label);
-      throw callError(err, label);
+      const secrets = this.#settings.secrets();
+      if (isNoObjectError(err)) throw invalidOutputError(err, label, secrets);
+      throw callError(err, label, secrets);
     } finally {
       scope.dispose();
     }
@@ -209,5 +211,7 @@ export function createModel(model: LanguageModel, options: ModelOptions = {}): N
     retry: o.retry,
     recordContent: o.recordContent,
     random: o.random ?? Math.random,
+    // Read when an error is quoted, so a key the provider loads later (or rotates) is masked too.
+    secrets: () => configuredSecrets(typeof model === "string" ? null : model, o.secrets),
   });
 }

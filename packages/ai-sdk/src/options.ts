@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MIN_SECRET_LENGTH } from "./secrets.js";
 
 const ms = z.number().finite().nonnegative();
 
@@ -39,11 +40,15 @@ export const ModelOptionsSchema = z
     recordContent: z.boolean().default(false),
     allowGateway: z.boolean().default(false),
     random: z.custom<() => number>(isFn, "must be a function").optional(),
+    secrets: z
+      .array(z.string().min(MIN_SECRET_LENGTH, `must be at least ${MIN_SECRET_LENGTH} characters`))
+      .max(100)
+      .default([]),
   })
   .strict();
 
 export const MODEL_OPTIONS_FIX =
-  'Pass { prices?: PriceTable, unknownPrice?: "zero" | "throw", retry?: { maxRetries, initialDelayMs, maxDelayMs, maxRetryAfterMs }, recordContent?: boolean, allowGateway?: boolean }.';
+  'Pass { prices?: PriceTable, unknownPrice?: "zero" | "throw", retry?: { maxRetries, initialDelayMs, maxDelayMs, maxRetryAfterMs }, recordContent?: boolean, allowGateway?: boolean, secrets?: string[] (each 8+ characters) }.';
 
 const messageSchema = z.custom<object>(
   (v) => typeof v === "object" && v !== null && typeof (v as { role?: unknown }).role === "string",

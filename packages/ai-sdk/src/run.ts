@@ -88,8 +88,14 @@ export async function runStream(
       const part = next.value;
       if (part.type === "text-delta" || (reasoning && part.type === "reasoning-delta")) {
         if (sink !== null && part.text !== "") {
-          const pushed = sink.push(part.text);
-          if (pushed !== undefined) await pushed;
+          try {
+            const pushed = sink.push(part.text);
+            if (pushed !== undefined) await pushed;
+          } catch (err) {
+            // The reader's own failure: it reaches the caller as it is, not as a model failure.
+            state.fatal ??= err;
+            throw err;
+          }
         }
       } else if (part.type === "error") {
         throw part.error;

@@ -87,6 +87,8 @@ export function observeStream(
       case "error":
         streamError = safeText(
           part.error instanceof Error ? part.error.message : String(part.error),
+          200,
+          state.settings.secrets(),
         );
         return;
       default:
@@ -115,7 +117,8 @@ export function observeStream(
           next = await reader.read();
         } catch (err) {
           if (ended) return;
-          finish("error", safeText(err instanceof Error ? err.message : String(err)));
+          const secrets = state.settings.secrets();
+          finish("error", safeText(err instanceof Error ? err.message : String(err), 200, secrets));
           c.error(err);
           return;
         }

@@ -33,6 +33,12 @@ export interface ModelOptions {
   readonly allowGateway?: boolean;
   /** Source of retry jitter in [0, 1); `Math.random` by default. */
   readonly random?: () => number;
+  /**
+   * Credentials to mask, by their own values, wherever provider text is quoted (error messages
+   * and causes, spans, events), beside the key the provider's model shows in its configuration
+   * (every `@ai-sdk/*` provider does). Each at least 8 characters.
+   */
+  readonly secrets?: readonly string[];
 }
 
 /**

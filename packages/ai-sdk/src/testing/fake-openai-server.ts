@@ -27,6 +27,8 @@ export interface FakeReply {
   readonly finishReason?: string;
   readonly status?: number;
   readonly headers?: Readonly<Record<string, string>>;
+  /** The `error.message` of an error answer (default `Fake error <status>`). */
+  readonly errorMessage?: string;
   /** Milliseconds between SSE events (slow streaming). */
   readonly chunkDelayMs?: number;
   /** Milliseconds before the response starts. */
@@ -202,7 +204,11 @@ export class FakeOpenAIServer {
       res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers });
       res.end(
         JSON.stringify({
-          error: { message: `Fake error ${reply.status}`, type: "fake_error", code: reply.status },
+          error: {
+            message: reply.errorMessage ?? `Fake error ${reply.status}`,
+            type: "fake_error",
+            code: reply.status,
+          },
         }),
       );
       return;

@@ -41,18 +41,60 @@ const MAX_EVENT_CHARS = 16 * 1024 * 1024;
  * const res = await fetch(`${url}/chat/stream`, { method: "POST", body });
  * for await (const e of readSSEEvents(res.body!)) if (e.event === "message") process.stdout.write(e.data);
  */
-export async function* readSSEEvents(
+export function readSSEEvents(
   body: AsyncIterable<Uint8Array | string>,
   options: ReadSSEOptions = {},
 ): AsyncGenerator<SSEEvent, void, undefined> {
+  const events = parse(body, options);
+  let started = false;
+  // However the read ends, the body is closed: a generator that never started would not reach
+  // its own `for await`, so an early `return()` (or refused options) closes the body here.
+  const closeBody = async (): Promise<void> => {
+    await body[Symbol.asyncIterator]().return?.();
+  };
+  const wrapped: AsyncGenerator<SSEEvent, void, undefined> = {
+    async next() {
+      if (!started) {
+        started = true;
+        const max = options.maxEventChars ?? MAX_EVENT_CHARS;
+        if (!Number.isInteger(max) || max < 1) {
+          await closeBody().catch(() => undefined);
+          await events.return();
+          throw new NervaError(
+            ErrorCode.INVALID_OPTIONS,
+            `Invalid options.maxEventChars: must be a positive integer (got ${String(max)}).`,
+            { issues: [{ path: "options.maxEventChars", message: "must be a positive integer" }] },
+          );
+        }
+      }
+      return events.next();
+    },
+    async return() {
+      if (!started) {
+        started = true;
+        await closeBody().catch(() => undefined);
+      }
+      return events.return();
+    },
+    async throw(err: unknown) {
+      if (!started) {
+        started = true;
+        await closeBody().catch(() => undefined);
+      }
+      return events.throw(err);
+    },
+    [Symbol.asyncIterator]() {
+      return wrapped;
+    },
+  };
+  return wrapped;
+}
+
+async function* parse(
+  body: AsyncIterable<Uint8Array | string>,
+  options: ReadSSEOptions,
+): AsyncGenerator<SSEEvent, void, undefined> {
   const max = options.maxEventChars ?? MAX_EVENT_CHARS;
-  if (!Number.isInteger(max) || max < 1) {
-    throw new NervaError(
-      ErrorCode.INVALID_OPTIONS,
-      `Invalid options.maxEventChars: must be a positive integer (got ${String(max)}).`,
-      { issues: [{ path: "options.maxEventChars", message: "must be a positive integer" }] },
-    );
-  }
   const tooLarge = (what: string): NervaError =>
     new NervaError(
       ErrorCode.INVALID_INPUT,

@@ -118,6 +118,8 @@ export class SSEEventSource implements AsyncIterableIterator<SSEStreamEvent> {
   async next(): Promise<IteratorResult<SSEStreamEvent>> {
     if (this.#outcome !== null) return END;
     const requestId = this.#options.ctx?.requestId ?? null;
+    // Whether the failure, if any, came from the source (which has then ended on its own).
+    let fromSource = true;
     try {
       const step = await new Promise<IteratorResult<unknown> | typeof CANCELLED>(
         (resolve, reject) => {
@@ -127,6 +129,7 @@ export class SSEEventSource implements AsyncIterableIterator<SSEStreamEvent> {
       );
       this.#wake = null;
       if (step === CANCELLED || this.#outcome !== null) return END;
+      fromSource = false;
       if (step.done !== true) {
         return { done: false, value: { type: "message", data: chunkText(step.value) } };
       }
@@ -142,6 +145,9 @@ export class SSEEventSource implements AsyncIterableIterator<SSEStreamEvent> {
       this.#wake = null;
       if (this.#outcome !== null) return END;
       this.#outcome = "error";
+      // A chunk that cannot be sent (or a `done` that threw) ends the stream here, while the
+      // source may still be producing: it is stopped as a client that left would stop it.
+      if (!fromSource) this.#stopSource("the stream failed");
       const { status, body } = toHttpError(err, requestId);
       this.#options.onError?.(err);
       return { done: false, value: { type: "error", data: JSON.stringify({ status, ...body }) } };
@@ -162,6 +168,11 @@ export class SSEEventSource implements AsyncIterableIterator<SSEStreamEvent> {
   cancel(reason = "client disconnected"): void {
     if (this.#outcome !== null) return;
     this.#outcome = "disconnected";
+    this.#stopSource(reason);
+  }
+
+  /** Cancels the context, ends a pending `next()` and returns the source, without waiting. */
+  #stopSource(reason: string): void {
     this.#options.ctx?.cancel(reason);
     const wake = this.#wake;
     this.#wake = null;

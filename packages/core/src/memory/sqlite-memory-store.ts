@@ -2,6 +2,8 @@ import { z } from "zod";
 import { ErrorCode, parseOrThrow } from "../errors.js";
 import {
   openDatabase,
+  openError,
+  unavailableError,
   TABLE_PREFIX,
   type SqliteDatabase,
   type SqliteStatement,
@@ -23,6 +25,8 @@ export const SqliteMemoryStoreOptionsSchema = z
   .object({
     path: z.string().min(1),
     tablePrefix: z.string().regex(TABLE_PREFIX, "must be a SQL identifier").default("nerva_"),
+    /** How long opening and each write wait for another process's lock before UNAVAILABLE. */
+    busyTimeoutMs: z.number().int().min(0).max(600_000).default(5_000),
   })
   .strict();
 /** Options of {@link SqliteMemoryStore}. */
@@ -87,12 +91,13 @@ export class SqliteMemoryStore implements MemoryStore {
       options,
       ErrorCode.INVALID_OPTIONS,
       "options",
-      'Pass { path: "./memory.db" } (or ":memory:"), and optionally tablePrefix.',
+      'Pass { path: "./memory.db" } (or ":memory:"), and optionally tablePrefix and busyTimeoutMs.',
     );
     const t = o.tablePrefix;
-    this.#db = openDatabase(o.path, "options.path", "SqliteMemoryStore");
+    this.#db = openDatabase(o.path, "options.path", "SqliteMemoryStore", o.busyTimeoutMs);
     const db = this.#db;
-    db.exec(`
+    try {
+      db.exec(`
       CREATE TABLE IF NOT EXISTS ${t}memory_hot (
         seq INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL, session TEXT NOT NULL,
         id TEXT NOT NULL, kind TEXT NOT NULL, role TEXT, key TEXT, content TEXT NOT NULL,
@@ -111,71 +116,88 @@ export class SqliteMemoryStore implements MemoryStore {
         metadata TEXT NOT NULL, created_at INTEGER NOT NULL, vector BLOB NOT NULL);
       CREATE INDEX IF NOT EXISTS ${t}memory_cold_ns ON ${t}memory_cold (namespace, id);
     `);
-    const insertHot = db.prepare(
-      `INSERT INTO ${t}memory_hot (namespace, session, id, kind, role, key, content, metadata, created_at)
+      const insertHot = db.prepare(
+        `INSERT INTO ${t}memory_hot (namespace, session, id, kind, role, key, content, metadata, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    const trimHot = db.prepare(
-      `DELETE FROM ${t}memory_hot WHERE namespace = ? AND session = ? AND seq <= (
+      );
+      const trimHot = db.prepare(
+        `DELETE FROM ${t}memory_hot WHERE namespace = ? AND session = ? AND seq <= (
          SELECT seq FROM ${t}memory_hot WHERE namespace = ? AND session = ?
          ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
-    );
-    const findKey = db.prepare(`SELECT id FROM ${t}memory_warm WHERE namespace = ? AND key = ?`);
-    const deleteWarm = db.prepare(`DELETE FROM ${t}memory_warm WHERE namespace = ? AND id = ?`);
-    const deleteCold = db.prepare(`DELETE FROM ${t}memory_cold WHERE namespace = ? AND id = ?`);
-    const insertWarm = db.prepare(
-      `INSERT INTO ${t}memory_warm (namespace, id, kind, role, key, content, metadata, created_at)
+      );
+      const findKey = db.prepare(`SELECT id FROM ${t}memory_warm WHERE namespace = ? AND key = ?`);
+      const deleteWarm = db.prepare(`DELETE FROM ${t}memory_warm WHERE namespace = ? AND id = ?`);
+      const deleteCold = db.prepare(`DELETE FROM ${t}memory_cold WHERE namespace = ? AND id = ?`);
+      const insertWarm = db.prepare(
+        `INSERT INTO ${t}memory_warm (namespace, id, kind, role, key, content, metadata, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    const insertCold = db.prepare(
-      `INSERT INTO ${t}memory_cold (namespace, id, kind, role, key, content, metadata, created_at, vector)
+      );
+      const insertCold = db.prepare(
+        `INSERT INTO ${t}memory_cold (namespace, id, kind, role, key, content, metadata, created_at, vector)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    this.#hot = db.prepare(
-      `SELECT ${COLUMNS} FROM ${t}memory_hot WHERE namespace = ? AND session = ? ORDER BY seq DESC LIMIT ?`,
-    );
-    this.#warm = db.prepare(
-      `SELECT ${COLUMNS} FROM ${t}memory_warm WHERE namespace = ? ORDER BY seq DESC LIMIT ?`,
-    );
-    this.#cold = db.prepare(`SELECT ${COLUMNS}, vector FROM ${t}memory_cold WHERE namespace = ?`);
-    // One transaction per write: every tier of the event is written, or none is.
-    this.#write = db.transaction((w: MemoryWrite) => {
-      const i = w.item;
-      const fields = [
-        i.id,
-        i.kind,
-        i.role,
-        i.key,
-        i.content,
-        JSON.stringify(i.metadata),
-        i.createdAt,
-      ];
-      if (w.hot !== undefined) {
-        insertHot.run(w.namespace, w.session, ...fields);
-        trimHot.run(w.namespace, w.session, w.namespace, w.session, w.hot.limit);
-      }
-      if (w.warm === true) {
-        if (i.key !== null) {
-          const previous = findKey.get(w.namespace, i.key) as { id: string } | undefined;
-          if (previous !== undefined) {
-            deleteWarm.run(w.namespace, previous.id);
-            deleteCold.run(w.namespace, previous.id);
-          }
+      );
+      this.#hot = db.prepare(
+        `SELECT ${COLUMNS} FROM ${t}memory_hot WHERE namespace = ? AND session = ? ORDER BY seq DESC LIMIT ?`,
+      );
+      this.#warm = db.prepare(
+        `SELECT ${COLUMNS} FROM ${t}memory_warm WHERE namespace = ? ORDER BY seq DESC LIMIT ?`,
+      );
+      this.#cold = db.prepare(`SELECT ${COLUMNS}, vector FROM ${t}memory_cold WHERE namespace = ?`);
+      // One transaction per write: every tier of the event is written, or none is.
+      this.#write = db.transaction((w: MemoryWrite) => {
+        const i = w.item;
+        const fields = [
+          i.id,
+          i.kind,
+          i.role,
+          i.key,
+          i.content,
+          JSON.stringify(i.metadata),
+          i.createdAt,
+        ];
+        if (w.hot !== undefined) {
+          insertHot.run(w.namespace, w.session, ...fields);
+          trimHot.run(w.namespace, w.session, w.namespace, w.session, w.hot.limit);
         }
-        insertWarm.run(w.namespace, ...fields);
-      }
-      if (w.vector !== undefined) insertCold.run(w.namespace, ...fields, toBlob(w.vector));
-    });
+        if (w.warm === true) {
+          if (i.key !== null) {
+            const previous = findKey.get(w.namespace, i.key) as { id: string } | undefined;
+            if (previous !== undefined) {
+              deleteWarm.run(w.namespace, previous.id);
+              deleteCold.run(w.namespace, previous.id);
+            }
+          }
+          insertWarm.run(w.namespace, ...fields);
+        }
+        if (w.vector !== undefined) insertCold.run(w.namespace, ...fields, toBlob(w.vector));
+      });
+    } catch (err) {
+      // A refused file is never left open.
+      db.close();
+      throw openError(err, o.path, "options.path");
+    }
   }
 
   async write(w: MemoryWrite): Promise<void> {
     this.#checkOpen();
     checkItemMetadata(w.item);
-    this.#write(w);
+    try {
+      this.#write(w);
+    } catch (err) {
+      throw unavailableError(err, "memory store");
+    }
   }
 
   async read(r: MemoryRead): Promise<MemoryReadResult> {
     this.#checkOpen();
+    try {
+      return this.#read(r);
+    } catch (err) {
+      throw unavailableError(err, "memory store");
+    }
+  }
+
+  #read(r: MemoryRead): MemoryReadResult {
     const hot =
       r.hotLimit > 0
         ? (this.#hot.all(r.namespace, r.session, r.hotLimit) as Row[]).reverse().map(toItem)

@@ -1,8 +1,11 @@
 import { z } from "zod";
 import type { ExecContext } from "../context/exec-context.js";
+import type { Attributes } from "../types/trace.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import {
   openDatabase,
+  openError,
+  unavailableError,
   TABLE_PREFIX,
   type SqliteDatabase,
   type SqliteStatement,
@@ -40,6 +43,8 @@ import type {
 export const SqliteRegistryOptionsSchema = RegistryOptionsSchema.extend({
   path: z.string().min(1),
   tablePrefix: z.string().regex(TABLE_PREFIX, "must be a SQL identifier").default("nerva_"),
+  /** How long opening and each write wait for another process's lock before UNAVAILABLE. */
+  busyTimeoutMs: z.number().int().min(0).max(600_000).default(5_000),
 }).strict();
 /** Options of {@link SqliteRegistry}. */
 export type SqliteRegistryOptions = z.input<typeof SqliteRegistryOptionsSchema>;
@@ -116,12 +121,13 @@ export class SqliteRegistry implements Registry {
       options,
       ErrorCode.INVALID_OPTIONS,
       "options",
-      'Pass { path: "./registry.db" } (or ":memory:"), and optionally tablePrefix and unhealthyAfterFailures.',
+      'Pass { path: "./registry.db" } (or ":memory:"), and optionally tablePrefix, busyTimeoutMs and unhealthyAfterFailures.',
     );
     this.#threshold = o.unhealthyAfterFailures;
     const t = `${o.tablePrefix}registry`;
-    const db = (this.#db = openDatabase(o.path, "options.path", "SqliteRegistry"));
-    db.exec(`
+    const db = (this.#db = openDatabase(o.path, "options.path", "SqliteRegistry", o.busyTimeoutMs));
+    try {
+      db.exec(`
       CREATE TABLE IF NOT EXISTS ${t} (
         kind TEXT NOT NULL, name TEXT NOT NULL, init TEXT NOT NULL,
         registered_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
@@ -131,100 +137,107 @@ export class SqliteRegistry implements Registry {
         health TEXT NOT NULL, health_detail TEXT, health_auto INTEGER NOT NULL,
         PRIMARY KEY (kind, name)) WITHOUT ROWID;
     `);
-    this.#select = db.prepare(`SELECT * FROM ${t} WHERE kind = ? AND name = ?`);
-    this.#all = db.prepare(`SELECT * FROM ${t}`);
-    this.#allOfKind = db.prepare(`SELECT * FROM ${t} WHERE kind = ?`);
-    this.#delete = db.prepare(`DELETE FROM ${t} WHERE kind = ? AND name = ?`);
-    const insert = db.prepare(
-      `INSERT INTO ${t} (kind, name, init, registered_at, updated_at, count, failures,
+      this.#select = db.prepare(`SELECT * FROM ${t} WHERE kind = ? AND name = ?`);
+      this.#all = db.prepare(`SELECT * FROM ${t}`);
+      this.#allOfKind = db.prepare(`SELECT * FROM ${t} WHERE kind = ?`);
+      this.#delete = db.prepare(`DELETE FROM ${t} WHERE kind = ? AND name = ?`);
+      const insert = db.prepare(
+        `INSERT INTO ${t} (kind, name, init, registered_at, updated_at, count, failures,
          consecutive_failures, total_latency_ms, min_latency_ms, max_latency_ms, last_latency_ms,
          last_invoked_at, last_error, health, health_detail, health_auto)
        VALUES (@kind, @name, @init, @registered_at, @updated_at, @count, @failures,
          @consecutive_failures, @total_latency_ms, @min_latency_ms, @max_latency_ms,
          @last_latency_ms, @last_invoked_at, @last_error, @health, @health_detail, @health_auto)`,
-    );
-    const reinit = db.prepare(
-      `UPDATE ${t} SET init = ?, updated_at = ? WHERE kind = ? AND name = ?`,
-    );
-    const save = db.prepare(
-      `UPDATE ${t} SET updated_at = @updated_at, count = @count, failures = @failures,
+      );
+      const reinit = db.prepare(
+        `UPDATE ${t} SET init = ?, updated_at = ? WHERE kind = ? AND name = ?`,
+      );
+      const save = db.prepare(
+        `UPDATE ${t} SET updated_at = @updated_at, count = @count, failures = @failures,
          consecutive_failures = @consecutive_failures, total_latency_ms = @total_latency_ms,
          min_latency_ms = @min_latency_ms, max_latency_ms = @max_latency_ms,
          last_latency_ms = @last_latency_ms, last_invoked_at = @last_invoked_at,
          last_error = @last_error, health = @health, health_detail = @health_detail,
          health_auto = @health_auto
        WHERE kind = @kind AND name = @name`,
-    );
-    const toRow = (
-      kind: string,
-      name: string,
-      init: string,
-      s: StatsState,
-      reg: number,
-      upd: number,
-    ): Row => ({
-      kind,
-      name,
-      init,
-      registered_at: reg,
-      updated_at: upd,
-      count: s.count,
-      failures: s.failures,
-      consecutive_failures: s.consecutiveFailures,
-      total_latency_ms: s.totalLatencyMs,
-      min_latency_ms: s.minLatencyMs,
-      max_latency_ms: s.maxLatencyMs,
-      last_latency_ms: s.lastLatencyMs,
-      last_invoked_at: s.lastInvokedAt,
-      last_error: s.lastError,
-      health: s.health,
-      health_detail: s.healthDetail,
-      health_auto: s.healthAuto ? 1 : 0,
-    });
-    const register = db.transaction((init: ParsedEntryInit, now: number): Row => {
-      const json = JSON.stringify(init);
-      const existing = this.#select.get(init.kind, init.name) as Row | undefined;
-      if (existing === undefined) {
-        const row = toRow(init.kind, init.name, json, emptyStats(), now, now);
-        insert.run(row);
-        return row;
-      }
-      reinit.run(json, now, init.kind, init.name);
-      return { ...existing, init: json, updated_at: now };
-    });
-    // IMMEDIATE takes the write lock before reading, so two processes never lose an update.
-    this.#register = (init, now) => register.immediate(init, now);
-    const update = db.transaction((kind: string, name: string, change: (s: StatsState) => void) => {
-      const existing = this.#select.get(kind, name) as Row | undefined;
-      if (existing === undefined) throw notFound(kind, name);
-      const state = stateOf(existing);
-      const health = state.health;
-      change(state);
-      const now = Date.now();
-      const row = toRow(
+      );
+      const toRow = (
+        kind: string,
+        name: string,
+        init: string,
+        s: StatsState,
+        reg: number,
+        upd: number,
+      ): Row => ({
         kind,
         name,
-        existing.init,
-        state,
-        existing.registered_at,
-        state.health === health ? existing.updated_at : now,
+        init,
+        registered_at: reg,
+        updated_at: upd,
+        count: s.count,
+        failures: s.failures,
+        consecutive_failures: s.consecutiveFailures,
+        total_latency_ms: s.totalLatencyMs,
+        min_latency_ms: s.minLatencyMs,
+        max_latency_ms: s.maxLatencyMs,
+        last_latency_ms: s.lastLatencyMs,
+        last_invoked_at: s.lastInvokedAt,
+        last_error: s.lastError,
+        health: s.health,
+        health_detail: s.healthDetail,
+        health_auto: s.healthAuto ? 1 : 0,
+      });
+      const register = db.transaction((init: ParsedEntryInit, now: number): Row => {
+        const json = JSON.stringify(init);
+        const existing = this.#select.get(init.kind, init.name) as Row | undefined;
+        if (existing === undefined) {
+          const row = toRow(init.kind, init.name, json, emptyStats(), now, now);
+          insert.run(row);
+          return row;
+        }
+        reinit.run(json, now, init.kind, init.name);
+        return { ...existing, init: json, updated_at: now };
+      });
+      // IMMEDIATE takes the write lock before reading, so two processes never lose an update.
+      this.#register = (init, now) => register.immediate(init, now);
+      const update = db.transaction(
+        (kind: string, name: string, change: (s: StatsState) => void) => {
+          const existing = this.#select.get(kind, name) as Row | undefined;
+          if (existing === undefined) throw notFound(kind, name);
+          const state = stateOf(existing);
+          const health = state.health;
+          change(state);
+          const now = Date.now();
+          const row = toRow(
+            kind,
+            name,
+            existing.init,
+            state,
+            existing.registered_at,
+            state.health === health ? existing.updated_at : now,
+          );
+          save.run(row);
+          return row;
+        },
       );
-      save.run(row);
-      return row;
-    });
-    this.#update = (kind, name, change) => update.immediate(kind, name, change);
+      this.#update = (kind, name, change) => update.immediate(kind, name, change);
+    } catch (err) {
+      // A refused file is never left open.
+      db.close();
+      throw openError(err, o.path, "options.path");
+    }
   }
 
   async register(entry: RegistryEntryInit, ctx: ExecContext): Promise<RegistryEntry> {
     const init = parseEntry(entry);
-    return inSpan(ctx, "register", { kind: init.kind, name: init.name }, () =>
+    return this.#inSpan(ctx, "register", { kind: init.kind, name: init.name }, () =>
       viewOf(this.#open().#register(init, Date.now())),
     );
   }
 
   async unregister(kind: RegistryKind, name: string, ctx: ExecContext): Promise<boolean> {
     parseKey(kind, name);
-    return inSpan(
+    return this.#inSpan(
       ctx,
       "unregister",
       { kind, name },
@@ -234,7 +247,7 @@ export class SqliteRegistry implements Registry {
 
   async get(kind: RegistryKind, name: string, ctx: ExecContext): Promise<RegistryEntry | null> {
     parseKey(kind, name);
-    return inSpan(ctx, "get", { kind, name }, () => {
+    return this.#inSpan(ctx, "get", { kind, name }, () => {
       const row = this.#open().#select.get(kind, name) as Row | undefined;
       if (row === undefined) return null;
       const view = viewOf(row);
@@ -244,7 +257,7 @@ export class SqliteRegistry implements Registry {
 
   async discover(ctx: ExecContext, filter: DiscoverFilter = {}): Promise<RegistryEntry[]> {
     const f = parseFilter(filter);
-    return inSpan(ctx, "discover", { kind: f.kind ?? "any" }, () => {
+    return this.#inSpan(ctx, "discover", { kind: f.kind ?? "any" }, () => {
       const rows = (
         f.kind === undefined ? this.#open().#all.all() : this.#open().#allOfKind.all(f.kind)
       ) as Row[];
@@ -264,7 +277,7 @@ export class SqliteRegistry implements Registry {
   ): Promise<RegistryEntry> {
     parseKey(kind, name);
     const h = parseHealth(health);
-    return inSpan(ctx, "set_health", { kind, name, health: h }, () => {
+    return this.#inSpan(ctx, "set_health", { kind, name, health: h }, () => {
       const row = this.#open().#update(kind, name, (s) => {
         s.health = h;
         s.healthDetail = detail ?? null;
@@ -282,7 +295,7 @@ export class SqliteRegistry implements Registry {
   ): Promise<InvocationStats> {
     parseKey(kind, name);
     const r = parseRecord(record);
-    return inSpan(ctx, "record", { kind, name, ok: r.ok }, () => {
+    return this.#inSpan(ctx, "record", { kind, name, ok: r.ok }, () => {
       const row = this.#open().#update(kind, name, (s) =>
         applyInvocation(s, r, this.#threshold, Date.now()),
       );
@@ -292,10 +305,21 @@ export class SqliteRegistry implements Registry {
 
   async stats(kind: RegistryKind, name: string, ctx: ExecContext): Promise<InvocationStats | null> {
     parseKey(kind, name);
-    return inSpan(ctx, "stats", { kind, name }, () => {
+    return this.#inSpan(ctx, "stats", { kind, name }, () => {
       const row = this.#open().#select.get(kind, name) as Row | undefined;
       if (row === undefined || !visible(viewOf(row), ctx)) return null;
       return statsView(stateOf(row));
+    });
+  }
+
+  /** One operation in its span; a lock or I/O failure of the file is UNAVAILABLE. */
+  #inSpan<T>(ctx: ExecContext, op: string, attrs: Attributes, fn: () => T): Promise<T> {
+    return inSpan(ctx, op, attrs, () => {
+      try {
+        return fn();
+      } catch (err) {
+        throw unavailableError(err, "registry");
+      }
     });
   }
 

@@ -1,10 +1,13 @@
 // RunQueue and Runner at their public boundary: options that are not objects (null from
 // JavaScript callers) get a typed error naming them, not a TypeError. Real SQLite store.
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { RunQueue } from "./run-queue.js";
 import { Runner } from "./runner.js";
+import { InMemoryRunStore } from "./in-memory-store.js";
+import { RedisRunStore } from "./redis/redis-run-store.js";
+import { REDIS_URL, dropPrefixes, testPrefix } from "./redis/redis.test-support.js";
 import { SqliteRunStore } from "./sqlite-run-store.js";
 import { rejection } from "../testing/rejection.js";
 
@@ -35,4 +38,46 @@ describe("RunQueue and Runner options", () => {
       await store.close();
     }
   });
+});
+
+describe("queue.events ends with its reader", () => {
+  const prefixes: string[] = [];
+  afterAll(() => dropPrefixes(prefixes));
+
+  it.each([
+    ["InMemoryRunStore", () => new InMemoryRunStore()],
+    ["SqliteRunStore", () => new SqliteRunStore({ path: ":memory:" })],
+    [
+      "RedisRunStore",
+      () => {
+        const prefix = testPrefix("events-return");
+        prefixes.push(prefix);
+        return new RedisRunStore({ url: REDIS_URL, prefix });
+      },
+    ],
+  ] as const)(
+    "%s: return() while a next() waits for new events settles both, no event needed",
+    async (_name, make) => {
+      const store = make();
+      try {
+        const queue = new RunQueue({ store, name: "tail" });
+        const run = await queue.enqueue({
+          handler: "a",
+          input: { message: "m" },
+          ctx: ExecContext.create(),
+        });
+        const events = queue.events(run.id, { afterSeq: 0 });
+        expect((await events.next()).value).toMatchObject({ type: "run.enqueued" });
+        // Nothing else will be written: this next() waits in the store for a new event.
+        const pending = events.next();
+        await expect(events.return()).resolves.toEqual({ done: true, value: undefined });
+        await expect(pending).resolves.toEqual({ done: true, value: undefined });
+        // A later enqueue wakes no one, and the tail is over for good.
+        await expect(events.next()).resolves.toEqual({ done: true, value: undefined });
+      } finally {
+        await store.close();
+      }
+    },
+    10_000,
+  );
 });

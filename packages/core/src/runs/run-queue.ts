@@ -249,14 +249,37 @@ export class RunQueue {
 
   /**
    * The run's events with `seq > afterSeq`, then new ones as they are written, ending after the
-   * final event. Stops quietly when `signal` aborts. NOT_FOUND for an unknown id.
+   * final event. Stops quietly when `signal` aborts, and when its reader calls `return()` (a
+   * `break` in `for await`), even while a `next()` waits for new events: the wait in the store
+   * ends at once. NOT_FOUND for an unknown id.
    *
    * @example
    * for await (const e of queue.events(run.id, { afterSeq: 0 })) console.log(e.seq, e.type, e.data);
    */
-  async *events(
+  events(id: string, options: EventsOptions = {}): AsyncGenerator<RunEvent, void, undefined> {
+    // An async generator queues return() behind a pending next(): the reader's return() aborts
+    // the store's wait first, so the tail ends now rather than at the next event or timeout.
+    const stop = new AbortController();
+    const tail = this.#tail(id, options, stop.signal);
+    const wrapped: AsyncGenerator<RunEvent, void, undefined> = {
+      next: () => tail.next(),
+      return: (value?: void | PromiseLike<void>) => {
+        stop.abort();
+        return tail.return(value as void);
+      },
+      throw: (err: unknown) => {
+        stop.abort();
+        return tail.throw(err);
+      },
+      [Symbol.asyncIterator]: () => wrapped,
+    };
+    return wrapped;
+  }
+
+  async *#tail(
     id: string,
-    options: EventsOptions = {},
+    options: EventsOptions,
+    stopped: AbortSignal,
   ): AsyncGenerator<RunEvent, void, undefined> {
     checkId(id);
     const o = parseOrThrow(
@@ -266,10 +289,11 @@ export class RunQueue {
       "options",
       "Pass { afterSeq?: number >= 0, signal?: AbortSignal }.",
     );
+    const signal = o.signal === undefined ? stopped : AbortSignal.any([o.signal, stopped]);
     let after = o.afterSeq;
     if ((await this.store.get(id)) === null) throw runNotFound(id);
     for (;;) {
-      if (o.signal?.aborted === true) return;
+      if (signal.aborted) return;
       const batch = await this.store.readEvents(id, after, EVENT_PAGE);
       for (const event of batch) {
         yield event;
@@ -281,10 +305,7 @@ export class RunQueue {
         const run = await this.store.get(id);
         if (run === null || (isFinalStatus(run.status) && run.lastSeq <= after)) return;
       }
-      await this.store.waitForEvents(id, after, {
-        timeoutMs: 30_000,
-        ...(o.signal === undefined ? {} : { signal: o.signal }),
-      });
+      await this.store.waitForEvents(id, after, { timeoutMs: 30_000, signal });
     }
   }
 

@@ -1,6 +1,11 @@
 import { z } from "zod";
 import { ErrorCode, parseOrThrow } from "../errors.js";
-import { openDatabase, TABLE_PREFIX, type SqliteDatabase } from "../sqlite/driver.js";
+import {
+  openDatabase,
+  setUpDatabase,
+  TABLE_PREFIX,
+  type SqliteDatabase,
+} from "../sqlite/driver.js";
 import type { JsonValue } from "../types/agent.js";
 import { decodeCursor, encodeCursor } from "./list-cursor.js";
 import { RunRows } from "./sqlite-rows.js";
@@ -90,23 +95,21 @@ export class SqliteRunStore implements RunStore {
       "options",
       'Pass { path: "runs.db", tablePrefix?, busyTimeoutMs?, pollMs? }.',
     );
-    const db = openDatabase(o.path, "options.path", "SqliteRunStore");
+    const db = openDatabase(o.path, "options.path", "SqliteRunStore", o.busyTimeoutMs);
     this.#db = db;
-    try {
-      db.pragma(`busy_timeout = ${o.busyTimeoutMs}`);
+    const t = runTables(o.tablePrefix);
+    [this.#s, this.#listSql] = setUpDatabase(db, o.path, "options.path", () => {
       // Every run transition is a small write transaction. SQLite's default checkpoints the WAL
       // into the main file every 1,000 pages (~4 MB), which at run rates is every few hundred
       // commits and costs the committing writer ~10 µs per commit on average. 8,000 pages (a WAL
       // of up to ~32 MB before it is folded back) makes that cost rare; readers are unaffected.
       db.pragma("wal_autocheckpoint = 8000");
-      const t = runTables(o.tablePrefix);
       ensureRunSchema(db, t, o.path);
-      this.#s = prepareStatements(db, t);
-      this.#listSql = `SELECT ${recordColumns(t)} FROM ${t.runs} WHERE queue = ?`;
-    } catch (err) {
-      db.close();
-      throw err;
-    }
+      return [
+        prepareStatements(db, t),
+        `SELECT ${recordColumns(t)} FROM ${t.runs} WHERE queue = ?`,
+      ] as const;
+    });
     this.#rows = new RunRows(db, this.#s);
     this.#waiters = new SqliteWaiters(
       o.pollMs,

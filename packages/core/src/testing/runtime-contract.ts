@@ -147,6 +147,24 @@ export function describeRuntimeContract(label: string, setup: RuntimeContractSet
       expect(result).toMatchObject({ status: AgentStatus.SUCCESS, output: "one two three " });
     });
 
+    it("ends the invocation when ctx.stream.push throws: an error naming it, no chunk pushed after", async () => {
+      let pushes = 0;
+      const c = ctx({
+        stream: {
+          push: () => {
+            pushes++;
+            throw new Error("the sink broke");
+          },
+        },
+      });
+      const result = await runtime.invoke("stream", { message: "one two three four five" }, c);
+      expect(result.status).toBe(AgentStatus.ERROR);
+      expect(result.error).toMatch(/the sink broke/);
+      expect(pushes).toBe(1);
+      const after = await runtime.invoke("echo", { message: "still here" }, ctx());
+      expect(after.output).toBe("echo: still here");
+    });
+
     it("delegates from inside a handler, nesting the child's spans", async () => {
       const c = ctx();
       const result = await runtime.invoke("delegator", { message: "hi" }, c);

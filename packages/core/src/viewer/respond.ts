@@ -7,8 +7,13 @@ export interface ApiError {
   readonly error: { readonly code: string; readonly message: string };
 }
 
-/** Longest attribute value the page gets; a span's attributes are not bounded otherwise. */
+/** Longest string the page gets for an attribute value, or for one item of an array value. */
 const MAX_VALUE = 2_000;
+/** Most items of an array value the page gets; a last item says how many more there were. */
+const MAX_ITEMS = 100;
+/** Most attributes of one span or event the page gets; the rest are counted under OMITTED. */
+const MAX_ATTRIBUTES = 200;
+const OMITTED = "nerva.viewer.omitted_attributes";
 const MAX_NAME = 256;
 
 /**
@@ -33,13 +38,40 @@ export function sendJSON(
 const cut = (text: string, max: number): string =>
   text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`;
 
-function attributesForPage(attrs: Readonly<Attributes>): Attributes {
-  const out: Attributes = {};
-  for (const key of Object.keys(attrs)) {
-    const value = attrs[key]!;
-    out[cut(key, MAX_NAME)] = typeof value === "string" ? cut(value, MAX_VALUE) : value;
+/** Text of a value that is not a string, number or boolean, cut; never throws. */
+function textOf(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
   }
-  return out;
+}
+
+/**
+ * One attribute value as the page gets it. Attributes are typed flat, but user code and other
+ * tracers put arrays and objects there at run time: array items are bounded like values (and
+ * their number), anything else becomes its cut JSON text.
+ */
+function valueForPage(value: unknown, inArray = false): unknown {
+  if (typeof value === "string") return cut(value, MAX_VALUE);
+  if (typeof value === "number" || typeof value === "boolean" || value === null) return value;
+  if (Array.isArray(value) && !inArray) {
+    const items = value.slice(0, MAX_ITEMS).map((v: unknown) => valueForPage(v, true));
+    if (value.length > MAX_ITEMS) items.push(`… (${value.length - MAX_ITEMS} more items)`);
+    return items;
+  }
+  // A nested array or an object: its JSON would be unbounded, so its text is cut instead.
+  return cut(textOf(value), MAX_VALUE);
+}
+
+function attributesForPage(attrs: Readonly<Attributes>): Attributes {
+  const out: Record<string, unknown> = {};
+  const keys = Object.keys(attrs);
+  for (const key of keys.slice(0, MAX_ATTRIBUTES)) {
+    out[cut(key, MAX_NAME)] = valueForPage(attrs[key]);
+  }
+  if (keys.length > MAX_ATTRIBUTES) out[OMITTED] = keys.length - MAX_ATTRIBUTES;
+  return out as Attributes;
 }
 
 /** A trace summary as the page gets it: a long root name cut. */

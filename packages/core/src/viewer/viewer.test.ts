@@ -145,6 +145,41 @@ describe("trace viewer over HTTP", () => {
     expect(bad.status).toBe(400);
   });
 
+  it("bounds every value it sends: array items and their number, keys, event attributes", async () => {
+    const big = "y".repeat(1_000_000);
+    const many = Array.from({ length: 5_000 }, (_, i) => i);
+    const huge = { nested: big };
+    const ctx = ExecContext.create({ traceSink: store });
+    await ctx.span("bulky", async (inner) => {
+      const span = inner.currentSpan!;
+      // Attribute values come from user code and other tracers: arrays and objects do reach a span
+      // at run time, whatever its type says.
+      span.setAttribute("three", [big, big, big] as never);
+      span.setAttribute("many", many as never);
+      span.setAttribute("object", huge as never);
+      for (let i = 0; i < 1_000; i++) span.setAttribute(`k${i}`, i);
+      inner.event("bulky.event", { items: [big, big] as never, deep: [[big]] as never });
+    });
+    const res = await get(`${base()}/api/traces/${ctx.traceId}`);
+    expect(res.status).toBe(200);
+    expect(res.body.length).toBeLessThan(100_000);
+    const detail = JSON.parse(res.body) as TraceDetail;
+    const attrs = detail.spans[0]!.attributes as Record<string, unknown>;
+    const three = attrs["three"] as string[];
+    expect(three).toHaveLength(3);
+    for (const item of three) expect(item).toMatch(/^y{2000}… \(998000 more characters\)$/);
+    const listed = attrs["many"] as unknown[];
+    expect(listed.slice(0, 3)).toEqual([0, 1, 2]);
+    expect(listed.at(-1)).toBe("… (4900 more items)");
+    expect(listed).toHaveLength(101);
+    expect(String(attrs["object"]).length).toBeLessThan(2_100);
+    expect(Object.keys(attrs).length).toBeLessThanOrEqual(201);
+    expect(attrs["nerva.viewer.omitted_attributes"]).toBe(1_003 - 200);
+    const event = detail.events[0]!.attributes as Record<string, unknown>;
+    expect((event["items"] as string[]).every((v) => v.length < 2_100)).toBe(true);
+    expect(JSON.stringify(event["deep"]).length).toBeLessThan(2_100);
+  });
+
   it("serves the per-user table from the meter, and none without one", async () => {
     const res = JSON.parse((await get(`${base()}/api/users`)).body);
     expect(res.users).toEqual(meter.users());

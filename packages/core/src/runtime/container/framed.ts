@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { secretValues } from "../../internal/secrets.js";
 import type { Duplex } from "node:stream";
 import type { ExecContext } from "../../context/exec-context.js";
 import { agentResult, type AgentInput, type AgentResult } from "../../types/agent.js";
@@ -28,6 +29,8 @@ interface Invocation {
   readonly resolve: (result: AgentResult) => void;
   /** Stream pushes, chained so that chunks reach the sink in order and before the result. */
   pushing: Promise<void>;
+  /** The message of the first failed push; nothing is pushed after it. */
+  sinkError: string | null;
   /** The agent's spans; made on the first `span` frame. */
   spans: WorkerSpans | null;
 }
@@ -42,7 +45,9 @@ export class FramedConnection {
   readonly #host: ContainerHost;
   readonly #spec: HandlerSpec;
   readonly #socket: Duplex;
-  readonly #stderr = new TailBuffer(STDERR_TAIL_BYTES);
+  readonly #stderr: TailBuffer;
+  /** The values of the container's configured env, masked wherever its own text is quoted. */
+  readonly #secrets: readonly string[];
   readonly #decoder: FrameDecoder<WorkerFrame>;
   readonly #onDead: (conn: FramedConnection) => void;
   #ready: { resolve: () => void; reject: (err: Error) => void } | null = null;
@@ -60,6 +65,9 @@ export class FramedConnection {
   ) {
     this.#host = host;
     this.#spec = spec;
+    // The values the app configured in the container's env are masked wherever stderr is quoted.
+    this.#secrets = secretValues(spec.options.env);
+    this.#stderr = new TailBuffer(STDERR_TAIL_BYTES, this.#secrets);
     this.container = container;
     this.#socket = socket;
     this.#onDead = onDead;
@@ -146,7 +154,14 @@ export class FramedConnection {
     if (this.#current !== null) throw new Error("FramedConnection.run: already busy");
     return new Promise<AgentResult>((resolve) => {
       const id = randomUUID();
-      this.#current = { id, scoped, resolve, pushing: Promise.resolve(), spans: null };
+      this.#current = {
+        id,
+        scoped,
+        resolve,
+        pushing: Promise.resolve(),
+        spans: null,
+        sinkError: null,
+      };
       this.#runtime = runtime;
       this.served++;
       this.#write(
@@ -212,10 +227,18 @@ export class FramedConnection {
     switch (frame.type) {
       case "chunk": {
         const sink = current.scoped.stream;
-        if (sink !== null && current.scoped.endReason === null) {
+        if (sink !== null && current.scoped.endReason === null && current.sinkError === null) {
           current.pushing = current.pushing
-            .then(() => sink.push(frame.text))
-            .catch(() => undefined);
+            .then(() => (current.sinkError === null ? sink.push(frame.text) : undefined))
+            .catch((err: unknown) => {
+              if (current.sinkError !== null) return;
+              // A sink that fails stops the handler, as in every runtime: the container is
+              // killed, the call ends with the sink's error, and nothing more is pushed.
+              current.sinkError = messageOf(err);
+              if (this.#current === current) {
+                this.#fail(`was stopped: the stream sink failed on a chunk (${current.sinkError})`);
+              }
+            });
         }
         return;
       }
@@ -247,8 +270,17 @@ export class FramedConnection {
         current.spans?.finish();
         // `handler` in a result frame is ignored: the host knows which handler it invoked.
         const { handler: _ignored, ...fields } = frame.result;
-        const result = agentResult(this.#spec.name, fields);
-        void current.pushing.then(() => current.resolve(result));
+        const result = withStderr(agentResult(this.#spec.name, fields), "", this.#secrets);
+        void current.pushing.then(() =>
+          current.resolve(
+            current.sinkError === null
+              ? result
+              : errorResult(
+                  this.#spec.name,
+                  `The stream sink failed on a chunk of "${this.#spec.name}": ${current.sinkError}`,
+                ),
+          ),
+        );
         return;
       }
     }

@@ -1,4 +1,5 @@
 import type { Duplex } from "node:stream";
+import { maskSecrets, secretValues } from "../../internal/secrets.js";
 import type { ExecContext } from "../../context/exec-context.js";
 import { agentResult, type AgentInput, type AgentResult } from "../../types/agent.js";
 import { errorResult, messageOf, thrownResult } from "../results.js";
@@ -147,7 +148,9 @@ async function execute(
  * parsing stdout and attaching the stderr tail exactly as the SubprocessRuntime does.
  */
 export function stdioResult(spec: HandlerSpec, outcome: StdioOutcome): AgentResult {
-  return withStderr(interpret(spec, outcome), outcome.stderrTail);
+  // The tail quotes the container's output: the values the app configured in its env are masked.
+  const tail = maskSecrets(outcome.stderrTail, secretValues(spec.options.env));
+  return withStderr(interpret(spec, outcome), tail, secretValues(spec.options.env));
 }
 
 function interpret(spec: HandlerSpec, outcome: StdioOutcome): AgentResult {

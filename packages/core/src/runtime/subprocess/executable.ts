@@ -27,6 +27,8 @@ export interface ExecutableCall {
   readonly baseEnv: Readonly<Record<string, string>>;
   readonly maxOutputBytes: number;
   readonly stderrTailBytes: number;
+  /** Values masked in every quote of the program's stderr (see `secretValues`). */
+  readonly secrets: readonly string[];
   readonly memoryLimitMb: number | undefined;
   readonly cancelGraceMs: number;
   /** How the process is started (confinement, spares or fork servers). */
@@ -159,7 +161,7 @@ export function declinedResult(
  */
 export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
   const { handler, scoped } = call;
-  const stderr = new TailBuffer(call.stderrTailBytes);
+  const stderr = new TailBuffer(call.stderrTailBytes, call.secrets);
   return new Promise<AgentResult>((resolve) => {
     const env = { ...call.baseEnv, ...contextEnv(handler, scoped) };
     const limitKb = call.memoryLimitMb === undefined ? 0 : call.memoryLimitMb * 1024;
@@ -239,7 +241,15 @@ export function runExecutable(call: ExecutableCall): Promise<AgentResult> {
       if (stopped !== null) proc.kill();
       session.close();
       proc.release();
-      void session.drain().then(() => resolve(withStderr(result, stderr.text())));
+      void session.drain().then(() => {
+        // A sink that failed on the last chunks fails the call, even if the program had exited.
+        const sinkFailure = session.sinkFailure;
+        const final =
+          sinkFailure !== null && result.status === AgentStatus.SUCCESS
+            ? errorResult(handler, sinkFailure)
+            : result;
+        resolve(withStderr(final, stderr.text(), call.secrets));
+      });
     };
     stdin.on("error", () => {
       // EPIPE: the handler exited without reading its input; its exit code tells the story.

@@ -1,13 +1,20 @@
+import { maskSecrets } from "../../internal/secrets.js";
 import { agentResult, type AgentResult } from "../../types/agent.js";
 
-/** Keeps the last `limit` bytes written to it (the tail of a process's stderr). */
+/**
+ * Keeps the last `limit` bytes written to it (the tail of a process's stderr). Its text has the
+ * process's configured `secrets` masked: wherever the tail is quoted (a result's error and
+ * `data.stderr`, spans, logs), a child that printed its environment leaks none of them.
+ */
 export class TailBuffer {
   readonly #limit: number;
+  readonly #secrets: readonly string[];
   #chunks: Buffer[] = [];
   #bytes = 0;
 
-  constructor(limit: number) {
+  constructor(limit: number, secrets: readonly string[] = []) {
     this.#limit = limit;
+    this.#secrets = secrets;
   }
 
   push(chunk: Buffer): void {
@@ -27,7 +34,7 @@ export class TailBuffer {
     // Drop a multi-byte character cut in half at the front.
     let start = 0;
     while (start < all.length && start < 3 && ((all[start] as number) & 0xc0) === 0x80) start++;
-    return all.subarray(start).toString("utf8").trim();
+    return maskSecrets(all.subarray(start).toString("utf8"), this.#secrets).trim();
   }
 
   clear(): void {
@@ -74,8 +81,19 @@ export function killGroup(pid: number | undefined, signal: NodeJS.Signals = "SIG
   }
 }
 
-/** Attaches a stderr tail to a result: `data.stderr`, and the error text of a failure. */
-export function withStderr(result: AgentResult, tail: string): AgentResult {
+/**
+ * Attaches a stderr tail to a result: `data.stderr`, and the error text of a failure. The error
+ * a child reported is its own text: the process's configured `secrets` are masked in it too.
+ */
+export function withStderr(
+  result: AgentResult,
+  tail: string,
+  secrets: readonly string[] = [],
+): AgentResult {
+  if (result.error !== null && secrets.length > 0) {
+    const masked = maskSecrets(result.error, secrets);
+    if (masked !== result.error) result = agentResult(result.handler, { ...result, error: masked });
+  }
   if (tail === "") return result;
   const data = "stderr" in result.data ? result.data : { ...result.data, stderr: tail };
   const error =

@@ -31,6 +31,7 @@ export class InvocationSession {
   readonly #o: SessionOptions;
   #chain: Promise<void> = Promise.resolve();
   #closed = false;
+  #sinkFailure: string | null = null;
   /** The worker's spans; made on the first `span` frame (most invocations send none). */
   #spans: WorkerSpans | null = null;
   /** Everything streamed so far (the output of an executable that prints nothing else). */
@@ -58,15 +59,15 @@ export class InvocationSession {
         this.streamed += frame.text;
         this.chunks++;
         const sink = o.scoped.stream;
-        if (sink !== null) {
+        if (sink !== null && this.#sinkFailure === null) {
           const text = frame.text;
-          this.#chain = this.#chain.then(
-            () => sink.push(text),
-            () => undefined,
-          );
-          this.#chain.catch((err: unknown) =>
-            o.fail(`The stream sink failed on a chunk of "${o.handler}": ${messageOf(err)}`),
-          );
+          // After a failed push nothing more goes to the sink (the chain stays rejected).
+          this.#chain = this.#chain.then(() => sink.push(text));
+          this.#chain.catch((err: unknown) => {
+            if (this.#sinkFailure !== null) return;
+            this.#sinkFailure = `The stream sink failed on a chunk of "${o.handler}": ${messageOf(err)}`;
+            o.fail(this.#sinkFailure);
+          });
         }
         return true;
       }
@@ -113,6 +114,14 @@ export class InvocationSession {
       default:
         return false;
     }
+  }
+
+  /**
+   * Why the sink failed, once a push threw or rejected: the call fails with it even when the
+   * handler had already finished (the failure can come after its result).
+   */
+  get sinkFailure(): string | null {
+    return this.#sinkFailure;
   }
 
   /** Resolves when every chunk received so far has been pushed to the sink. */

@@ -24,6 +24,7 @@ import {
   type ResolvedSubprocessOptions,
   type SubprocessRuntimeOptions,
 } from "./options.js";
+import { secretValues } from "../../internal/secrets.js";
 import { quoteTail, type TailBuffer } from "./output.js";
 import { WorkerPool, type PoolStats } from "./pool.js";
 import { SpareLauncher } from "./spare.js";
@@ -75,6 +76,8 @@ export class SubprocessRuntime implements AgentRuntime {
   readonly #options: ResolvedSubprocessOptions;
   readonly #delegation: DelegationOptions;
   readonly #env: Readonly<Record<string, string>>;
+  /** Values masked wherever a child's stderr is quoted (see `secretValues`). */
+  readonly #secrets: readonly string[];
   readonly #launcher: Launcher;
   /**
    * Where executables' processes come from: fork servers (namespace modes), else per-call
@@ -117,6 +120,7 @@ export class SubprocessRuntime implements AgentRuntime {
       delegationPolicy: o.delegationPolicy,
     };
     this.#env = Object.freeze(baseEnv(o.env.allow, o.env.set));
+    this.#secrets = secretValues(o.env.set, this.#env);
     this.#launcher = resolveConfinement(o.confinement);
     const scan = this.#rescan();
     if (scan.conflicts.size > 0) {
@@ -149,6 +153,7 @@ export class SubprocessRuntime implements AgentRuntime {
         env: this.#env,
         maxOutputBytes: o.maxOutputBytes,
         stderrTailBytes: o.stderrTailBytes,
+        secrets: this.#secrets,
         memoryLimitMb: o.memoryLimitMb,
         cancelGraceMs: Math.round(o.cancelGraceSeconds * 1000),
         launcher: this.#launcher,
@@ -298,6 +303,7 @@ export class SubprocessRuntime implements AgentRuntime {
       baseEnv: this.#env,
       maxOutputBytes: o.maxOutputBytes,
       stderrTailBytes: o.stderrTailBytes,
+      secrets: this.#secrets,
       memoryLimitMb: o.memoryLimitMb,
       cancelGraceMs: Math.round(o.cancelGraceSeconds * 1000),
       source: this.#source,

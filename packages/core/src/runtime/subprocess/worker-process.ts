@@ -10,6 +10,7 @@ import {
   type WorkerFrame,
 } from "../protocol/frames.js";
 import { errorResult } from "../results.js";
+import { AgentStatus } from "../../types/status.js";
 import { STATUS_FD, parseInitReport } from "./init.js";
 import { TailBuffer, killGroup, quoteTail, withStderr } from "./output.js";
 import { InvocationSession } from "./session.js";
@@ -63,7 +64,7 @@ export class WorkerProcess {
   #readyResolve!: () => void;
   #readyReject!: (err: Error) => void;
   #startTimer: ReturnType<typeof setTimeout> | null = null;
-  readonly #startupErr = new TailBuffer(2048);
+  readonly #startupErr: TailBuffer;
   /** What the namespace's init reported on its status fd (nothing without an init). */
   #initReport = "";
   /**
@@ -76,6 +77,7 @@ export class WorkerProcess {
 
   constructor(settings: WorkerSettings) {
     this.#settings = settings;
+    this.#startupErr = new TailBuffer(2048, settings.secrets);
     this.ready = new Promise<void>((resolve, reject) => {
       this.#readyResolve = resolve;
       this.#readyReject = reject;
@@ -218,7 +220,15 @@ export class WorkerProcess {
     }
     this.#state = "idle";
     this.#current = null;
-    void cur.session.drain().then(() => cur.resolve(withStderr(result, cur.stderr.text())));
+    void cur.session.drain().then(() => {
+      // A sink that failed on the last chunks fails the call; the worker itself is fine.
+      const failure = cur.session.sinkFailure;
+      const final =
+        failure !== null && result.status === AgentStatus.SUCCESS
+          ? errorResult(cur.job.handler, failure)
+          : result;
+      cur.resolve(withStderr(final, cur.stderr.text(), this.#settings.secrets));
+    });
   }
 
   #release(cur: RunningJob): void {
@@ -237,7 +247,7 @@ export class WorkerProcess {
     this.#state = "busy";
     this.invocations++;
     this.#idleBytes = 0;
-    const stderr = new TailBuffer(this.#settings.stderrTailBytes);
+    const stderr = new TailBuffer(this.#settings.stderrTailBytes, this.#settings.secrets);
     job.observe({ ...(this.pid === undefined ? {} : { pid: this.pid }), stderr });
     return new Promise<AgentResult>((resolve) => {
       const cur: RunningJob = {
@@ -376,6 +386,8 @@ export class WorkerProcess {
     const h = cur.job.handler;
     const tail = cur.stderr.text();
     const message = deathMessage(cur, exit, tail, this.#settings);
-    void cur.session.drain().then(() => cur.resolve(withStderr(errorResult(h, message), tail)));
+    void cur.session
+      .drain()
+      .then(() => cur.resolve(withStderr(errorResult(h, message), tail, this.#settings.secrets)));
   }
 }

@@ -11,6 +11,8 @@ export interface WorkerSettings {
   readonly env: Readonly<Record<string, string>>;
   readonly maxOutputBytes: number;
   readonly stderrTailBytes: number;
+  /** Values masked in every quote of a worker's stderr (see `secretValues`). */
+  readonly secrets: readonly string[];
   readonly memoryLimitMb: number | undefined;
   readonly cancelGraceMs: number;
   /** How the worker is started (confinement). */

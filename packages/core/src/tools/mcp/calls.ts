@@ -115,7 +115,7 @@ export class McpCalls {
         const result = outcome.value as Record<string, unknown>;
         if (result["isError"] === true) {
           return toolResult(ToolStatus.ERROR, startedMs, {
-            error: `Tool "${name}" reported an error: ${errorText(result)}`,
+            error: `Tool "${name}" reported an error: ${this.#connection.mask(errorText(result))}`,
           });
         }
         // The server's JSON goes on to callers that serialise it: bound it here.
@@ -132,7 +132,7 @@ export class McpCalls {
         // Read the state afresh: the server may have exited while the call was in flight.
         const down = this.#connection.exited ? ` ${this.#connection.downMessage()}` : "";
         return toolResult(ToolStatus.ERROR, startedMs, {
-          error: `Tool "${name}" failed: ${messageOf(outcome.error)}.${down}`,
+          error: `Tool "${name}" failed: ${this.#connection.mask(messageOf(outcome.error))}.${down}`,
         });
       }
       case "ended":
@@ -151,7 +151,10 @@ export class McpCalls {
     this.#connection.notify({ kind: "log", level: params.level, logger, data });
     if (this.#inFlight.size !== 1) return;
     const [only] = this.#inFlight;
-    const attributes: Attributes = { level: params.level, data: attributeText(data) };
+    const attributes: Attributes = {
+      level: params.level,
+      data: this.#connection.mask(attributeText(data)),
+    };
     if (logger !== null) attributes["logger"] = logger;
     only?.event("mcp.log", attributes);
   }
@@ -162,7 +165,9 @@ export class McpCalls {
     if (call === undefined) return; // a late notification for a call that already ended
     const attributes: Attributes = { tool: call.tool, progress: params.progress };
     if (params.total !== undefined) attributes["total"] = params.total;
-    if (params.message !== undefined) attributes["message"] = attributeText(params.message, 500);
+    if (params.message !== undefined) {
+      attributes["message"] = this.#connection.mask(attributeText(params.message, 500));
+    }
     call.ctx.event("mcp.progress", attributes);
   }
 }

@@ -1,4 +1,5 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { maskSecrets, secretValues } from "../../internal/secrets.js";
 import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { z } from "zod";
 import { ErrorCode, NervaError } from "../../errors.js";
@@ -48,6 +49,8 @@ export class McpConnection {
   readonly #command: string;
   readonly #onNotification: ((n: MCPNotification) => void) | undefined;
   readonly #stderr: { text: string };
+  /** The values of `options.env`: masked wherever the server's own text is quoted. */
+  readonly #secrets: readonly string[];
   #state: "open" | "closing" | "closed" | "exited" = "open";
 
   private constructor(
@@ -63,6 +66,12 @@ export class McpConnection {
     this.label = o.name ?? o.command;
     this.connectTimeoutMs = o.connectTimeoutSeconds * 1000;
     this.#onNotification = o.onNotification;
+    this.#secrets = secretValues(o.env);
+  }
+
+  /** `text` (the server's stderr, errors or logs) with the values of `options.env` masked. */
+  mask(text: string): string {
+    return maskSecrets(text, this.#secrets);
   }
 
   /**
@@ -137,7 +146,7 @@ export class McpConnection {
       }
       throw new NervaError(
         ErrorCode.INTERNAL,
-        `MCP server "${this.label}" failed to start: ${messageOf(err)}${this.#stderrTail()}`,
+        `MCP server "${this.label}" failed to start: ${this.mask(messageOf(err))}${this.#stderrTail()}`,
         { cause: err },
       );
     }
@@ -186,7 +195,7 @@ export class McpConnection {
   }
 
   #stderrTail(): string {
-    const tail = this.#stderr.text.trim();
+    const tail = this.mask(this.#stderr.text).trim();
     return tail === ""
       ? ""
       : ` Server stderr (last lines): ${tail.split("\n").slice(-5).join(" | ")}`;

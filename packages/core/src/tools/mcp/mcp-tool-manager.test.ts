@@ -328,3 +328,26 @@ describe("MCPToolManager lifecycle", () => {
     });
   });
 });
+
+describe("MCPToolManager and the server's own text", () => {
+  it("masks the values of options.env in tool errors, mcp.log events and the stderr of an exit", async () => {
+    const secret = `plain ${process.pid} words ${Date.now()}`;
+    const n = notifications();
+    const tools = await start({
+      env: { UPSTREAM_CREDENTIAL: secret },
+      onNotification: n.onNotification,
+    });
+    const c = ctx();
+    const refused = await tools.call("leak", { name: "UPSTREAM_CREDENTIAL", how: "error" }, c);
+    expect(refused.status).toBe("error");
+    expect(refused.error).toContain("upstream refused credential [redacted]");
+    await tools.call("leak", { name: "UPSTREAM_CREDENTIAL", how: "log" }, c);
+    const crashed = await tools.call("leak", { name: "UPSTREAM_CREDENTIAL", how: "crash" }, c);
+    expect(crashed.error).toContain("auth failed with [redacted]");
+    const quoted = JSON.stringify([refused, crashed, c.spans, c.events]);
+    expect(quoted).not.toContain(secret);
+    expect(c.events.some((e) => e.name === "mcp.log")).toBe(true);
+    const down = n.seen.filter((x) => x.kind === "error");
+    expect(JSON.stringify(down)).not.toContain(secret);
+  });
+});
