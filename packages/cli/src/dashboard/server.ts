@@ -217,6 +217,7 @@ async function streamEvents(
   const after = Number(req.headers["last-event-id"] ?? 0);
   const stop = new AbortController();
   req.on("close", () => stop.abort());
+  res.on("close", () => stop.abort());
   const events = runtime.events(id, {
     afterSeq: Number.isInteger(after) && after > 0 ? after : 0,
     signal: stop.signal,
@@ -232,8 +233,10 @@ async function streamEvents(
   if (first.done !== true) {
     write(first.value);
     for await (const e of events) {
-      // Pull at the client's pace: wait for the socket to drain instead of buffering.
-      if (!write(e)) await new Promise((r) => res.once("drain", r));
+      // Pull at the client's pace: wait for the socket to drain instead of buffering, or for the
+      // client to go away (no drain ever comes then; the loop ends and closes the tail).
+      if (!write(e)) await new Promise((r) => (res.once("drain", r), res.once("close", r)));
+      if (stop.signal.aborted) break;
     }
   }
   res.end();
