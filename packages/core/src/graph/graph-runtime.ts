@@ -1,6 +1,7 @@
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { requireObjectOptions } from "../internal/object-options.js";
+import { safeListener } from "../internal/report.js";
 import { RunStatus, type RunRecord } from "../runs/types.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import {
@@ -58,6 +59,8 @@ export class GraphRuntime {
   readonly #admission: AdmissionScope;
   #running = false;
   #published = 0;
+  /** The `onError` option, safe to call from timers and event callbacks. */
+  readonly #report: (err: unknown) => void;
 
   constructor(options: GraphRuntimeOptions) {
     const o = parseOrThrow(
@@ -68,6 +71,7 @@ export class GraphRuntime {
       "Pass { graph: defineGraph(...), runtime: AgentRuntime, queue: RunQueue, entryPoints?, tools?, memory?, policy?, concurrency?, leaseSeconds?, heartbeatSeconds?, runner? or traceSink? }.",
     );
     this.#o = o;
+    this.#report = safeListener(o.onError, "the GraphRuntime's onError");
     this.graph = o.graph;
     this.#nodeIds = new Set(o.graph.nodeIds);
     this.#executor = new GraphExecutor(o.graph, {
@@ -362,7 +366,7 @@ export class GraphRuntime {
   }
 
   #error(err: unknown): void {
-    this.#o.onError?.(err);
+    this.#report(err);
   }
 }
 

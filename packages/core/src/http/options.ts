@@ -2,6 +2,7 @@
 // How a request's identity is resolved with them is in identity.ts.
 import { z } from "zod";
 import { ErrorCode, parseOrThrow } from "../errors.js";
+import { safeListener } from "../internal/report.js";
 import { Permissions, type PermissionsInit } from "../types/permissions.js";
 import { SCOPES, type Scope } from "../types/status.js";
 import type { IncomingMessage } from "node:http";
@@ -164,6 +165,7 @@ export function parseHttpOptions<Req>(options: NervaHttpOptions<Req> = {}): Reso
     anonymousPermissions:
       o.anonymousPermissions === undefined ? ANONYMOUS : Permissions.create(o.anonymousPermissions),
     cancelOnDisconnect: o.cancelOnDisconnect,
-    onError: o.onError ?? logError,
+    // Called from request and stream callbacks: an onError that throws must not end the process.
+    onError: safeListener(o.onError ?? logError, "the bridge's onError"),
   });
 }
