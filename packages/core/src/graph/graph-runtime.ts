@@ -27,6 +27,7 @@ import { buildStreams, entryPointInfos, streamCounters, type Stream } from "./en
 import { ExecutionWatcher } from "./execution-watcher.js";
 import { graphHandler, handlerRuntime } from "./graph-handler.js";
 import { SessionSigner } from "./session-signer.js";
+import { checkStartState } from "./session-start.js";
 import { SharedState } from "./shared-state.js";
 import type { Graph } from "./types.js";
 
@@ -190,7 +191,11 @@ export class GraphRuntime {
     );
   }
 
-  /** Triggers the webhook entry point whose path is `path` with `body` as start state. */
+  /**
+   * Triggers the webhook entry point whose path is `path` with `body` (the parsed JSON object;
+   * `null`/`undefined`: an empty state) as start state. INVALID_INPUT for anything else (a raw
+   * `Buffer`, a `Map`…), whose data would be lost.
+   */
   async handleWebhook(
     path: string,
     body: unknown,
@@ -203,6 +208,7 @@ export class GraphRuntime {
     if (stream === undefined) {
       throw new NervaError(ErrorCode.NOT_FOUND, `No webhook entry point has path "${path}".`);
     }
+    if (body !== undefined && body !== null) checkStartState(body, "body");
     return this.trigger(stream.ep.id, (body ?? {}) as Record<string, unknown>, ctx, options);
   }
 

@@ -16,7 +16,7 @@ const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * The timer and event entry points of a graph runtime. Timers fire once per schedule slot across
- * every process sharing the store: each slot's execution has the idempotency key `timer:<slot>`.
+ * every process sharing the store: each slot's execution has the idempotency key `$timer:<slot>`.
  * Event entry points trigger on typed events, never for an execution their own entry point
  * caused (directly or through other event entry points), at most `maxDepth` hops deep.
  */
