@@ -108,6 +108,23 @@ export async function admitExecution(
     );
   }
   const message = toJsonText(start.payload, "input", stream.queue.maxStepBytes, FIX_STATE);
+  const runInput = {
+    message,
+    args: {
+      graph: a.graph.name,
+      entryPoint: stream.ep.id,
+      trigger: stream.ep.trigger.type,
+      chain: [...chain, stream.ep.id].join(","),
+    },
+  };
+  // The size enqueue checks (the state, quoted inside the run's input): checked here, before a
+  // paused execution is ended for this resume.
+  toJsonText(
+    { ...runInput, tools: [], history: [] },
+    "input",
+    stream.queue.maxStepBytes,
+    FIX_STATE,
+  );
   const idempotencyKey = o.idempotencyKey ?? derivedKey ?? start.idempotencyKey;
   const admit = async (): Promise<RunRecord> => {
     await checkBacklog(stream, a.graph.name);
@@ -116,15 +133,7 @@ export async function admitExecution(
     }
     const run = await stream.queue.enqueue({
       handler: a.graph.name,
-      input: {
-        message,
-        args: {
-          graph: a.graph.name,
-          entryPoint: stream.ep.id,
-          trigger: stream.ep.trigger.type,
-          chain: [...chain, stream.ep.id].join(","),
-        },
-      },
+      input: runInput,
       ctx,
       priority: stream.ep.priority,
       ...(idempotencyKey === undefined

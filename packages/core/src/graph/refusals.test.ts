@@ -59,7 +59,12 @@ type S = z.output<typeof S>;
 const wait = { timeoutSeconds: 20 };
 const owner = () => ExecContext.create({ userId: "owner" });
 
-function make(store: () => RunStore, effects: string[], entryPoints?: EntryPointSpec[]) {
+function make(
+  store: () => RunStore,
+  effects: string[],
+  entryPoints?: EntryPointSpec[],
+  maxStepBytes?: number,
+) {
   const s = store();
   const graph = defineGraph({
     name: "approve",
@@ -77,7 +82,11 @@ function make(store: () => RunStore, effects: string[], entryPoints?: EntryPoint
   const runtime = createGraphRuntime({
     graph,
     runtime: new InProcessRuntime(),
-    queue: new RunQueue({ store: s, name: "r" }),
+    queue: new RunQueue({
+      store: s,
+      name: "r",
+      ...(maxStepBytes === undefined ? {} : { maxStepBytes }),
+    }),
     sessionKey: "a secret of at least thirty-two characters!",
     leaseSeconds: 5,
     heartbeatSeconds: 1,
@@ -150,6 +159,26 @@ describe.each(backends)("refused sessionState resumes on %s", (_name, store) => 
     });
     expect(done.status).toBe("completed");
     expect(effects).toEqual(["yes"]);
+  });
+
+  it("a resume whose state is too large for the run's input is refused before the execution is ended", async () => {
+    const runtime = make(store, [], undefined, 4000);
+    await runtime.start();
+    const paused = await runtime.triggerAndWait("default", {}, owner(), wait);
+    // Its state fits in 4000 bytes of JSON, but not once quoted again inside the run's input.
+    const who = '"'.repeat(1500);
+    const err = await rejection(
+      runtime.trigger("default", { ok: "yes", who }, owner(), {
+        sessionState: paused.sessionState,
+      }),
+    );
+    expect(err.code).toBe("INVALID_INPUT");
+    expect((await runtime.getExecution(paused.executionId))?.status).toBe("paused");
+    const done = await runtime.triggerAndWait("default", { ok: "yes" }, owner(), {
+      ...wait,
+      sessionState: paused.sessionState,
+    });
+    expect(done.status).toBe("completed");
   });
 
   it("refuses idempotency keys it cannot use, and raw or non-plain bodies, enqueuing nothing", async () => {
