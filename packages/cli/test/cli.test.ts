@@ -126,16 +126,16 @@ describe("nerva runs", () => {
     const id = /execution (run_\w+)/.exec(paused.stderr)?.[1] as string;
     const list = nerva(["runs", "list", "--store", db, "--queue", "refund_desk.default"]);
     expect(list.stdout).toMatch(new RegExp(`${id}\\s+paused\\s+refund_desk\\s+default`));
-    expect(list.stdout).toMatch(/waiting at (\$node\/)?review#1:/);
+    expect(list.stdout).toContain("waiting at $node/review#1");
     const show = nerva(["runs", "show", id, "--store", db]);
     expect(JSON.parse(show.stdout)).toMatchObject({
       id,
       status: "paused",
-      pause: { key: expect.stringMatching(/^(\$node\/)?review#1$/) },
+      pause: { key: "$node/review#1" },
     });
     const events = nerva(["runs", "events", id, "--store", db]);
     expect(events.stdout).toMatch(/^1\trun\.enqueued/m);
-    expect(events.stdout).toMatch(/\tstep\.completed\t\{"key":"(\$node\/)?lookup#1"\}/);
+    expect(events.stdout).toMatch(/\tstep\.completed\t\{"key":"\$node\/lookup#1"\}/);
     expect(events.stdout).toMatch(/\tgraph\.input_requested\t/);
     const resumed = nerva([
       "runs",

@@ -1,5 +1,6 @@
 import { ExecContext } from "../context/exec-context.js";
-import { ErrorCode, NervaError } from "../errors.js";
+import { z } from "zod";
+import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { checkUntrustedJson } from "../internal/json-limits.js";
 import { toJsonText } from "../runs/json-value.js";
 import type { RunQueue } from "../runs/run-queue.js";
@@ -16,7 +17,10 @@ import type { Graph } from "./types.js";
 export interface TriggerOptions {
   /** Resume a paused execution from its portable, signed state. */
   readonly sessionState?: unknown;
-  /** One execution per key and entry point (e.g. a webhook delivery id). */
+  /**
+   * One execution per key and entry point (e.g. a webhook delivery id): 1-200 characters, not
+   * starting with `$` (the keys of timer slots, events and resumes start with it).
+   */
   readonly idempotencyKey?: string;
   /** For `triggerAndWait`: give up waiting (TIMEOUT) after this long; the execution goes on. */
   readonly timeoutSeconds?: number;
@@ -33,7 +37,31 @@ export interface AdmissionScope {
   readonly sessionKey: () => Promise<Buffer>;
 }
 
-/** Admits one execution (backlog check, then enqueue) for trigger, timers and events. */
+const TriggerOptionsSchema = z
+  .object({
+    sessionState: z.unknown().optional(),
+    idempotencyKey: z
+      .string()
+      .min(1)
+      .max(200)
+      .refine((k) => !k.startsWith("$"), {
+        message:
+          'must not start with "$" (reserved for the keys of timer slots, events and resumes)',
+      })
+      .optional(),
+    timeoutSeconds: z.number().positive().finite().optional(),
+  })
+  .strict();
+const FIX_OPTIONS =
+  'Pass { sessionState?, idempotencyKey?: a string of 1-200 characters not starting with "$" (e.g. the webhook delivery id), timeoutSeconds?: seconds > 0 }.';
+
+/**
+ * Admits one execution for trigger, timers and events. Every check that can refuse it (entry
+ * point, context, options, input, sessionState signature and graph, state and answer schemas,
+ * permission, size, backlog) runs before anything is written: only then is a paused execution
+ * a sessionState came from ended and the new one enqueued. `derivedKey`: the idempotency key a
+ * timer slot or an event gives (under `$`, which user keys cannot start with).
+ */
 export async function admitExecution(
   a: AdmissionScope,
   entryPointId: string,
@@ -41,6 +69,7 @@ export async function admitExecution(
   ctx: ExecContext,
   options: TriggerOptions,
   chain: readonly string[],
+  derivedKey?: string,
 ): Promise<RunRecord> {
   const stream = a.streams.get(entryPointId);
   if (stream === undefined) {
@@ -54,30 +83,57 @@ export async function admitExecution(
       issues: [{ path: "ctx", message: "must be an ExecContext" }],
     });
   }
+  const o = parseOrThrow(
+    TriggerOptionsSchema,
+    options,
+    ErrorCode.INVALID_INPUT,
+    "options",
+    FIX_OPTIONS,
+  );
   checkUntrustedJson(input, "input", FIX_STATE);
   const start = await planStart(
     a.graph,
     a.executor,
     stream.ep.entryNode ?? a.graph.entry,
     input,
-    options.sessionState,
+    o.sessionState,
     a.sessionKey,
   );
+  // The same check the worker makes before it runs the graph, made here so that a caller who
+  // may not run it is refused before a paused execution is ended for its resume.
+  if (!ctx.permissions.canUseAgent(a.graph.name)) {
+    throw new NervaError(
+      ErrorCode.PERMISSION_DENIED,
+      `The caller's permissions do not allow graph "${a.graph.name}": add it to allowedAgents to trigger or resume its executions.`,
+    );
+  }
   const message = toJsonText(start.payload, "input", stream.queue.maxStepBytes, FIX_STATE);
-  const idempotencyKey = options.idempotencyKey ?? start.idempotencyKey;
+  const runInput = {
+    message,
+    args: {
+      graph: a.graph.name,
+      entryPoint: stream.ep.id,
+      trigger: stream.ep.trigger.type,
+      chain: [...chain, stream.ep.id].join(","),
+    },
+  };
+  // The size enqueue checks (the state, quoted inside the run's input): checked here, before a
+  // paused execution is ended for this resume.
+  toJsonText(
+    { ...runInput, tools: [], history: [] },
+    "input",
+    stream.queue.maxStepBytes,
+    FIX_STATE,
+  );
+  const idempotencyKey = o.idempotencyKey ?? derivedKey ?? start.idempotencyKey;
   const admit = async (): Promise<RunRecord> => {
     await checkBacklog(stream, a.graph.name);
+    if (start.supersedes !== null) {
+      await supersede(a.queue, start.supersedes, start.idempotencyKey ?? "");
+    }
     const run = await stream.queue.enqueue({
       handler: a.graph.name,
-      input: {
-        message,
-        args: {
-          graph: a.graph.name,
-          entryPoint: stream.ep.id,
-          trigger: stream.ep.trigger.type,
-          chain: [...chain, stream.ep.id].join(","),
-        },
-      },
+      input: runInput,
       ctx,
       priority: stream.ep.priority,
       ...(idempotencyKey === undefined
@@ -90,9 +146,6 @@ export async function admitExecution(
     stream.triggered += 1;
     return run;
   };
-  if (start.supersedes !== null) {
-    await supersede(a.queue, start.supersedes, start.idempotencyKey ?? "");
-  }
   const done = stream.admitting.then(admit, admit);
   stream.admitting = done.catch(() => undefined);
   const run = await done;
@@ -134,10 +187,9 @@ export function admitFromEvent(
     ep.id,
     input,
     ExecContext.create({ metadata: { trigger: "event" } }),
-    {
-      idempotencyKey: `event:${event.executionId}:${event.seq}`,
-    },
+    {},
     chain,
+    `$event:${event.executionId}:${event.seq}`,
   );
 }
 
@@ -153,9 +205,8 @@ export function admitSlot(
     ep.id,
     input,
     ExecContext.create({ metadata: { trigger: "timer" } }),
-    {
-      idempotencyKey: `timer:${slot}`,
-    },
+    {},
     [],
+    `$timer:${slot}`,
   );
 }

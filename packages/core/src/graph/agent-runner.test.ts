@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { NervaError } from "../errors.js";
+import { rejection } from "../testing/rejection.js";
 import { AgentRunner, EventType } from "./index.js";
 
 const module = join(import.meta.dirname, "fixtures", "refund-desk.test-support.ts");
@@ -36,10 +37,15 @@ describe("AgentRunner", () => {
   });
 
   it("refuses a module without a graph and a bad config", async () => {
-    await expect(AgentRunner.load({} as never)).rejects.toThrow(
-      /exports no graph made by defineGraph/,
-    );
+    await expect(AgentRunner.load({} as never)).rejects.toThrow(/it exports no graph\./);
     const mod = await import(module);
+    // Graph-shaped is not enough: a copy with its own fields, not made by defineGraph.
+    const lookalike = { graph: { nodes: new Map(mod.graph.nodes), entry: "lookup" } };
+    const err1 = await rejection(AgentRunner.load(lookalike as never));
+    expect(err1.code).toBe("INVALID_OPTIONS");
+    expect(err1.message).toMatch(/its graph was not made by defineGraph/);
+    expect((await rejection(AgentRunner.load(null as never))).code).toBe("INVALID_OPTIONS");
+    expect((await rejection(AgentRunner.load(mod, null as never))).code).toBe("INVALID_OPTIONS");
     const err = await AgentRunner.load(mod, { store: { redis: "x" } as never }).catch(
       (e: unknown) => e,
     );

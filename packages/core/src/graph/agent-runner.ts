@@ -3,6 +3,7 @@ import { pathToFileURL } from "node:url";
 import { z } from "zod";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
+import { requireObjectOptions } from "../internal/object-options.js";
 import { InMemoryRunStore } from "../runs/in-memory-store.js";
 import { RunQueue } from "../runs/run-queue.js";
 import type { RunStore } from "../runs/store.js";
@@ -10,6 +11,7 @@ import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import type { AgentHandler, AgentRuntime } from "../runtime/types.js";
 import type { ToolManager } from "../tools/types.js";
 import type { TraceSink } from "../tracing/sink.js";
+import { isDefinedGraph } from "./define-graph.js";
 import type { EntryPointSpec } from "./entry-points.js";
 import type { ExecutionResult } from "./execution-result.js";
 import { GraphRuntime, type TriggerOptions } from "./graph-runtime.js";
@@ -109,6 +111,14 @@ export class AgentRunner {
     options: AgentRunnerOptions = {},
   ): Promise<AgentRunner> {
     const label = typeof path === "string" ? path : "(object)";
+    requireObjectOptions(
+      options,
+      ErrorCode.INVALID_OPTIONS,
+      "Pass { store?, queue?, concurrency?, leaseSeconds?, heartbeatSeconds?, sessionKey?, runStore?, traceSink?, runtimeOptions? }.",
+    );
+    if (typeof path !== "string" && (typeof path !== "object" || path === null)) {
+      throw moduleError("(argument)", "pass the module's path or the module object");
+    }
     let mod: AgentModule;
     if (typeof path === "string") {
       const url = pathToFileURL(isAbsolute(path) ? path : resolve(process.cwd(), path)).href;
@@ -120,8 +130,13 @@ export class AgentRunner {
     } else {
       mod = path;
     }
-    if (typeof mod.graph !== "object" || mod.graph === null || !(mod.graph.nodes instanceof Map)) {
-      throw moduleError(label, "it exports no graph made by defineGraph");
+    if (!isDefinedGraph(mod.graph)) {
+      throw moduleError(
+        label,
+        mod.graph === undefined
+          ? "it exports no graph"
+          : "its graph was not made by defineGraph (a graph-shaped object is not enough)",
+      );
     }
     const { runStore, traceSink, runtimeOptions, ...overrides } = options;
     const config = parseOrThrow(

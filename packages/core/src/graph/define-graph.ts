@@ -199,6 +199,23 @@ function checkReachability(
   }
 }
 
+/** Marks what defineGraph made (a registered symbol: the ESM and CommonJS builds agree). */
+const GRAPH_BRAND = Symbol.for("nerva.graph");
+
+/**
+ * Whether `value` is a graph {@link defineGraph} made (not merely graph-shaped).
+ *
+ * @example
+ * if (!isDefinedGraph(mod.graph)) throw new Error("export a graph made by defineGraph");
+ */
+export function isDefinedGraph(value: unknown): value is Graph {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    (value as Record<symbol, unknown>)[GRAPH_BRAND] === true
+  );
+}
+
 /**
  * Defines a graph and validates it at once: a `NervaError` INVALID_OPTIONS names the problem
  * (unknown node in an edge, unreachable node, no path to `END`, two unconditional edges from a
@@ -286,6 +303,7 @@ export function defineGraph<Schema extends StateSchema>(
     throw invalid("output", "must be a function (state) => JSON value.");
   }
   return Object.freeze({
+    [GRAPH_BRAND]: true,
     name: d.name,
     state: d.state,
     nodes,

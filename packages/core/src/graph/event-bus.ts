@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { ErrorCode, NervaError } from "../errors.js";
 import { requireObjectOptions } from "../internal/object-options.js";
+import { safeListener } from "../internal/report.js";
 import { EVENT_TYPES, type EventType, type GraphEvent } from "./events.js";
 
 /** What a subscriber's handler is told besides the event. */
@@ -59,7 +60,7 @@ export class EventBus {
 
   constructor(options: { bufferSize?: number; onError?: (err: unknown) => void } = {}) {
     this.#defaultSize = options.bufferSize ?? 1000;
-    this.#onError = options.onError ?? (() => undefined);
+    this.#onError = safeListener(options.onError, "the EventBus's onError");
   }
 
   get size(): number {

@@ -1,7 +1,7 @@
 import type { JsonValue } from "../types/agent.js";
 import type { RunQueue } from "../runs/run-queue.js";
 import { RunEventType, type RunEvent, type RunRecord } from "../runs/types.js";
-import { GraphRunEvent, parseNodeKey } from "./run-events.js";
+import { GraphRunEvent, nodeStepKey, parseNodeKey } from "./run-events.js";
 
 /**
  * The typed events of graph executions (the seed's event bus). Each is one event of the
@@ -97,7 +97,8 @@ export class EventProjector {
         else this.#running.delete(node.nodeId);
         return make(
           started ? EventType.NODE_STARTED : EventType.NODE_COMPLETED,
-          { key: String(d.key), visit: node.visit },
+          // The visit as a path names it (`review#2`), not its run key (`$node/review#2`).
+          { key: nodeStepKey(node.nodeId, node.visit), visit: node.visit },
           node.nodeId,
         );
       }

@@ -6,7 +6,7 @@ import { tokenUsageToWire, type TokenUsageWire } from "../types/usage.js";
 import { joinTarget, routeAfter } from "./edge-routing.js";
 import { GraphErrorCode, GraphFailure, isUnwind, nodeFailure } from "./failure.js";
 import type { GraphDeps, GraphSnapshot } from "./node-context.js";
-import { guardedStep, reportNodeFailure, visitNode } from "./node-visit.js";
+import { guardedStep, reportNodeFailure, visitNode, visitStep } from "./node-visit.js";
 import { nodeStepKey } from "./run-events.js";
 import { isolatedShared } from "./shared-state.js";
 import { checkUpdate, mergeUpdates } from "./state-merge.js";
@@ -57,7 +57,7 @@ interface BranchCommit {
 }
 
 /**
- * Runs a graph inside a durable run (`ctx.run`): every node visit is a step keyed `node#visit`,
+ * Runs a graph inside a durable run (`ctx.run`): every node visit is a step keyed `$node/node#visit`,
  * committed with the state after it, so a run taken over after a crash replays the committed
  * visits without running them and continues at the first unfinished node. Spans: one
  * `graph.node` per visit under the caller's span.
@@ -165,12 +165,11 @@ export class GraphExecutor<S extends GraphState = GraphState> {
           const id = current[0] as string;
           const visit = admit(id);
           running = { node: id, visit };
-          const key = nodeStepKey(id, visit);
           const given = preset;
           preset = null;
           const before = state;
           const commit = await guardedStep(run, id, visit, () =>
-            run.step<NodeCommit>(key, async () => {
+            visitStep<NodeCommit>(run, id, visit, async () => {
               const update = await visitNode({
                 // Every field written out: spreading a shared object into this literal made
                 // V8 add each later field through a slow path, +15 µs per visit (bench/graph).
@@ -198,7 +197,7 @@ export class GraphExecutor<S extends GraphState = GraphState> {
           mark = ctx.tokenUsage;
           visits[id] = visit;
           done += 1;
-          path.push(key);
+          path.push(nodeStepKey(id, visit));
           state = commit.state;
           current = commit.next;
           running = null;
@@ -248,7 +247,7 @@ export class GraphExecutor<S extends GraphState = GraphState> {
     const settled = await Promise.allSettled(
       planned.map(({ id, visit }) =>
         guardedStep(c.run, id, visit, () =>
-          c.run.step<BranchCommit>(nodeStepKey(id, visit), async () => {
+          visitStep<BranchCommit>(c.run, id, visit, async () => {
             const node = this.graph.nodes.get(id) as GraphNode<S>;
             try {
               const update = await visitNode({

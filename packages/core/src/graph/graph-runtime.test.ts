@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ExecContext } from "../context/exec-context.js";
 import { NervaError } from "../errors.js";
+import { rejection } from "../testing/rejection.js";
 import { InMemoryRunStore } from "../runs/in-memory-store.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { Runner } from "../runs/runner.js";
@@ -706,14 +707,19 @@ describe("GraphRuntime", () => {
     const denied = await runtime.triggerAndWait("default", {}, narrow, { timeoutSeconds: 10 });
     expect(denied).toMatchObject({ status: "failed", error: { code: "PERMISSION_DENIED" } });
     expect(denied.error?.message).toMatch(/do not allow agent "secret_agent"/);
-    // Without the graph's own agent the run is refused before any node.
-    const none = await runtime.triggerAndWait(
-      "default",
-      {},
-      ExecContext.create({ permissions: { allowedAgents: [] } }),
-      { timeoutSeconds: 10 },
+    // Without the graph's own agent the trigger is refused before anything is enqueued.
+    const none = await rejection(
+      runtime.triggerAndWait(
+        "default",
+        {},
+        ExecContext.create({ permissions: { allowedAgents: [] } }),
+        {
+          timeoutSeconds: 10,
+        },
+      ),
     );
-    expect(none).toMatchObject({ status: "failed", error: { code: "PERMISSION_DENIED" } });
+    expect(none.code).toBe("PERMISSION_DENIED");
+    expect(none.message).toMatch(/do not allow graph "guarded"/);
     const policed = make({
       graph,
       runtime: agents,

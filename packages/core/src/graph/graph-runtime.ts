@@ -1,6 +1,7 @@
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { requireObjectOptions } from "../internal/object-options.js";
+import { safeListener } from "../internal/report.js";
 import { RunStatus, type RunRecord } from "../runs/types.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import {
@@ -26,6 +27,7 @@ import { buildStreams, entryPointInfos, streamCounters, type Stream } from "./en
 import { ExecutionWatcher } from "./execution-watcher.js";
 import { graphHandler, handlerRuntime } from "./graph-handler.js";
 import { SessionSigner } from "./session-signer.js";
+import { checkStartState } from "./session-start.js";
 import { SharedState } from "./shared-state.js";
 import type { Graph } from "./types.js";
 
@@ -58,6 +60,8 @@ export class GraphRuntime {
   readonly #admission: AdmissionScope;
   #running = false;
   #published = 0;
+  /** The `onError` option, safe to call from timers and event callbacks. */
+  readonly #report: (err: unknown) => void;
 
   constructor(options: GraphRuntimeOptions) {
     const o = parseOrThrow(
@@ -68,6 +72,7 @@ export class GraphRuntime {
       "Pass { graph: defineGraph(...), runtime: AgentRuntime, queue: RunQueue, entryPoints?, tools?, memory?, policy?, concurrency?, leaseSeconds?, heartbeatSeconds?, runner? or traceSink? }.",
     );
     this.#o = o;
+    this.#report = safeListener(o.onError, "the GraphRuntime's onError");
     this.graph = o.graph;
     this.#nodeIds = new Set(o.graph.nodeIds);
     this.#executor = new GraphExecutor(o.graph, {
@@ -186,7 +191,11 @@ export class GraphRuntime {
     );
   }
 
-  /** Triggers the webhook entry point whose path is `path` with `body` as start state. */
+  /**
+   * Triggers the webhook entry point whose path is `path` with `body` (the parsed JSON object;
+   * `null`/`undefined`: an empty state) as start state. INVALID_INPUT for anything else (a raw
+   * `Buffer`, a `Map`…), whose data would be lost.
+   */
   async handleWebhook(
     path: string,
     body: unknown,
@@ -199,6 +208,7 @@ export class GraphRuntime {
     if (stream === undefined) {
       throw new NervaError(ErrorCode.NOT_FOUND, `No webhook entry point has path "${path}".`);
     }
+    if (body !== undefined && body !== null) checkStartState(body, "body");
     return this.trigger(stream.ep.id, (body ?? {}) as Record<string, unknown>, ctx, options);
   }
 
@@ -362,7 +372,7 @@ export class GraphRuntime {
   }
 
   #error(err: unknown): void {
-    this.#o.onError?.(err);
+    this.#report(err);
   }
 }
 

@@ -11,7 +11,7 @@ import type { AgentRuntime } from "../runtime/types.js";
 import type { ToolManager } from "../tools/types.js";
 import type { JsonValue } from "../types/agent.js";
 import type { TokenUsageWire } from "../types/usage.js";
-import { GraphRunEvent, nodeStepKey } from "./run-events.js";
+import { GraphRunEvent, nodeRunKey } from "./run-events.js";
 import type { InputRequest, NodeContext, SharedStateView } from "./types.js";
 
 /** What nodes reach besides the state: the primitives a graph runtime was built with. */
@@ -68,8 +68,9 @@ function snapshotJson(s: GraphSnapshot): Record<string, JsonValue> {
 }
 
 /**
- * The context of one node visit. Questions (`input`) are keyed by the visit (`review#2`, then
- * `review#2#2`…), so a re-run node finds its earlier answers. Built for every visit, so the kit
+ * The context of one node visit. Questions (`input`) are keyed by the visit (`$node/review#2`,
+ * then `$node/review#2#2`…), so a re-run node finds its earlier answers; its steps are
+ * `$node/review#2/<key>`. Built for every visit, so the kit
  * is made on first use only.
  */
 class VisitContext implements NodeContext {
@@ -98,7 +99,7 @@ class VisitContext implements NodeContext {
     this.runtime = scope.deps.runtime;
     this.stateKeys = scope.stateKeys;
     this.shared = scope.shared;
-    this.#key = nodeStepKey(scope.nodeId, scope.visit);
+    this.#key = nodeRunKey(scope.nodeId, scope.visit);
     this.#active = scope.run instanceof ActiveRun ? scope.run : null;
   }
 
@@ -165,7 +166,9 @@ class VisitContext implements NodeContext {
   }
 
   step<T>(stepKey: string, fn: () => T | Promise<T>): Promise<T> {
-    return this.#scope.run.step(`${this.#key}/${stepKey}`, fn);
+    const active = this.#active;
+    if (active === null) return this.#scope.run.step(stepKey, fn);
+    return active.nestedStep(this.#key, stepKey, fn);
   }
 
   async #ask<T>(request: InputRequest, error: string | null): Promise<T> {

@@ -1,9 +1,10 @@
 import type { ExecContext } from "../context/exec-context.js";
-import type { RunContext } from "../runs/run-context.js";
+import { ErrorCode, NervaError } from "../errors.js";
+import { ActiveRun, type RunContext } from "../runs/run-context.js";
 import type { JsonValue } from "../types/agent.js";
 import { GraphFailure, isUnwind, nodeFailure } from "./failure.js";
 import { createNodeContext, type GraphDeps, type GraphSnapshot } from "./node-context.js";
-import { GraphRunEvent } from "./run-events.js";
+import { GraphRunEvent, nodeRunKey } from "./run-events.js";
 import type { Graph, GraphNode, GraphState, SharedStateView } from "./types.js";
 
 /** One visit of one node: what it runs with. */
@@ -60,6 +61,25 @@ export async function visitNode<S extends GraphState>(v: NodeVisit<S>): Promise<
   } finally {
     exec.dispose();
   }
+}
+
+/**
+ * Runs visit `visit` of node `id` as its step, keyed `$node/id#visit`: a key users cannot give,
+ * so their own steps never take a visit's place (or a visit theirs).
+ */
+export function visitStep<T>(
+  run: RunContext,
+  id: string,
+  visit: number,
+  fn: () => Promise<T>,
+): Promise<T> {
+  if (!(run instanceof ActiveRun)) {
+    throw new NervaError(
+      ErrorCode.INVALID_STATE,
+      `Node "${id}" must execute inside a Runner's durable run (ctx.run of a claimed run): run the graph through createGraphRuntime, or register it as a handler of a Runner.`,
+    );
+  }
+  return run.derivedStep(nodeRunKey(id, visit), fn);
 }
 
 /** Runs `fn` (a node's step); a failure is written as NODE_FAILED and thrown as GraphFailure. */

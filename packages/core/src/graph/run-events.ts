@@ -10,15 +10,23 @@ export const GraphRunEvent = {
 } as const;
 export type GraphRunEvent = (typeof GraphRunEvent)[keyof typeof GraphRunEvent];
 
-/** The step key of a node visit: `review#2`. */
+/** How a node visit is named in a path: `review#2` (the second visit of `review`). */
 export function nodeStepKey(nodeId: string, visit: number): string {
   return `${nodeId}#${visit}`;
 }
 
-const NODE_KEY = /^([A-Za-z_][A-Za-z0-9_-]{0,63})#([1-9][0-9]*)$/;
+/**
+ * The run key of a node visit (its step, and the pause of its questions): `$node/review#2`.
+ * Under `$`, where keys users give to `ctx.run.step` or `waitForInput` cannot reach.
+ */
+export function nodeRunKey(nodeId: string, visit: number): string {
+  return `$node/${nodeStepKey(nodeId, visit)}`;
+}
 
-/** The node and visit of a node step key (or of a pause key `review#2#3`), or `null`. */
+const NODE_KEY = /^\$node\/([A-Za-z_][A-Za-z0-9_-]{0,63})#([1-9][0-9]*)(?:#[1-9][0-9]*)?$/;
+
+/** The node and visit of a node run key (or of a pause key `$node/review#2#3`), or `null`. */
 export function parseNodeKey(key: string): { nodeId: string; visit: number } | null {
-  const m = NODE_KEY.exec(key) ?? NODE_KEY.exec(key.replace(/#[1-9][0-9]*$/, ""));
+  const m = NODE_KEY.exec(key);
   return m === null ? null : { nodeId: m[1] as string, visit: Number(m[2]) };
 }

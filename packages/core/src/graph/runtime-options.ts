@@ -9,6 +9,7 @@ import type { ToolManager } from "../tools/types.js";
 import { isTraceSink, type TraceSink } from "../tracing/sink.js";
 import { EntryPointSchema } from "./entry-points.js";
 import { SharedStateOptionsSchema } from "./shared-state.js";
+import { isDefinedGraph } from "./define-graph.js";
 import type { Graph } from "./types.js";
 
 const positiveSeconds = z.number().positive().finite();
@@ -20,10 +21,7 @@ const obj = <T>(check: (v: Record<string, unknown>) => boolean, message: string)
 
 export const GraphRuntimeOptionsSchema = z
   .object({
-    graph: obj<Graph>(
-      (v) => v.nodes instanceof Map && typeof v.name === "string",
-      "must be a graph made by defineGraph",
-    ),
+    graph: z.custom<Graph>(isDefinedGraph, "must be a graph made by defineGraph"),
     /** The runtime agent nodes invoke handlers through (in-process, subprocess, container...). */
     runtime: obj<AgentRuntime>(
       (v) => typeof v.invoke === "function" && typeof v.handlerNames === "function",

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { ErrorCode, NervaError } from "../errors.js";
+import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import type { JsonValue } from "../types/agent.js";
 import type { GraphExecutor, GraphStart } from "./executor.js";
 import { verifySession } from "./session-state.js";
@@ -17,6 +17,29 @@ export interface StartPlan {
 }
 
 /**
+ * Throws INVALID_INPUT unless `value` is a plain object (a `Buffer`, a `Map` or a class instance
+ * would be read as an empty state, and its data lost). `label` names it ("input", "body").
+ */
+export function checkStartState(value: unknown, label: string): void {
+  const proto: unknown =
+    typeof value === "object" && value !== null ? Object.getPrototypeOf(value) : undefined;
+  if (proto === Object.prototype || proto === null) return;
+  const what =
+    value === null || typeof value !== "object"
+      ? typeof value === "object"
+        ? "null"
+        : typeof value
+      : Buffer.isBuffer(value)
+        ? "a Buffer (parse it first, e.g. JSON.parse(body.toString()))"
+        : Array.isArray(value)
+          ? "an array"
+          : `a ${(value as object).constructor?.name ?? "non-plain object"}`;
+  throw new NervaError(ErrorCode.INVALID_INPUT, `Invalid ${label}: got ${what}. ${FIX_STATE}`, {
+    issues: [{ path: label, message: "must be a plain JSON object" }],
+  });
+}
+
+/**
  * The start of an execution: a fresh state at `entryNode`, or a verified sessionState resumed at
  * its paused node with `input` merged into its state (the paused input node's key, when `input`
  * has it, is that node's answer).
@@ -29,11 +52,7 @@ export async function planStart(
   sessionState: unknown,
   key: () => Promise<Buffer>,
 ): Promise<StartPlan> {
-  if (typeof input !== "object" || input === null || Array.isArray(input)) {
-    throw new NervaError(ErrorCode.INVALID_INPUT, `Invalid input: ${FIX_STATE}`, {
-      issues: [{ path: "input", message: "must be an object" }],
-    });
-  }
+  checkStartState(input, "input");
   if (sessionState === undefined) {
     return {
       payload: { state: executor.parseState(input, "input"), node: entryNode },
@@ -51,7 +70,17 @@ export async function planStart(
   }
   const writes = node.kind === "input" ? node.writes?.[0] : undefined;
   const given = input as Record<string, unknown>;
-  const answer = writes !== undefined && writes in given ? (given[writes] as JsonValue) : undefined;
+  let answer = writes !== undefined && writes in given ? (given[writes] as JsonValue) : undefined;
+  if (answer !== undefined && node.inputSchema !== undefined) {
+    // Refused here, before the paused execution is ended for this resume.
+    answer = parseOrThrow(
+      node.inputSchema,
+      answer,
+      ErrorCode.INVALID_INPUT,
+      `input.${writes as string}`,
+      `Send the answer node "${s.node}" asks for.`,
+    ) as JsonValue;
+  }
   const rest = { ...given };
   if (writes !== undefined) delete rest[writes];
   const state = executor.parseState({ ...s.state, ...rest }, "input");
@@ -68,7 +97,7 @@ export async function planStart(
       usage: s.usage,
       ...(answer === undefined ? {} : { answer }),
     },
-    idempotencyKey: `session:${digest}`,
+    idempotencyKey: `$session:${digest}`,
     supersedes: s.executionId,
   };
 }

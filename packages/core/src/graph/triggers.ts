@@ -1,4 +1,5 @@
-import type { EntryPoint } from "./entry-points.js";
+import { ErrorCode, NervaError, messageOf } from "../errors.js";
+import type { EntryPoint, TriggerSource } from "./entry-points.js";
 import type { GraphEvent } from "./events.js";
 import type { GraphRuntime } from "./graph-runtime.js";
 import { nextSlot, parseCron, type Cron } from "./schedule.js";
@@ -15,7 +16,7 @@ const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * The timer and event entry points of a graph runtime. Timers fire once per schedule slot across
- * every process sharing the store: each slot's execution has the idempotency key `timer:<slot>`.
+ * every process sharing the store: each slot's execution has the idempotency key `$timer:<slot>`.
  * Event entry points trigger on typed events, never for an execution their own entry point
  * caused (directly or through other event entry points), at most `maxDepth` hops deep.
  */
@@ -74,8 +75,29 @@ export class Triggers {
   }
 
   #fire(t: Timer, slot: number): void {
-    const input = t.ep.input?.({ type: "timer", slot }) ?? {};
+    const input = this.#input(t.ep, { type: "timer", slot });
+    if (input === null) return;
     this.#runtime.triggerSlot(t.ep, slot, input).catch((err: unknown) => this.#onError(err));
+  }
+
+  /**
+   * The start state `ep.input` makes of `source`, or `null` when it threw: the error goes to
+   * `onError` (never on into the timer or event callback, where it would end the process) and
+   * this firing starts nothing.
+   */
+  #input(ep: EntryPoint, source: TriggerSource): Record<string, unknown> | null {
+    try {
+      return ep.input?.(source) ?? {};
+    } catch (err) {
+      this.#onError(
+        new NervaError(
+          ErrorCode.INVALID_INPUT,
+          `Entry point "${ep.id}": its input(${source.type === "timer" ? `{ slot: ${source.slot} }` : `event ${source.event.type}`}) threw "${messageOf(err)}", so this ${source.type} started nothing. Make input() return the start state without throwing.`,
+          { cause: err, issues: [{ path: `entryPoints.${ep.id}.input`, message: "threw" }] },
+        ),
+      );
+      return null;
+    }
   }
 
   /** Called with every event the runtime publishes. */
@@ -93,7 +115,8 @@ export class Triggers {
       // The loop guard: this entry point already caused the execution the event comes from.
       if (chain.includes(ep.id) || event.entryPoint === ep.id || chain.length >= trigger.maxDepth)
         continue;
-      const input = ep.input?.({ type: "event", event }) ?? {};
+      const input = this.#input(ep, { type: "event", event });
+      if (input === null) continue;
       this.#runtime.triggerFromEvent(ep, event, input).catch((err: unknown) => this.#onError(err));
     }
   }

@@ -2,6 +2,7 @@
 // How a request's identity is resolved with them is in identity.ts.
 import { z } from "zod";
 import { ErrorCode, parseOrThrow } from "../errors.js";
+import { safeListener } from "../internal/report.js";
 import { Permissions, type PermissionsInit } from "../types/permissions.js";
 import { SCOPES, type Scope } from "../types/status.js";
 import type { IncomingMessage } from "node:http";
@@ -171,6 +172,16 @@ export const consoleLogger: NervaLogger = Object.freeze({
   },
 });
 
+/** `logger` made safe to call from a response's `close` event: a throw becomes one warning. */
+function safeLogger(logger: NervaLogger): NervaLogger {
+  const error = safeListener(
+    (message: unknown, fields: Readonly<Record<string, unknown>>) =>
+      logger.error(message as string, fields),
+    "the bridge's logger",
+  );
+  return { error };
+}
+
 function reportTo(logger: NervaLogger | null): HttpErrorListener {
   if (logger === null) return () => undefined;
   return (error, requestId) =>
@@ -191,7 +202,7 @@ export function parseHttpOptions<Req>(options: NervaHttpOptions<Req> = {}): Reso
     "options",
     "See NervaHttpOptions: resolve(req) function, requireAuth/trustIdentityHeaders/trustRequestId booleans, timeoutSeconds > 0, memoryScope user|session|agent|global.",
   );
-  const logger = o.logger === false ? null : (o.logger ?? consoleLogger);
+  const logger = o.logger === false ? null : safeLogger(o.logger ?? consoleLogger);
   return Object.freeze({
     resolve: o.resolve as ResolveIdentity<never> | undefined,
     traceSink: o.traceSink ?? null,
@@ -207,7 +218,8 @@ export function parseHttpOptions<Req>(options: NervaHttpOptions<Req> = {}): Reso
     anonymousPermissions:
       o.anonymousPermissions === undefined ? ANONYMOUS : Permissions.create(o.anonymousPermissions),
     cancelOnDisconnect: o.cancelOnDisconnect,
-    onError: o.onError ?? reportTo(logger),
+    // Called from request and stream callbacks: an onError that throws must not end the process.
+    onError: safeListener(o.onError ?? reportTo(logger), "the bridge's onError"),
     logger,
   });
 }

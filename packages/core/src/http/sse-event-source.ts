@@ -1,6 +1,7 @@
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
 import { jsonLimitViolation } from "../internal/json-limits.js";
+import { safeListener } from "../internal/report.js";
 import { toHttpError } from "./status.js";
 
 /**
@@ -101,6 +102,8 @@ export class SSEEventSource implements AsyncIterableIterator<SSEStreamEvent> {
   readonly #source: AsyncIterable<unknown>;
   readonly #iterator: AsyncIterator<unknown>;
   readonly #options: SSEEventSourceOptions;
+  /** `options.onError`, safe to call from the stream's pull (a throw there is not the reader's). */
+  readonly #report: (err: unknown) => void;
   #outcome: SSEOutcome | null = null;
   #wake: ((value: typeof CANCELLED) => void) | null = null;
 
@@ -108,6 +111,7 @@ export class SSEEventSource implements AsyncIterableIterator<SSEStreamEvent> {
     this.#source = source;
     this.#iterator = source[Symbol.asyncIterator]();
     this.#options = options;
+    this.#report = safeListener(options.onError, "the SSE event source's onError");
   }
 
   /** How the stream ended, once it did: `null` while events may still come. */
@@ -149,7 +153,7 @@ export class SSEEventSource implements AsyncIterableIterator<SSEStreamEvent> {
       // source may still be producing: it is stopped as a client that left would stop it.
       if (!fromSource) this.#stopSource("the stream failed");
       const { status, body } = toHttpError(err, requestId);
-      this.#options.onError?.(err);
+      this.#report(err);
       return { done: false, value: { type: "error", data: JSON.stringify({ status, ...body }) } };
     }
   }

@@ -34,13 +34,15 @@ export interface RunContext {
   /**
    * Runs `fn` once and commits its JSON result before returning it. Any later execution of the
    * run, on any worker, gets the committed value without running `fn`. A key used twice in one
-   * execution becomes `key#2`, `key#3`…
+   * execution becomes `key#2`, `key#3`…; so a key has no `#` (and does not start with `$`):
+   * INVALID_INPUT otherwise.
    */
   step<T>(key: string, fn: () => T | Promise<T>): Promise<T>;
   /**
    * The answer given to `queue.resume(id, value, { key })`. Without one yet, the run pauses,
    * this call throws (let it propagate: the handler unwinds) and the lease is released; after
    * the resume the handler runs again, its committed steps skipped, and this call returns.
+   * The key follows the rules of step keys; used again, it becomes `key#2`, `key#3`…
    */
   waitForInput<T = JsonValue>(key: string, options?: WaitForInputOptions): Promise<T>;
   /** Saves a state that later executions read with {@link lastCheckpoint}. */
@@ -59,14 +61,29 @@ export class RunPaused extends Error {
   }
 }
 
-const KEY_FIX = 'Use a short, stable name such as "load-order" (not starting with "$").';
+const KEY_FIX = 'Use a short, stable name such as "load-order" or "load-order-2".';
 
+/**
+ * Checks a key a user gave (step, input). Keys Nerva derives live where these cannot reach: a
+ * key used again gets `#2`, `#3`… and Nerva's own keys start with `$`, so a user key has no
+ * `#` and does not start with `$`.
+ */
 function checkKey(key: unknown, label: string): string {
-  if (typeof key !== "string" || key.length === 0 || key.length > 200 || key.startsWith("$")) {
+  if (
+    typeof key !== "string" ||
+    key.length === 0 ||
+    key.length > 200 ||
+    key.startsWith("$") ||
+    key.includes("#")
+  ) {
     throw new NervaError(
       ErrorCode.INVALID_INPUT,
-      `Invalid ${label}: must be a string of 1-200 characters not starting with "$" (got ${JSON.stringify(key)}). ${KEY_FIX}`,
-      { issues: [{ path: label, message: "must be 1-200 characters, not starting with $" }] },
+      `Invalid ${label} ${JSON.stringify(key)}: must be a string of 1-200 characters without "#" and not starting with "$" (both are reserved for the keys Nerva derives: a key used again becomes key#2). ${KEY_FIX}`,
+      {
+        issues: [
+          { path: label, message: 'must be 1-200 characters, without "#", not starting with "$"' },
+        ],
+      },
     );
   }
   return key;
@@ -133,8 +150,16 @@ export class ActiveRun implements RunContext {
     this.#checkpoint = claimed.checkpoint;
   }
 
-  async step<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
-    try {
+  step<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+    return this.nestedStep(null, key, fn);
+  }
+
+  /**
+   * `step` with the user's `key` under a derived `prefix` (`$node/review#2/key` for a graph
+   * node's `ctx.step`), or alone when `prefix` is `null`.
+   */
+  nestedStep<T>(prefix: string | null, key: string, fn: () => T | Promise<T>): Promise<T> {
+    return this.#guard(async () => {
       checkKey(key, "step key");
       if (typeof fn !== "function") {
         throw new NervaError(
@@ -143,14 +168,19 @@ export class ActiveRun implements RunContext {
           { issues: [{ path: "fn", message: "must be a function" }] },
         );
       }
-      return await this.memo<T>(this.unique("s", key), fn);
-    } catch (err) {
-      this.note(err);
-      throw err;
-    }
+      return this.memo<T>(this.unique("s", prefix === null ? key : `${prefix}/${key}`), fn);
+    });
   }
 
-  /** `step` without the key rules, for the Runner's own `$` keys. */
+  /**
+   * `step` for a key Nerva derives (`$`-prefixed, e.g. a graph's node visits): no user-key
+   * rules, made unique like a user key, its errors remembered like a step's.
+   */
+  derivedStep<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+    return this.#guard(() => this.memo<T>(this.unique("s", key), fn));
+  }
+
+  /** `step` without the key rules and without making the key unique, for the Runner's own keys. */
   async memo<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
     const done = this.#steps.get(key);
     if (done !== undefined) return parse<T>(done);

@@ -6,6 +6,7 @@ import { ExecContext } from "../context/exec-context.js";
 import { newRequestId } from "../context/ids.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { requireObjectOptions } from "../internal/object-options.js";
+import { safeListener } from "../internal/report.js";
 import { messageOf } from "../runtime/results.js";
 import { RunnerOptionsSchema, type RunnerOptions } from "./options.js";
 import {
@@ -89,7 +90,7 @@ export class Runner {
       Math.min(o.idleWaitSeconds ?? o.heartbeatSeconds, o.heartbeatSeconds) * 1000,
     );
     this.workerId = o.workerId ?? `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
-    this.#onError = onError ?? (() => undefined);
+    this.#onError = safeListener(onError, "the Runner's onError");
     this.#traceSink = o.traceSink ?? null;
     this.#attempt = {
       store: this.#store,

@@ -382,6 +382,25 @@ export function describeBridgeContract(
           await sleep(50);
           expect(lines).toHaveLength(1);
         });
+        // A logger that throws is called from the response's close event: the throw must not
+        // escape there (it would end the process); the server goes on answering.
+        let calls = 0;
+        const broken = {
+          error: () => {
+            calls++;
+            throw new Error("the log shipper is down");
+          },
+        };
+        await withServer(firstPlacement, { logger: broken }, async (base) => {
+          const res = await crash(base);
+          expect(res.status).toBe(502);
+          await res.text();
+          for (let i = 0; i < 100 && calls === 0; i++) await sleep(10);
+          expect(calls).toBe(1);
+          const again = await crash(base);
+          expect(again.status).toBe(502);
+          await again.text();
+        });
       });
 
       it("answers 422 when no agent may take an anonymous request", async () => {
