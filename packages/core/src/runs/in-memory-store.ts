@@ -12,6 +12,7 @@ import type {
 import {
   appendEvent,
   cancelRun,
+  closedStore,
   checkFence,
   claimRun,
   createRun,
@@ -106,6 +107,7 @@ export class InMemoryRunStore implements RunStore {
   }
 
   async claim(request: ClaimRequest): Promise<ClaimedRun | null> {
+    if (this.#closed) throw closedStore();
     const deadline = Date.now() + request.waitMs;
     for (;;) {
       if (this.#closed || request.signal?.aborted === true) return null;

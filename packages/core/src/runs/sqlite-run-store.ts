@@ -30,6 +30,7 @@ import type {
 } from "./store.js";
 import {
   cancelRun,
+  closedStore,
   claimRun,
   createRun,
   finishRun,
@@ -171,6 +172,7 @@ export class SqliteRunStore implements RunStore {
   }
 
   async claim(request: ClaimRequest): Promise<ClaimedRun | null> {
+    if (this.#closed) throw closedStore();
     const deadline = Date.now() + request.waitMs;
     const take = (now: number): ClaimedRun | null | "again" => {
       const row = this.#s.next.get(request.queue, now) as RunRow | undefined;

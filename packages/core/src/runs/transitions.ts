@@ -431,3 +431,14 @@ export function runNotFound(runId: string): NervaError {
     { details: { runId } },
   );
 }
+
+/**
+ * The INVALID_STATE error of a claim on a closed store: a claim that returned `null` at once
+ * would make a Runner on a closed store spin without pause.
+ */
+export function closedStore(): NervaError {
+  return new NervaError(
+    ErrorCode.INVALID_STATE,
+    "This run store is closed: stop the Runner (runner.stop()) before closing its store.",
+  );
+}

@@ -124,6 +124,19 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       expect((await store.list({ queue: "contract", limit: 100 })).runs).toHaveLength(2);
     });
 
+    it("refuses a claim on a closed store (INVALID_STATE) instead of answering none at once", async () => {
+      const { store } = await make();
+      await store.close();
+      const claimed = store.claim({
+        queue: "q",
+        workerId: "w",
+        leaseMs: 1000,
+        waitMs: 1000,
+        heartbeatMs: 100,
+      });
+      expect((await rejection(claimed)).code).toBe(ErrorCode.INVALID_STATE);
+    });
+
     it("claims by priority, then by availableAt, and honours delays", async () => {
       const { store } = await make();
       const late = await store.create(newRun({ priority: 5 }));

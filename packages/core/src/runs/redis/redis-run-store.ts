@@ -22,6 +22,7 @@ import {
   cancelRun,
   checkFence,
   createRun,
+  closedStore,
   finishRun,
   heartbeatRun,
   leaseLost,
@@ -208,7 +209,7 @@ export class RedisRunStore implements RunStore {
   // ---- worker side -----------------------------------------------------------------------
 
   async claim(request: ClaimRequest): Promise<ClaimedRun | null> {
-    if (this.#closed) return null;
+    if (this.#closed) throw closedStore();
     return this.#delivery.claim(request, (job, token) => this.#take(job, token, request));
   }
 
