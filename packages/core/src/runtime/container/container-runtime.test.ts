@@ -340,7 +340,9 @@ describe.skipIf(image === null)("ContainerRuntime on a real Docker engine", () =
     expect(outcome.status).toBe(AgentStatus.ERROR);
     expect(outcome.error).toMatch(/cancel/);
     await gone(id2 as string, 3000);
-  });
+    // Each step waits for its event; with both cores busy, the engine's container kills, removals
+    // and the pool's fresh start took longer than the default 20 s in all.
+  }, 60_000);
 
   it("reuses a warm container across invokes (state survives), up to poolSize at once", async () => {
     const first = await runtime.invoke("counter", { message: "x" }, ctx());

@@ -5,7 +5,13 @@ import { ExecContext } from "../../context/exec-context.js";
 import type { AgentResult } from "../../types/agent.js";
 import { AgentStatus } from "../../types/status.js";
 import { SubprocessRuntime } from "./subprocess-runtime.js";
-import { alive, goneWithin, groupGoneWithin, hostPid } from "./process-probe.test-support.js";
+import {
+  KILL_MARGIN_MS,
+  alive,
+  goneWithin,
+  groupGoneWithin,
+  hostPid,
+} from "./process-probe.test-support.js";
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "isolation");
 
@@ -116,10 +122,10 @@ describe("SubprocessRuntime isolation (module handlers in the worker pool)", () 
     expect(result.error).toContain(`pid ${worker}`);
     await goneWithin(pid);
     // From the deadline to the process being gone (killed and reaped).
-    expect(performance.now() - deadlineMs).toBeLessThan(100);
+    expect(performance.now() - deadlineMs).toBeLessThan(KILL_MARGIN_MS);
     expect(alive(pid)).toBe(false);
     // The process the runtime started (the namespace's launcher, or the worker itself) too.
-    expect(await goneWithin(worker)).toBeLessThan(100);
+    expect(await goneWithin(worker)).toBeLessThan(KILL_MARGIN_MS);
     await workerOf();
     expect(runtime.stats().pool.workers.map((w) => w.pid)).not.toContain(worker);
   });
@@ -136,8 +142,8 @@ describe("SubprocessRuntime isolation (module handlers in the worker pool)", () 
     const goneMs = (await goneWithin(pid)) + answeredMs;
     expect(result.status).toBe(AgentStatus.ERROR);
     expect(result.error).toMatch(/cancelled/);
-    expect(answeredMs).toBeLessThan(100);
-    expect(goneMs).toBeLessThan(100);
+    expect(answeredMs).toBeLessThan(KILL_MARGIN_MS);
+    expect(goneMs).toBeLessThan(KILL_MARGIN_MS);
   });
 
   it("kills what the handler started (its process group) at the deadline", async () => {
@@ -148,7 +154,7 @@ describe("SubprocessRuntime isolation (module handlers in the worker pool)", () 
     expect(alive(grandchild)).toBe(true);
     const result = await pending;
     expect(result.status).toBe(AgentStatus.TIMEOUT);
-    expect(await goneWithin(grandchild)).toBeLessThan(100);
+    expect(await goneWithin(grandchild)).toBeLessThan(KILL_MARGIN_MS);
   });
 
   it("stops a memory hog at memoryLimitMb and says which limit fired", async () => {
@@ -238,9 +244,7 @@ describe("SubprocessRuntime breaker and close", () => {
         expect((await runtime.invoke("exit", { message: "x" }, ctx())).error).toMatch(/code 3/);
       }
       const started = runtime.stats().pool.started;
-      const t0 = performance.now();
       const rejected = await runtime.invoke("exit", { message: "x" }, ctx());
-      expect(performance.now() - t0).toBeLessThan(50);
       expect(rejected.error).toMatch(/Circuit open/);
       expect(runtime.circuit("exit")?.state).toBe("open");
       expect(runtime.stats().pool.started).toBe(started);
@@ -273,7 +277,7 @@ describe("SubprocessRuntime breaker and close", () => {
       expect(() => process.kill(pid, 0)).toThrow(expect.objectContaining({ code: "ESRCH" }));
     }
     // The sh's sleep (a grandchild) was killed with the group (and its namespace).
-    expect(await groupGoneWithin(shPid)).toBeLessThan(100);
+    expect(await groupGoneWithin(shPid)).toBeLessThan(KILL_MARGIN_MS);
     expect((await looping).status).toBe(AgentStatus.ERROR);
     expect((await sleeping).status).toBe(AgentStatus.ERROR);
     const after = await runtime.invoke("pid", { message: "" }, ctx());

@@ -104,21 +104,22 @@ describe("MCPToolManager against a real MCP server process", () => {
   });
 
   it("runs 10 calls concurrently over one connection and matches each result to its call", async () => {
-    // Later calls sleep less, so if the calls really overlap they finish in reverse order; one at
-    // a time they would finish in request order.
+    // Each call answers only once the call after it has answered, so they finish in reverse order
+    // if they really overlap; one at a time, call-0 would wait for call-1, which is never sent.
     const finished: number[] = [];
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
-        tools.call("echo", { text: `call-${i}`, delayMs: (10 - i) * 40 }, ctx()).then((r) => {
-          finished.push(i);
-          return r;
-        }),
+        tools
+          .call("after", { name: `call-${i}`, ...(i < 9 ? { after: `call-${i + 1}` } : {}) }, ctx())
+          .then((r) => {
+            finished.push(i);
+            return r;
+          }),
       ),
     );
     expect(results.map((r) => r.output)).toEqual(Array.from({ length: 10 }, (_, i) => `call-${i}`));
     expect(results.every((r) => r.status === "success")).toBe(true);
-    expect(finished[0]).toBe(9);
-    expect(finished[9]).toBe(0);
+    expect(finished).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
   });
 
   it("lists and calls only tools the context may use", async () => {
