@@ -40,7 +40,7 @@ describeExampleMain("NestJS example main", {
   ],
   beforeRun: () => {
     for (const pkg of ["packages/core", "packages/nestjs", "apps/example-kit"]) {
-      const dist = join(appDir, "../..", pkg, "dist/index.js");
+      const dist = join(appDir, "../..", pkg, "dist/esm/index.js");
       if (!existsSync(dist)) throw new Error(`${dist} is missing: run \`pnpm build\` first.`);
     }
   },
