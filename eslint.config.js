@@ -27,7 +27,7 @@ export const packageBoundaryRules = {
 };
 
 export default tseslint.config(
-  { ignores: ["**/dist/**", "**/.tshy/**", "**/.tshy-build/**", "**/node_modules/**", "**/.turbo/**", "coverage/**"] },
+  { ignores: ["**/dist/**", "**/.tshy/**", "**/.tshy-build/**", "test/consumers/apps/**", "**/node_modules/**", "**/.turbo/**", "coverage/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
