@@ -3,7 +3,8 @@
 // are in ./apps; their "@nerva/*" dependencies are replaced by the tarballs. npm's cache lives in
 // node_modules/.cache, so a second run downloads nothing; the registry is the only thing needed.
 import { execFile } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,7 +32,10 @@ async function run(cmd: string, args: string[], cwd: string): Promise<string> {
     return stdout;
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`${cmd} ${args.join(" ")} failed in ${cwd}\n${e.stdout ?? ""}\n${e.stderr ?? e.message}`);
+    throw new Error(
+      `${cmd} ${args.join(" ")} failed in ${cwd}\n${e.stdout ?? ""}\n${e.stderr ?? e.message}`,
+      { cause: err },
+    );
   }
 }
 
@@ -59,7 +63,10 @@ function expectAnswers(out: string): void {
     anonymous: { status: number; body: { error: { code: string; requestId: string } } };
     story: { type: string; body: string };
   };
-  expect(result.me).toEqual({ status: 200, body: { user: "alice", text: "alice asked: who am I" } });
+  expect(result.me).toEqual({
+    status: 200,
+    body: { user: "alice", text: "alice asked: who am I" },
+  });
   expect(result.anonymous.status).toBe(401);
   expect(result.anonymous.body.error.code).toBe("UNAUTHENTICATED");
   expect(result.anonymous.body.error.requestId).toMatch(/^[0-9a-f-]{36}$/);
@@ -71,7 +78,11 @@ function expectAnswers(out: string): void {
 
 beforeAll(async () => {
   // The same script README.md tells users to run.
-  const out = await run(process.execPath, [join(root, "scripts/pack.mjs"), join(work, "tarballs")], root);
+  const out = await run(
+    process.execPath,
+    [join(root, "scripts/pack.mjs"), join(work, "tarballs")],
+    root,
+  );
   for (const line of out.trim().split("\n")) {
     const packed = JSON.parse(line) as { name: string; filename: string };
     tarballs.set(packed.name, packed.filename);
@@ -79,7 +90,8 @@ beforeAll(async () => {
   expect([...tarballs.keys()].sort()).toEqual(PACKAGES.map((p) => `@nerva/${p}`).sort());
 }, 5 * MINUTES);
 
-afterAll(() => rmSync(work, { recursive: true, force: true }));
+// Six installs: removing them takes a while on a busy machine.
+afterAll(() => rm(work, { recursive: true, force: true }), 5 * MINUTES);
 
 describe("the packed tarballs", () => {
   it("carry LICENSE, README and both builds, and no source condition or sources", async () => {
@@ -89,11 +101,16 @@ describe("the packed tarballs", () => {
       expect(files, name).toContain("package/README.md");
       expect(files, name).toContain("package/dist/esm/index.js");
       expect(files, name).toContain("package/dist/commonjs/index.js");
-      expect(files.filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts")), name).toEqual([]);
-      const manifest = await run("tar", ["-xzOf", tarball, "package/package.json"], work);
-      expect(manifest, name).not.toContain("@nerva/source");
-      expect(manifest, name).not.toContain("workspace:");
-      expect(JSON.parse(manifest).license, name).toBe("MIT");
+      expect(
+        files.filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts")),
+        name,
+      ).toEqual([]);
+      const text = await run("tar", ["-xzOf", tarball, "package/package.json"], work);
+      const manifest = JSON.parse(text) as { exports: unknown; license: string };
+      expect(JSON.stringify(manifest.exports), name).toContain('"require":');
+      expect(JSON.stringify(manifest.exports), name).not.toContain("@nerva/source");
+      expect(text, name).not.toContain("workspace:");
+      expect(manifest.license, name).toBe("MIT");
     }
   });
 });
@@ -104,9 +121,14 @@ describe("consumer apps installed from the tarballs", () => {
     async () => {
       const dir = await install("nest-cjs");
       await run("npm", ["run", "build"], dir);
-      const out = await run("npx", ["jest", "--config", "./test/jest-e2e.json", "--ci"], dir);
       expect(readdirSync(join(dir, "dist"))).toContain("main.js");
-      expect(out).toBeDefined();
+      const out = await run(
+        "npx",
+        ["jest", "--config", "./test/jest-e2e.json", "--ci", "--json"],
+        dir,
+      );
+      const report = JSON.parse(out) as { numPassedTests: number; numFailedTests: number };
+      expect(report).toMatchObject({ numPassedTests: 3, numFailedTests: 0 });
     },
     10 * MINUTES,
   );
@@ -152,9 +174,16 @@ describe("consumer apps installed from the tarballs", () => {
         }
       }
       // The check is not vacuous: a context typed `any` fails it.
-      writeFileSync(join(dir, "src/any.ts"), 'export const x: (0 extends 1 & any ? true : false) = false;\n');
+      writeFileSync(
+        join(dir, "src/any.ts"),
+        "export const x: (0 extends 1 & any ? true : false) = false;\n",
+      );
       await expect(
-        run(process.execPath, [join(dir, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.nodenext.json"], dir),
+        run(
+          process.execPath,
+          [join(dir, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.nodenext.json"],
+          dir,
+        ),
       ).rejects.toThrow(/src\/any\.ts/);
     },
     10 * MINUTES,
@@ -178,9 +207,13 @@ describe("consumer apps installed from the tarballs", () => {
 });
 
 describe("publishing", () => {
-  it("`pnpm publish -r --dry-run` would publish every package", async () => {
-    const out = await run("pnpm", ["publish", "-r", "--dry-run", "--no-git-checks"], root);
-    const published = [...out.matchAll(/^\+ (@nerva\/[a-z-]+)@\d+\.\d+\.\d+/gm)].map((m) => m[1]);
-    expect(published.sort()).toEqual(PACKAGES.map((p) => `@nerva/${p}`).sort());
-  }, 5 * MINUTES);
+  it(
+    "`pnpm publish -r --dry-run` would publish every package",
+    async () => {
+      const out = await run("pnpm", ["publish", "-r", "--dry-run", "--no-git-checks"], root);
+      const published = [...out.matchAll(/^\+ (@nerva\/[a-z-]+)@\d+\.\d+\.\d+/gm)].map((m) => m[1]);
+      expect(published.sort()).toEqual(PACKAGES.map((p) => `@nerva/${p}`).sort());
+    },
+    5 * MINUTES,
+  );
 });

@@ -10,7 +10,10 @@ runtime.register("story", async function* () {
   yield "upon a time.";
 });
 const orchestrator = new Orchestrator({
-  router: new RuleRouter({ rules: [{ handler: "story", keywords: ["story"] }], defaultHandler: "echo" }),
+  router: new RuleRouter({
+    rules: [{ handler: "story", keywords: ["story"] }],
+    defaultHandler: "echo",
+  }),
   runtime,
 });
 

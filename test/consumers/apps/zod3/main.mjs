@@ -12,8 +12,15 @@ const sink = createOtelSink({ spanProcessors: [new SimpleSpanProcessor(exporter)
 const model = createModel(scriptedModel({ rules: [{ when: /hi/, reply: "hello from zod 3" }] }));
 
 const runtime = new InProcessRuntime();
-runtime.register("greeter", async (input, ctx) => (await model.generate(ctx, { prompt: input.message })).text);
-const result = await runtime.invoke("greeter", { message: "hi" }, ExecContext.create({ traceSink: sink }));
+runtime.register(
+  "greeter",
+  async (input, ctx) => (await model.generate(ctx, { prompt: input.message })).text,
+);
+const result = await runtime.invoke(
+  "greeter",
+  { message: "hi" },
+  ExecContext.create({ traceSink: sink }),
+);
 
 let refused = null;
 try {

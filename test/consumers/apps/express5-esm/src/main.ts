@@ -15,7 +15,10 @@ runtime.register("story", async function* () {
   yield "upon a time.";
 });
 const orchestrator = new Orchestrator({
-  router: new RuleRouter({ rules: [{ handler: "story", keywords: ["story"] }], defaultHandler: "echo" }),
+  router: new RuleRouter({
+    rules: [{ handler: "story", keywords: ["story"] }],
+    defaultHandler: "echo",
+  }),
   runtime,
 });
 
@@ -31,7 +34,9 @@ app.get("/me", async (req, res) => {
   const result = await orchestrator.handle("who am I", ctx);
   res.json({ user: ctx.userId, text: result.text });
 });
-app.get("/story", (req, res) => sendSSE(res, orchestrator.stream("a story", req.nervaCtx), req.nervaCtx));
+app.get("/story", (req, res) =>
+  sendSSE(res, orchestrator.stream("a story", req.nervaCtx), req.nervaCtx),
+);
 app.use(nervaErrorHandler());
 
 const server = app.listen(0, "127.0.0.1", async () => {

@@ -1,4 +1,9 @@
-import { Injectable, UnauthorizedException, type CanActivate, type ExecutionContext } from "@nestjs/common";
+import {
+  Injectable,
+  UnauthorizedException,
+  type CanActivate,
+  type ExecutionContext,
+} from "@nestjs/common";
 
 // Stands in for a real auth guard: "Authorization: User <name>" sets request.user.
 @Injectable()
