@@ -71,6 +71,19 @@ describe("@nerva/core package entry", () => {
     });
   });
 
+  it("finds the container agent it ships from both builds", () => {
+    const out = node([
+      "--input-type=module",
+      "-e",
+      `import { existsSync } from "node:fs";
+       import { createRequire } from "node:module";
+       import { containerAgentPath } from "@nerva/core/container";
+       const cjs = createRequire(import.meta.url)("@nerva/core/container").containerAgentPath();
+       console.log(cjs === containerAgentPath(), existsSync(cjs), cjs.endsWith("agent.mjs"));`,
+    ]);
+    expect(out.trim()).toBe("true true true");
+  });
+
   it("exposes only the documented entry points, each built for import and require", () => {
     const pkg = JSON.parse(readFileSync(join(root, "packages/core/package.json"), "utf8"));
     for (const [subpath, target] of Object.entries<Record<string, Record<string, string>>>(
