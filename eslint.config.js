@@ -27,7 +27,17 @@ export const packageBoundaryRules = {
 };
 
 export default tseslint.config(
-  { ignores: ["**/dist/**", "**/node_modules/**", "**/.turbo/**", "coverage/**"] },
+  {
+    ignores: [
+      "**/dist/**",
+      "**/.tshy/**",
+      "**/.tshy-build/**",
+      "test/consumers/apps/**",
+      "**/node_modules/**",
+      "**/.turbo/**",
+      "coverage/**",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

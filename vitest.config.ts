@@ -1,11 +1,11 @@
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
-  // Workspace packages export their TypeScript sources under the "source" condition, so tests
+  // Workspace packages export their TypeScript sources under the "@nerva/source" condition, so tests
   // run against the code as written without a build step in between. Vitest resolves modules
   // in its SSR environment, hence both settings.
-  resolve: { conditions: ["source"] },
-  ssr: { resolve: { conditions: ["source"] } },
+  resolve: { conditions: ["@nerva/source"] },
+  ssr: { resolve: { conditions: ["@nerva/source"] } },
   test: {
     include: [
       "packages/*/src/**/*.test.ts",

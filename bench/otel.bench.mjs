@@ -256,7 +256,7 @@ async function serve(framework, variant, url) {
   }
   if (variant === "otel_encode") {
     // Converts and writes the protobuf request as the default exporter does, sends nothing.
-    const dist = new URL("packages/otel/dist/", root);
+    const dist = new URL("packages/otel/dist/esm/", root);
     const { encodeTraceRequest } = await import(new URL("otlp-proto.js", dist).href);
     const { ProtoWriter } = await import(new URL("proto-writer.js", dist).href);
     const { defaultResource } = await from("otel", "@opentelemetry/resources");

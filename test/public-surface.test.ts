@@ -351,7 +351,7 @@ describe("published tarballs", () => {
   for (const pkg of ["core", "express", "fastify", "nestjs", "ai-sdk", "cli", "otel"]) {
     it(`@nerva/${pkg} carries no tests, test support or fixtures`, () => {
       const files = packed(pkg);
-      expect(files).toContain("dist/index.js");
+      expect(files).toContain("dist/commonjs/index.js");
       const leaked = files.filter((f) =>
         /\.test\.|\.test-d\.|\.test-support\.|\/fixtures\/|\/image\/(handlers|modules|app)\//.test(
           f,

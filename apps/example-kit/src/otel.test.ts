@@ -28,12 +28,12 @@ afterAll(() => new Promise<void>((resolve) => receiver.close(() => resolve())));
 const cases = [
   [
     "express-app",
-    ["--conditions=source", "--import", "tsx", "src/main.ts"],
+    ["--conditions=@nerva/source", "--import", "tsx", "src/main.ts"],
     "nerva-express-example",
   ],
   [
     "fastify-app",
-    ["--conditions=source", "--import", "tsx", "src/main.ts"],
+    ["--conditions=@nerva/source", "--import", "tsx", "src/main.ts"],
     "nerva-fastify-example",
   ],
   // Nest's decorators need the built packages (see the NestJS app's own main test).

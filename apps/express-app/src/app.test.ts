@@ -21,7 +21,7 @@ describeExampleApp("Express example app", {
 
 describeExampleMain("Express example main", {
   appDir: join(dirname(fileURLToPath(import.meta.url)), ".."),
-  nodeArgs: ["--conditions=source", "--import", "tsx", "src/main.ts"],
+  nodeArgs: ["--conditions=@nerva/source", "--import", "tsx", "src/main.ts"],
   name: "nerva-express-example",
   runs: [{}, { NERVA_TRACE_UI: "1" }],
 });

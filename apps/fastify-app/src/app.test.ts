@@ -12,7 +12,7 @@ describeExampleApp("Fastify example app", {
 
 describeExampleMain("Fastify example main", {
   appDir: join(dirname(fileURLToPath(import.meta.url)), ".."),
-  nodeArgs: ["--conditions=source", "--import", "tsx", "src/main.ts"],
+  nodeArgs: ["--conditions=@nerva/source", "--import", "tsx", "src/main.ts"],
   name: "nerva-fastify-example",
   runs: [{}, { NERVA_TRACE_UI: "1" }],
 });

@@ -39,8 +39,12 @@ describeExampleMain("NestJS example main", {
     { PLATFORM: "fastify", NERVA_TRACE_UI: "1" },
   ],
   beforeRun: () => {
-    for (const pkg of ["packages/core", "packages/nestjs", "apps/example-kit"]) {
-      const dist = join(appDir, "../..", pkg, "dist/index.js");
+    for (const built of [
+      "packages/core/dist/esm/index.js",
+      "packages/nestjs/dist/esm/index.js",
+      "apps/example-kit/dist/index.js",
+    ]) {
+      const dist = join(appDir, "../..", built);
       if (!existsSync(dist)) throw new Error(`${dist} is missing: run \`pnpm build\` first.`);
     }
   },

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import { z } from "zod/v4";
 import { decisionError, type AgentKit, type ExecContext } from "@nerva/core";
 import type { ModelMessage } from "ai";
 import { toolsFor } from "./tools.js";

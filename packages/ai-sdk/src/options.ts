@@ -1,4 +1,4 @@
-import { z } from "zod";
+import { z } from "zod/v4";
 import { MIN_SECRET_LENGTH } from "./secrets.js";
 
 const ms = z.number().finite().nonnegative();

@@ -40,7 +40,7 @@ describe("@nerva/ai-sdk package entry", () => {
   afterAll(() => temp.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
   it("has been built (the test command runs turbo build first)", () => {
-    expect(existsSync(join(pkg, "dist/index.js")), "run `pnpm build` first").toBe(true);
+    expect(existsSync(join(pkg, "dist/esm/index.js")), "run `pnpm build` first").toBe(true);
   });
 
   it("loads with ESM import and answers", () => {
@@ -65,8 +65,8 @@ describe("@nerva/ai-sdk package entry", () => {
       stdio: ["ignore", "pipe", "ignore"],
     });
     const files = (JSON.parse(out) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
-    expect(files).toContain("dist/index.js");
-    expect(files).toContain("dist/testing/index.js");
+    expect(files).toContain("dist/esm/index.js");
+    expect(files).toContain("dist/commonjs/testing/index.js");
     expect(files.filter((f) => /\.test\.|\.test-support\.|\/fixtures\//.test(f))).toEqual([]);
   });
 

@@ -1,7 +1,7 @@
 import type { SharedV3ProviderOptions } from "@ai-sdk/provider";
 import type { ExecContext } from "@nerva/core";
 import type { LanguageModel, ModelMessage, StepResult, ToolChoice, ToolSet } from "ai";
-import type { z } from "zod";
+import type { z } from "zod/v4";
 import type { PriceTable } from "./prices.js";
 import type { ModelUsage } from "./usage.js";
 

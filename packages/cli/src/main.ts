@@ -1,9 +1,12 @@
 #!/usr/bin/env node
-// The `nerva` bin.
+// The `nerva` bin. No top-level await: the package is also built as CommonJS, which has none. A
+// rejection still ends the process with the error printed, as an unhandled one does.
 import { main } from "./cli.js";
 
-process.exitCode = await main(process.argv.slice(2), {
+void main(process.argv.slice(2), {
   stdin: process.stdin,
   stdout: process.stdout,
   stderr: process.stderr,
+}).then((code) => {
+  process.exitCode = code;
 });

@@ -1,6 +1,6 @@
 // The `nerva` bin as a person uses it: in a real terminal (tmux: send-keys to type, capture-pane
 // to read the screen), piped, and with no answer on stdin; `nerva runs` against the SQLite file.
-// Runs the built bin (dist/main.js): build first (pnpm turbo run build).
+// Runs the built bin (dist/esm/main.js): build first (pnpm turbo run build).
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

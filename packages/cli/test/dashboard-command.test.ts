@@ -1,6 +1,6 @@
 // `nerva dashboard` as a person starts it: real processes, a real SQLite file, real ports.
 // A bad flag or a busy port ends it at once with one line; it executes runs only when asked.
-// Runs the built bin (dist/main.js): build first.
+// Runs the built bin (dist/esm/main.js): build first.
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";

@@ -1,10 +1,10 @@
-// Runs the built `nerva` bin (dist/main.js) as a person does: a real process, real files.
+// Runs the built `nerva` bin (dist/esm/main.js) as a person does: a real process, real files.
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 
 export const root = join(import.meta.dirname, "..");
-export const bin = join(root, "dist", "main.js");
+export const bin = join(root, "dist", "esm", "main.js");
 export const fixture = join(root, "test", "refund-desk.fixture.ts");
 
 export function requireBuild(): void {

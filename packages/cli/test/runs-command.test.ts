@@ -1,6 +1,6 @@
 // `nerva runs` refuses what it cannot answer honestly: a store that does not exist, an event
 // query it cannot check, an answer the paused node's schema refuses, a flag it does not take.
-// Runs the built bin (dist/main.js) against real SQLite files: build first.
+// Runs the built bin (dist/esm/main.js) against real SQLite files: build first.
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -82,7 +82,7 @@ describe("two installed copies of the package", () => {
 
   const loadCopy = async () => {
     cpSync(join(here, "..", "dist"), join(dir, "dist"), { recursive: true });
-    return (await import(pathToFileURL(join(dir, "dist", "index.js")).href)) as {
+    return (await import(pathToFileURL(join(dir, "dist", "esm", "index.js")).href)) as {
       NervaError: typeof NervaError;
       ExecContext: typeof ExecContext;
       isNervaError: typeof isNervaError;

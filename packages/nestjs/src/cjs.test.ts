@@ -19,8 +19,8 @@ import { afterAll, describe, expect, it } from "vitest";
 
 /**
  * A NestJS app compiled by tsc to CommonJS (`module: commonjs`, decorator metadata, constructor
- * injection by type) must load @nerva/nestjs and @nerva/core, which are ES modules, through
- * Node's require(esm). This runs against the built packages (dist/), as an app would.
+ * injection by type) must load the CommonJS builds of @nerva/nestjs and @nerva/core. This runs
+ * against the built packages (dist/), as an app would.
  */
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -44,9 +44,9 @@ function newest(dir: string, filter: (name: string) => boolean): number {
 
 function assertBuilt(): void {
   const missing = [
-    join(coreDir, "dist/index.js"),
-    join(coreDir, "dist/http/index.js"),
-    join(nestjsDir, "dist/index.js"),
+    join(coreDir, "dist/commonjs/index.js"),
+    join(coreDir, "dist/commonjs/http/index.js"),
+    join(nestjsDir, "dist/commonjs/index.js"),
   ].filter((p) => !existsSync(p));
   if (missing.length > 0) {
     throw new Error(
@@ -56,7 +56,7 @@ function assertBuilt(): void {
   const isSource = (n: string) => n.endsWith(".ts") && !n.endsWith(".test.ts");
   const stale = [
     [join(nestjsDir, "src"), join(nestjsDir, "dist")],
-    [join(coreDir, "src/http"), join(coreDir, "dist/http")],
+    [join(coreDir, "src/http"), join(coreDir, "dist/commonjs/http")],
   ].filter(([src, dist]) => newest(src as string, isSource) > newest(dist as string, () => true));
   if (stale.length > 0) {
     throw new Error(

@@ -1,14 +1,10 @@
-import { createRequire } from "node:module";
 import { ErrorCode, NervaError } from "@nerva/core";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
 import { NervaOtlpExporter } from "./otlp-proto.js";
+import { load } from "./module-url.js";
 
 /** The OTLP encodings over HTTP this package sends. */
 export type OtlpProtocol = "http/protobuf" | "http/json";
-
-// The exporters (protobufjs, the HTTP transport) take ~70 ms to load: only a sink that uses the
-// default exporter pays for them, and only the one it uses.
-const load = createRequire(import.meta.url);
 
 interface ExporterModule {
   OTLPTraceExporter: new (config?: { url?: string; timeoutMillis?: number }) => SpanExporter;
@@ -39,6 +35,7 @@ export function protocolFromEnv(env: NodeJS.ProcessEnv = process.env): OtlpProto
  */
 export function otlpExporter(protocol: OtlpProtocol, url?: string): SpanExporter {
   if (protocol === "http/protobuf") return new NervaOtlpExporter(url);
+  // Loaded here, not imported: the exporters take ~70 ms to load, and only this path needs one.
   const mod = load("@opentelemetry/exporter-trace-otlp-http") as ExporterModule;
   return new mod.OTLPTraceExporter(url === undefined ? {} : { url });
 }

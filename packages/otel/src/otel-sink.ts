@@ -1,4 +1,3 @@
-import { createRequire } from "node:module";
 import { context, createContextKey, ROOT_CONTEXT } from "@opentelemetry/api";
 import {
   defaultResource,
@@ -24,8 +23,12 @@ import { NervaOtlpExporter } from "./otlp-proto.js";
 import { parseSinkOptions, type OtelSinkOptions, type OtelSinkSettings } from "./options.js";
 import { NervaReadableSpan, type ExportSettings } from "./readable-span.js";
 import { withActiveSpan } from "./run-context.js";
+import { load, moduleUrl } from "./module-url.js";
 
-const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
+// src/ is one level below the package root, dist/<format>/ two.
+const { version } = load(moduleUrl.endsWith(".ts") ? "../package.json" : "../../package.json") as {
+  version: string;
+};
 
 /** Most events kept for spans that have not ended yet; past it the oldest span's are dropped. */
 const MAX_PENDING_EVENTS = 10_000;

@@ -1,4 +1,3 @@
-import { createRequire } from "node:module";
 import type { Attributes } from "@opentelemetry/api";
 import { ExportResultCode, hrTimeToMilliseconds, type ExportResult } from "@opentelemetry/core";
 import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
@@ -20,12 +19,10 @@ import {
 } from "./mapping.js";
 import { ProtoWriter, asciiAt, copyAt, hexAt, le32, varint32 } from "./proto-writer.js";
 import { NervaReadableSpan, type ExportSettings } from "./readable-span.js";
+import { load } from "./module-url.js";
 
 /** What the sink's batch queue holds: Nerva spans as they ended, and the app's own spans. */
 export type BatchItem = Span | ReadableSpan;
-
-/** The transport and the serializer for the app's own spans: loaded only by the default exporter. */
-const load = createRequire(import.meta.url);
 
 interface Serializer {
   serializeRequest(items: BatchItem[]): Uint8Array | undefined;
@@ -88,6 +85,7 @@ export class NervaOtlpExporter implements SpanExporter {
   #timer: NodeJS.Timeout | null = null;
 
   constructor(url?: string) {
+    // The transport and the serializer for the app's own spans: loaded only by the default exporter.
     const http = load("@opentelemetry/otlp-exporter-base/node-http") as NodeHttpModule;
     const transformer = load("@opentelemetry/otlp-transformer") as TransformerModule;
     const theirs = transformer.ProtobufTraceSerializer;

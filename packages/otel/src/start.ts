@@ -1,4 +1,3 @@
-import { createRequire } from "node:module";
 import { ErrorCode, parseOrThrow } from "@nerva/core";
 import { z } from "zod";
 import {
@@ -14,6 +13,7 @@ import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
 import { otlpExporter, protocolFromEnv, type OtlpProtocol } from "./exporter.js";
 import type { OtelSinkOptions } from "./options.js";
 import { createOtelSink, type OtelSink } from "./otel-sink.js";
+import { load } from "./module-url.js";
 
 /**
  * Options of {@link startNervaOtel}.
@@ -64,9 +64,6 @@ const StartSchema = z
 const FIX =
   'Pass { serviceName: string, url?: "http://host:4318/v1/traces", protocol?: "http/protobuf" | "http/json", spans?, captureContent?, includeUserId?, onExportError? }.';
 
-// @opentelemetry/sdk-node loads every exporter it supports (~180 ms): only this function needs it.
-const load = createRequire(import.meta.url);
-
 /**
  * Starts OpenTelemetry's `NodeSDK` for traces and a Nerva sink on the same span processor, in
  * one call: one OTLP/HTTP exporter, one resource, so Nerva's spans and your instrumentations'
@@ -92,6 +89,7 @@ export function startNervaOtel(options: StartNervaOtelOptions): NervaOtel {
     ...(o.includeUserId === undefined ? {} : { includeUserId: o.includeUserId }),
     ...(o.onExportError === undefined ? {} : { onExportError: o.onExportError }),
   });
+  // @opentelemetry/sdk-node loads every exporter it supports (~180 ms): only this function needs it.
   const { NodeSDK: SDK } = load(
     "@opentelemetry/sdk-node",
   ) as typeof import("@opentelemetry/sdk-node");

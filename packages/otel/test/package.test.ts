@@ -26,7 +26,7 @@ console.log(exporter.getFinishedSpans().map((s) => s.name).join(","));`;
 
 describe("@nerva/otel package entry", () => {
   it("has been built (the test command runs turbo build first)", () => {
-    expect(existsSync(join(pkg, "dist/index.js")), "run `pnpm build` first").toBe(true);
+    expect(existsSync(join(pkg, "dist/esm/index.js")), "run `pnpm build` first").toBe(true);
   });
 
   it("loads with ESM import and exports a span", () => {

@@ -149,7 +149,7 @@ export function describeExampleApp(label: string, options: ExampleAppSuiteOption
 export interface ExampleMainSuiteOptions {
   /** The app's folder (the child process's working directory). */
   appDir: string;
-  /** Arguments of `node`, e.g. `["--conditions=source", "--import", "tsx", "src/main.ts"]`. */
+  /** Arguments of `node`, e.g. `["--conditions=@nerva/source", "--import", "tsx", "src/main.ts"]`. */
   nodeArgs: readonly string[];
   /** The `name` the app's `GET /` answers with. */
   name: string;
@@ -168,7 +168,7 @@ export interface ExampleMainSuiteOptions {
  * @example
  * describeExampleMain("Express example main", {
  *   appDir, name: "nerva-express-example",
- *   nodeArgs: ["--conditions=source", "--import", "tsx", "src/main.ts"],
+ *   nodeArgs: ["--conditions=@nerva/source", "--import", "tsx", "src/main.ts"],
  * });
  */
 export function describeExampleMain(label: string, options: ExampleMainSuiteOptions): void {

@@ -1,5 +1,5 @@
-import { createRequire } from "node:module";
 import { ErrorCode, NervaError } from "../errors.js";
+import { requireHere } from "./package-files.js";
 
 /**
  * The one loader of optional dependencies (better-sqlite3, dockerode, the MCP SDK, yaml, ...).
@@ -7,8 +7,6 @@ import { ErrorCode, NervaError } from "../errors.js";
  * touch the feature never install them. A missing package is `NervaError` MISSING_DEPENDENCY with
  * one message shape: what needs it, its name, and the command that installs it.
  */
-
-const requireFromHere = createRequire(import.meta.url);
 
 /** True when `err` says that `name` itself (not something it imports) could not be found. */
 function isMissing(err: unknown, name: string): boolean {
@@ -47,7 +45,7 @@ export function missingDependency(
  */
 export function requireOptional<T>(name: string, feature: string, install = name): T {
   try {
-    return requireFromHere(name) as T;
+    return requireHere(name) as T;
   } catch (err) {
     if (isMissing(err, name)) throw missingDependency(name, feature, install, err);
     throw err;

@@ -1,4 +1,5 @@
 import { fileURLToPath } from "node:url";
+import { packageRoot } from "../../internal/package-files.js";
 
 /**
  * Absolute path of the Nerva container agent script shipped with @nerva/core: copy it into an
@@ -9,9 +10,6 @@ import { fileURLToPath } from "node:url";
  * await fs.copyFile(containerAgentPath(), "./docker/nerva-agent.mjs");
  */
 export function containerAgentPath(): string {
-  // Same relative location from src/runtime/container/ and dist/runtime/container/: the agent
-  // is plain JavaScript and ships in src/ (listed in "files").
-  return fileURLToPath(
-    new URL("../../../src/runtime/container/image/agent/agent.mjs", import.meta.url),
-  );
+  // The agent is plain JavaScript: it is not built, and ships in src/ (listed in "files").
+  return fileURLToPath(new URL("src/runtime/container/image/agent/agent.mjs", packageRoot));
 }

@@ -431,7 +431,7 @@ describe.skipIf(image === null)("ContainerRuntime on a real Docker engine", () =
     `;
     const child = spawn(
       process.execPath,
-      ["--conditions=source", "--import", "tsx", "--input-type=module", "-e", script],
+      ["--conditions=@nerva/source", "--import", "tsx", "--input-type=module", "-e", script],
       { stdio: ["ignore", "pipe", "inherit"] },
     );
     let other: Docker.Container | undefined;

@@ -2,9 +2,11 @@ import { createHash } from "node:crypto";
 import { existsSync, renameSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { ErrorCode, NervaError } from "../../errors.js";
+import { moduleUrl } from "../../internal/module-url.js";
+import { fromSource } from "../../internal/package-files.js";
 
 let entry: { file: string; execArgv: string[] } | null = null;
 
@@ -20,13 +22,13 @@ interface Esbuild {
  */
 export function workerEntry(): { file: string; execArgv: string[] } {
   if (entry !== null) return entry;
-  const here = fileURLToPath(import.meta.url);
-  const dir = dirname(here);
-  if (!here.endsWith(".ts")) {
+  const dir = fileURLToPath(new URL("../runtime/subprocess/", moduleUrl));
+  if (!fromSource) {
     entry = { file: join(dir, "worker-entry.js"), execArgv: [] };
     return entry;
   }
   const source = join(dir, "worker-entry.ts");
+  const here = join(dir, "worker-entry-file.ts");
   const require = createRequire(here);
   let tsx: string | null;
   try {
