@@ -77,7 +77,7 @@ describe("nerva runs and the session key's record", () => {
     const db = join(dir, "keys.db");
     pausedRun(db);
     const { default: Database } = await import("better-sqlite3");
-    const file = new Database(db, { readonly: true });
+    const file = new Database(db, { readonly: true, fileMustExist: true });
     const row = file.prepare("SELECT id FROM nerva_runs WHERE queue LIKE '%.keys'").get() as
       { id: string } | undefined;
     file.close();
