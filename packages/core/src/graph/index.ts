@@ -16,7 +16,7 @@ export {
   type StateSchema,
   type StateUpdate,
 } from "./types.js";
-export { defineGraph, isDefinedGraph } from "./define-graph.js";
+export { defineGraph } from "./define-graph.js";
 export {
   agentNode,
   fnNode,
