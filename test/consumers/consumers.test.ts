@@ -3,7 +3,7 @@
 // are in ./apps; their "@nerva/*" dependencies are replaced by the tarballs. npm's cache lives in
 // node_modules/.cache, so a second run downloads nothing; the registry is the only thing needed.
 import { execFile } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -239,7 +239,10 @@ describe.concurrent("consumer apps installed from the tarballs", () => {
         output: "hello from zod 3",
         spans: expect.arrayContaining(["invoke_agent greeter"]),
         refused: "INVALID_INPUT",
+        sdkNode: { code: "MISSING_DEPENDENCY", package: "@opentelemetry/sdk-node" },
       });
+      // createOtelSink alone pulls no @opentelemetry/sdk-node (~50 MB with what it loads).
+      expect(existsSync(join(dir, "node_modules/@opentelemetry/sdk-node"))).toBe(false);
     },
     10 * MINUTES,
   );

@@ -1,4 +1,4 @@
-import { ErrorCode, parseOrThrow } from "@nerva/core";
+import { ErrorCode, NervaError, parseOrThrow } from "@nerva/core";
 import { z } from "zod";
 import {
   defaultResource,
@@ -8,7 +8,6 @@ import {
   processDetector,
   resourceFromAttributes,
 } from "@opentelemetry/resources";
-import type { NodeSDK } from "@opentelemetry/sdk-node";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
 import { otlpExporter, protocolFromEnv, type OtlpProtocol } from "./exporter.js";
 import type { OtelSinkOptions } from "./options.js";
@@ -40,8 +39,12 @@ export interface StartNervaOtelOptions extends Pick<
 export interface NervaOtel {
   /** The trace sink for `ExecContext.create({ traceSink })` or a bridge's `traceSink` option. */
   readonly sink: OtelSink;
-  /** The started `NodeSDK`: global tracer provider, context manager and propagator. */
-  readonly sdk: NodeSDK;
+  /**
+   * The started `NodeSDK` of `@opentelemetry/sdk-node` (global tracer provider, context manager
+   * and propagator), typed by what Nerva needs of it so that apps which never call
+   * `startNervaOtel` need not install that package.
+   */
+  readonly sdk: { shutdown(): Promise<void> };
   /** Flushes and stops both; rejects (UNAVAILABLE) if the last spans could not be exported. */
   shutdown(): Promise<void>;
 }
@@ -89,10 +92,9 @@ export function startNervaOtel(options: StartNervaOtelOptions): NervaOtel {
     ...(o.includeUserId === undefined ? {} : { includeUserId: o.includeUserId }),
     ...(o.onExportError === undefined ? {} : { onExportError: o.onExportError }),
   });
-  // @opentelemetry/sdk-node loads every exporter it supports (~180 ms): only this function needs it.
-  const { NodeSDK: SDK } = load(
-    "@opentelemetry/sdk-node",
-  ) as typeof import("@opentelemetry/sdk-node");
+  // @opentelemetry/sdk-node (~50 MB, every exporter it supports, ~180 ms to load) is an optional
+  // peer dependency: only this function needs it.
+  const { NodeSDK: SDK } = loadSdkNode();
   const sdk = new SDK({
     resource,
     autoDetectResources: false,
@@ -119,4 +121,21 @@ export function startNervaOtel(options: StartNervaOtelOptions): NervaOtel {
       if (failure !== null) throw failure;
     },
   };
+}
+
+/** The optional `@opentelemetry/sdk-node`, or MISSING_DEPENDENCY naming it. */
+function loadSdkNode(): typeof import("@opentelemetry/sdk-node") {
+  const name = "@opentelemetry/sdk-node";
+  try {
+    return load(name) as typeof import("@opentelemetry/sdk-node");
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (code !== "MODULE_NOT_FOUND" || !String((err as Error).message).includes(name)) throw err;
+    const install = `npm install ${name}@0.223.0`;
+    throw new NervaError(
+      ErrorCode.MISSING_DEPENDENCY,
+      `startNervaOtel needs the optional package "${name}", which is not installed. Install it next to @nerva/otel: ${install} (or use createOtelSink with your own tracer provider).`,
+      { cause: err, details: { package: name, install } },
+    );
+  }
 }

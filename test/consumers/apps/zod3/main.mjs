@@ -5,7 +5,7 @@ import { z } from "zod/v4";
 import { ExecContext, InProcessRuntime } from "@nerva/core";
 import { createModel } from "@nerva/ai-sdk";
 import { scriptedModel } from "@nerva/ai-sdk/testing";
-import { createOtelSink } from "@nerva/otel";
+import { createOtelSink, startNervaOtel } from "@nerva/otel";
 
 const exporter = new InMemorySpanExporter();
 const sink = createOtelSink({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -29,6 +29,14 @@ try {
   refused = err.code;
 }
 
+// @opentelemetry/sdk-node is an optional peer: this app (createOtelSink only) does not install it.
+let sdkNode = null;
+try {
+  startNervaOtel({ serviceName: "zod3-app" });
+} catch (err) {
+  sdkNode = { code: err.code, package: err.details?.package };
+}
+
 console.log(
   JSON.stringify({
     appZodIsV3: !("_zod" in z3.string()),
@@ -36,5 +44,6 @@ console.log(
     output: result.output,
     spans: exporter.getFinishedSpans().map((s) => s.name),
     refused,
+    sdkNode,
   }),
 );
