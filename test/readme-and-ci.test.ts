@@ -1,5 +1,5 @@
 // The README's two set-up commands come first, and CI runs exactly the README's test command.
-import { readFileSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -32,5 +32,28 @@ describe("README set-up commands", () => {
     expect(pkg.scripts.demo).toContain("apps/express-app/dist/main.js");
     expect(pkg.scripts.test).toMatch(/turbo run build.*vitest run/);
     expect(pkg.scripts.check).toContain("spec:check");
+  });
+});
+
+describe("README's package table and documentation index", () => {
+  it("names every package and every subpath it exports", () => {
+    const entries: string[] = [];
+    for (const dir of readdirSync(join(root, "packages"))) {
+      const pkg = JSON.parse(readFileSync(join(root, "packages", dir, "package.json"), "utf8"));
+      for (const key of Object.keys(pkg.exports ?? {})) {
+        if (key === "./package.json") continue;
+        entries.push(key === "." ? pkg.name : `${pkg.name}/${key.slice(2)}`);
+      }
+    }
+    expect(entries.length).toBeGreaterThan(10);
+    const table = readme.slice(readme.indexOf("## Packages"), readme.indexOf("## Install"));
+    for (const entry of entries) expect(table, entry).toContain(`| \`${entry}\``);
+  });
+
+  it("links every page of docs/", () => {
+    const index = readme.slice(readme.indexOf("## Documentation"));
+    for (const page of readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md"))) {
+      expect(index, page).toContain(`(docs/${page}`);
+    }
   });
 });
