@@ -51,7 +51,7 @@ describe("nerva run in a terminal", () => {
       expect(s).toContain("? Refund 42 for order 7? (approved/declined)");
       tmux("send-keys", "-t", session, "maybe", "Enter");
       s = await until((x) => x.split("(approved/declined)").length > 2);
-      expect(s).toMatch(/INVALID_INPUT|Invalid content/);
+      expect(s).toMatch(/INVALID_INPUT|Invalid answer/);
       tmux("send-keys", "-t", session, "approved", "Enter");
       s = await until((x) => x.includes("EXIT="));
       expect(s).toContain("refunded order 7");

@@ -28,7 +28,8 @@ export function checkAnswer(
       { details: { executionId, status: run.status, pausedAt: at?.nodeId ?? null } },
     );
   }
-  checkUntrustedJson(content, "content", "Send plain JSON.");
+  // Named "answer" in what the person who answers sees: `content` is only this parameter's name.
+  checkUntrustedJson(content, "answer", "Send plain JSON.");
   const node = graph.nodes.get(nodeId);
   const schema = node?.inputSchema;
   let value = content;
@@ -37,7 +38,7 @@ export function checkAnswer(
       schema,
       content,
       ErrorCode.INVALID_INPUT,
-      "content",
+      "answer",
       `Answer node "${nodeId}" with a value its schema accepts.`,
     );
   } else if (
@@ -51,9 +52,9 @@ export function checkAnswer(
     if (!ok) {
       throw new NervaError(
         ErrorCode.INVALID_INPUT,
-        `Invalid content: node "${nodeId}" waits for ${run.pause.kind}; answer { args: { name: "value" } }.`,
+        `Invalid answer: node "${nodeId}" waits for ${run.pause.kind}; answer { args: { name: "value" } }.`,
         {
-          issues: [{ path: "content.args", message: "required" }],
+          issues: [{ path: "answer.args", message: "required" }],
         },
       );
     }

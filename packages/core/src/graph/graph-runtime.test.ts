@@ -122,9 +122,11 @@ describe("GraphRuntime", () => {
         message: expect.stringMatching(/paused at node "review", not "lookup"/),
       },
     );
-    expect(await code(runtime.injectInput(paused.executionId, "review", "maybe"))).toMatchObject({
-      code: "INVALID_INPUT",
-    });
+    // The refusal speaks of the answer, never of an internal parameter's name.
+    const refused = await code(runtime.injectInput(paused.executionId, "review", "maybe"));
+    expect(refused).toMatchObject({ code: "INVALID_INPUT" });
+    expect(refused.message).not.toMatch(/content/);
+    expect(refused.message).toMatch(/answer/);
     await runtime.injectInput(paused.executionId, "review", "approved");
     const done = await runtime.wait(paused.executionId, { timeoutSeconds: 10 });
     expect(done).toMatchObject({
