@@ -307,3 +307,33 @@ describe("errors", () => {
     expect(ctx.events.filter((e) => e.name === "llm.retry")).toHaveLength(1);
   });
 });
+
+describe("FakeOpenAIServer.start options", () => {
+  it("serves on a fixed port, answers through respond, and refuses a bad or busy port", async () => {
+    const probe = await FakeOpenAIServer.start();
+    const port = Number(new URL(probe.url).port);
+    await probe.close();
+    const server = await FakeOpenAIServer.start({
+      port,
+      respond: (req) => ({ text: `fixed: ${String(req.stream)}` }),
+    });
+    try {
+      expect(server.url).toBe(`http://127.0.0.1:${port}/v1`);
+      const res = await fetch(`${server.url}/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
+      });
+      const body = (await res.json()) as { choices: { message: { content: string } }[] };
+      expect(body.choices[0]?.message.content).toBe("fixed: false");
+      const busy = await FakeOpenAIServer.start({ port }).catch((e: unknown) => e);
+      expect(busy).toMatchObject({ code: "UNAVAILABLE" });
+    } finally {
+      await server.close();
+    }
+    for (const bad of [-1, 70_000, 1.5]) {
+      const refused = await FakeOpenAIServer.start({ port: bad }).catch((e: unknown) => e);
+      expect(refused).toMatchObject({ code: "INVALID_OPTIONS" });
+    }
+  });
+});

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { ErrorCode, NervaError } from "@nerva/core";
 
 /**
  * What the fake server answers to one request. Without `status`, a completion: `text` (streamed
@@ -56,7 +57,30 @@ export interface FakeRequest {
   readonly closed: Promise<{ readonly early: boolean; readonly at: number }>;
 }
 
-type Responder = (request: FakeRequest) => FakeReply;
+/**
+ * What the server answers a request with when nothing was queued (`enqueue`): a function of the
+ * request, e.g. a reply per prompt.
+ *
+ * @example
+ * const respond: FakeResponder = (req) => ({ text: JSON.stringify(req.body["messages"]).includes("refund") ? "Refunded." : "Hello." });
+ */
+export type FakeResponder = (request: FakeRequest) => FakeReply;
+
+/**
+ * Options of {@link FakeOpenAIServer.start}.
+ *
+ * @example
+ * const options: FakeOpenAIServerOptions = { port: 4010, respond: () => ({ text: "Hi" }) };
+ */
+export interface FakeOpenAIServerOptions {
+  /** Answers requests nothing was queued for. Default: echoes the last user message. */
+  respond?: FakeResponder;
+  /**
+   * The port on 127.0.0.1. Default `0`: a free one. A fixed port lets several processes (an
+   * app's replicas, a test runner and the app it starts) share one fake model by its URL.
+   */
+  port?: number;
+}
 
 function lastUserText(body: Record<string, unknown>): string {
   const messages = Array.isArray(body["messages"]) ? (body["messages"] as unknown[]) : [];
@@ -114,23 +138,46 @@ export class FakeOpenAIServer {
   readonly requests: FakeRequest[] = [];
   readonly #server: Server;
   readonly #queue: FakeReply[] = [];
-  readonly #respond: Responder;
+  readonly #respond: FakeResponder;
   readonly #waiters: ((r: FakeRequest) => void)[] = [];
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
   #url = "";
 
-  private constructor(respond: Responder | undefined) {
+  private constructor(respond: FakeResponder | undefined) {
     this.#respond = respond ?? ((req) => ({ text: `You said: ${lastUserText(req.body)}` }));
     this.#server = createServer((req, res) => void this.#handle(req, res));
     this.#server.keepAliveTimeout = 1000;
   }
 
-  /** Starts a server on 127.0.0.1 and a free port. */
-  static async start(options: { respond?: Responder } = {}): Promise<FakeOpenAIServer> {
+  /**
+   * Starts a server on 127.0.0.1, on `options.port` (default: a free port). A port that is not
+   * an integer from 0 to 65535 is INVALID_OPTIONS; one already in use is UNAVAILABLE.
+   */
+  static async start(options: FakeOpenAIServerOptions = {}): Promise<FakeOpenAIServer> {
+    const port = options.port ?? 0;
+    if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+      throw new NervaError(
+        ErrorCode.INVALID_OPTIONS,
+        `Invalid options.port: must be an integer from 0 to 65535 (got ${String(port)}); 0 takes a free port.`,
+        { issues: [{ path: "options.port", message: "must be an integer from 0 to 65535" }] },
+      );
+    }
     const server = new FakeOpenAIServer(options.respond);
-    await new Promise<void>((resolve) => server.#server.listen(0, "127.0.0.1", resolve));
-    const { port } = server.#server.address() as AddressInfo;
-    server.#url = `http://127.0.0.1:${port}/v1`;
+    await new Promise<void>((resolve, reject) => {
+      server.#server.once("error", (err: NodeJS.ErrnoException) =>
+        reject(
+          err.code === "EADDRINUSE"
+            ? new NervaError(
+                ErrorCode.UNAVAILABLE,
+                `Port ${port} on 127.0.0.1 is in use: pick another options.port, or 0 for a free one.`,
+              )
+            : err,
+        ),
+      );
+      server.#server.listen(port, "127.0.0.1", resolve);
+    });
+    const { port: bound } = server.#server.address() as AddressInfo;
+    server.#url = `http://127.0.0.1:${bound}/v1`;
     return server;
   }
 

@@ -6,4 +6,10 @@ export {
   type ScriptRule,
   type ScriptedModelOptions,
 } from "./scripted-model.js";
-export { FakeOpenAIServer, type FakeReply, type FakeRequest } from "./fake-openai-server.js";
+export {
+  FakeOpenAIServer,
+  type FakeOpenAIServerOptions,
+  type FakeReply,
+  type FakeRequest,
+  type FakeResponder,
+} from "./fake-openai-server.js";
