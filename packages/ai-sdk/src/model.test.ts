@@ -185,6 +185,28 @@ describe("generate", () => {
     expect(ctx.tokenUsage.totalTokens).toBe(15);
   });
 
+  it("names the specification version and the provider packages that fit, for a model of another version", () => {
+    const v1 = {
+      specificationVersion: "v1",
+      provider: "openai.chat",
+      modelId: "gpt-4o-mini",
+      doGenerate: async () => ({}),
+      doStream: async () => ({}),
+    };
+    const err = (() => {
+      try {
+        createModel(v1 as never);
+      } catch (e) {
+        return e as NervaError;
+      }
+      throw new Error("expected a throw");
+    })();
+    expect(err.code).toBe("INVALID_OPTIONS");
+    expect(err.message).toContain('specificationVersion "v1"');
+    expect(err.message).toContain('provider "openai.chat"');
+    expect(err.message).toMatch(/@ai-sdk\/openai@3/);
+  });
+
   it("accepts a V2 model through the SDK's compatibility adapter", async () => {
     const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
     const v2: LanguageModelV2 = {

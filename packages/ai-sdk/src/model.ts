@@ -56,6 +56,19 @@ function isModelObject(v: unknown): v is ModelObject {
   );
 }
 
+/**
+ * The message for a model object of a specification version this adapter does not speak (a
+ * provider package made for another major version of `ai`), or `null` for anything else.
+ */
+function otherSpecification(v: unknown): string | null {
+  if (typeof v !== "object" || v === null) return null;
+  const m = v as Record<string, unknown>;
+  const version = m["specificationVersion"];
+  if (typeof version !== "string" || version === "v3" || version === "v2") return null;
+  const provider = typeof m["provider"] === "string" ? ` (provider "${m["provider"]}")` : "";
+  return `Invalid model: createModel got a model of specificationVersion "${version}"${provider}. @nerva/ai-sdk runs on ai@6, whose provider packages make "v3" models (@ai-sdk/openai@3, @ai-sdk/anthropic@3, @ai-sdk/openai-compatible@2, ...; "v2" models of the ai@5 packages work too): install the provider package version made for ai@6.`;
+}
+
 function badModel(message: string): NervaError {
   return new NervaError(ErrorCode.INVALID_OPTIONS, message, {
     issues: [{ path: "model", message: "must be a LanguageModel object" }],
@@ -192,7 +205,8 @@ export function createModel(model: LanguageModel, options: ModelOptions = {}): N
     modelId = model.modelId;
   } else {
     throw badModel(
-      'Invalid model: createModel(model) needs a LanguageModel of the AI SDK (e.g. openai.chat("gpt-4o-mini")), with specificationVersion "v3" (or "v2"), provider, modelId, doGenerate and doStream.',
+      otherSpecification(model) ??
+        'Invalid model: createModel(model) needs a LanguageModel of the AI SDK (e.g. openai.chat("gpt-4o-mini")), with specificationVersion "v3" (or "v2"), provider, modelId, doGenerate and doStream.',
     );
   }
   const key = `${provider}/${modelId}`;
