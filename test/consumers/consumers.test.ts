@@ -196,6 +196,13 @@ describe.concurrent("consumer apps installed from the tarballs", () => {
     async () => {
       const dir = await install("fastify-esm");
       expectAnswers(await run(process.execPath, ["server.mjs"], dir));
+      // docs/fastify.md's complete app type-checks here too, with nothing of the repository's own
+      // (its request.user augmentation included): what a reader copying it gets.
+      const page = readFileSync(join(root, "docs/fastify.md"), "utf8");
+      const app = /```ts\n(import assert[\s\S]*?)```/.exec(page)?.[1];
+      expect(app).toBeDefined();
+      writeFileSync(join(dir, "docs-app.ts"), app as string);
+      await run(process.execPath, [join(dir, "node_modules/typescript/bin/tsc"), "-p", "."], dir);
     },
     10 * MINUTES,
   );
