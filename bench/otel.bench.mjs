@@ -35,6 +35,10 @@
 // rounds that alternate the variants' order; each round of a variant is paired with the `off`
 // round beside it. Reported as [min, q1, median, q3, max].
 //
+// BENCH_WORK=model: every request does real work instead (a model agent asking the local fake
+// OpenAI server, which runs in the bench process, for one tool call and then the answer): the
+// +5% row on a request of realistic weight (issue 22 §6b).
+//
 // Run: pnpm build && node --expose-gc bench/run.mjs otel
 // Env: BENCH_ROUNDS (in-process rounds, default 7), BENCH_DURATION (s per HTTP round, default 3),
 // BENCH_HTTP=0 (skip), BENCH_IN_PROCESS=0 (skip), BENCH_IN_PROCESS_EXPORT=1 (in process, the
@@ -94,6 +98,53 @@ function orchestratorOf(core) {
   return new core.Orchestrator({
     router: new core.RuleRouter({ rules: [], defaultHandler: "my_agent" }),
     runtime,
+  });
+}
+
+/**
+ * BENCH_WORK=model: a request doing real work, as a chat route does — a model agent asking the
+ * local fake OpenAI server (BENCH_FAKE_OPENAI_URL, in the bench process), which answers with one
+ * tool call, then with the final text after the tool's result.
+ */
+async function modelOrchestrator(core) {
+  const { z } = await import("zod");
+  const { createOpenAICompatible } = await import("@ai-sdk/openai-compatible");
+  const { createModel, modelAgent } = await import("@nerva/ai-sdk");
+  const provider = createOpenAICompatible({
+    name: "fake",
+    baseURL: process.env.BENCH_FAKE_OPENAI_URL,
+    includeUsage: true,
+  });
+  const tools = new core.FunctionToolManager().register(
+    core.defineTool({
+      name: "search_flights",
+      description: "Finds flights to a city",
+      parameters: z.object({ to: z.string() }),
+      run: ({ to }) => [`NV101 to ${to} at 08:15`, `NV205 to ${to} at 17:40`],
+    }),
+  );
+  const runtime = new core.InProcessRuntime();
+  const orchestrator = new core.Orchestrator({
+    router: new core.RuleRouter({ rules: [], defaultHandler: "concierge" }),
+    runtime,
+    tools,
+  });
+  const model = createModel(provider.chatModel("gpt-4o-mini"));
+  runtime.register(
+    "concierge",
+    orchestrator.handler(modelAgent({ model, system: "You book flights.", maxSteps: 3 })),
+  );
+  return orchestrator;
+}
+
+/** The fake model's answers: a tool call first, the final text once the tool answered. */
+async function startFakeModel() {
+  const { FakeOpenAIServer } = await import("@nerva/ai-sdk/testing");
+  return FakeOpenAIServer.start({
+    respond: (req) =>
+      JSON.stringify(req.body.messages ?? []).includes('"role":"tool"')
+        ? { text: "I found 2 flights to Oslo. Shall I book one?" }
+        : { toolCalls: [{ name: "search_flights", arguments: { to: "Oslo" } }] },
   });
 }
 
@@ -241,7 +292,8 @@ async function startReceiver() {
  */
 async function serve(framework, variant, url) {
   const core = await import("@nerva/core");
-  const orchestrator = orchestratorOf(core);
+  const orchestrator =
+    process.env.BENCH_WORK === "model" ? await modelOrchestrator(core) : orchestratorOf(core);
   let traceSink;
   const count = { requests: 0 };
   if (variant === "noop") traceSink = { onSpanEnd() {} };
@@ -527,6 +579,12 @@ if (process.argv[2] === "--serve") {
     result.in_process = await inProcess();
     console.error(`in process: ${JSON.stringify(result.in_process)}`);
   }
-  if (process.env.BENCH_HTTP !== "0") result.http = await http();
+  if (process.env.BENCH_HTTP !== "0") {
+    const fake = process.env.BENCH_WORK === "model" ? await startFakeModel() : null;
+    if (fake !== null) process.env.BENCH_FAKE_OPENAI_URL = fake.url;
+    result.work = fake === null ? "handle" : "model call with one tool call";
+    result.http = await http();
+    await fake?.close();
+  }
   console.log(JSON.stringify(result));
 }

@@ -10,6 +10,41 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const node = (args: string[]) =>
   execFileSync(process.execPath, args, { cwd: root, encoding: "utf8" });
 
+describe("@nerva/otel across the two builds of @nerva/core", () => {
+  it("exports the spans of a request whose context the CommonJS build made (an ESM sink)", () => {
+    // An ESM app with a CommonJS bridge: the bridge's `require` makes the contexts and spans, the
+    // sink imported as ESM must still write them as Nerva spans (it handed them to OpenTelemetry's
+    // serializer as foreign spans, which threw, before spans carried a brand).
+    const out = node([
+      "--input-type=module",
+      "-e",
+      `import { createServer } from "node:http";
+       import { createRequire } from "node:module";
+       import * as esm from "@nerva/core";
+       const received = [];
+       const srv = createServer((q, s) => { const c = []; q.on("data", (d) => c.push(d)); q.on("end", () => { received.push(Buffer.concat(c).length); s.writeHead(200, { "content-type": "application/x-protobuf" }); s.end(); }); });
+       await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+       process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = "http://127.0.0.1:" + srv.address().port + "/v1/traces";
+       const { createOtelSink } = await import("@nerva/otel");
+       const cjs = createRequire(import.meta.url)("@nerva/core");
+       const sink = createOtelSink();
+       const rt = new cjs.InProcessRuntime().register("a", async () => "ok");
+       const ctx = cjs.ExecContext.create({ traceSink: sink });
+       await rt.invoke("a", { message: "x" }, ctx);
+       let failure = null;
+       await sink.forceFlush().catch((e) => (failure = String(e.cause?.message ?? e.message)));
+       srv.close();
+       console.log(JSON.stringify({ distinct: esm.Span !== cjs.Span, isSpan: esm.isSpan(ctx.spans[0]), failure, sent: received.length > 0 && received[0] > 0 }));`,
+    ]);
+    expect(JSON.parse(out.trim())).toEqual({
+      distinct: true,
+      isSpan: true,
+      failure: null,
+      sent: true,
+    });
+  });
+});
+
 describe("@nerva/core package entry", () => {
   it("has been built (the test command runs turbo build first)", () => {
     expect(

@@ -303,6 +303,7 @@ const ROOT_EXPORTS = [
   "isExecContext",
   "isFinalStatus",
   "isNervaError",
+  "isSpan",
   "loadPolicyFile",
   "logFields",
   "memoryNamespace",

@@ -43,7 +43,7 @@ export {
 } from "./context/exec-context.js";
 export { isExecContext } from "./context/check.js";
 export { ContextKey } from "./context/local.js";
-export { Span, SpanKind, type SpanParent } from "./context/span.js";
+export { Span, SpanKind, isSpan, type SpanParent } from "./context/span.js";
 export {
   formatTraceparent,
   newRequestId,

@@ -9,7 +9,7 @@ import {
 import type { ReadableSpan, SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
 import { ExportResultCode } from "@opentelemetry/core";
-import { Span, type ContextEvent, type TraceSink } from "@nerva/core";
+import { isSpan, type ContextEvent, type Span, type TraceSink } from "@nerva/core";
 import {
   GATHERED_BATCH_SIZE,
   MAX_EXPORT_BATCH_SIZE,
@@ -128,7 +128,7 @@ class OtelTraceSink implements OtelSink {
         toReadable = (item) => item as ReadableSpan;
       } else {
         toReadable = (item) =>
-          item instanceof Span ? new NervaReadableSpan(item, settings, undefined, undefined) : item;
+          isSpan(item) ? new NervaReadableSpan(item, settings, undefined, undefined) : item;
       }
       const onDropped = (count: number): void => watch.warn(droppedError(count, MAX_QUEUE_SIZE));
       this.#batcher = new SpanBatcher<Span>(exporter, toReadable, onDropped, batchSize);

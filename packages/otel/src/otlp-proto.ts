@@ -1,7 +1,7 @@
 import type { Attributes } from "@opentelemetry/api";
 import { ExportResultCode, hrTimeToMilliseconds, type ExportResult } from "@opentelemetry/core";
 import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
-import { ErrorCode, NervaError, Span, type ContextEvent } from "@nerva/core";
+import { ErrorCode, NervaError, isSpan, type ContextEvent, type Span } from "@nerva/core";
 import {
   CONTENT_KEYS,
   DEFAULT_WORKFLOW,
@@ -220,7 +220,7 @@ export function appendTraceRequest(
   }
   w.end(scope);
   for (const item of items) {
-    if (item instanceof Span) {
+    if (isSpan(item)) {
       writeSpan(w, item, item.parentSpan ?? item.parentId, undefined, undefined, settings);
       ours++;
     } else if (item instanceof NervaReadableSpan) {
@@ -637,8 +637,7 @@ function writeValue(w: ProtoWriter, value: unknown): void {
 function oldestEndMs(items: readonly ReadableSpan[]): number {
   let oldest = Infinity;
   for (const item of items as readonly unknown[]) {
-    const span =
-      item instanceof Span ? item : item instanceof NervaReadableSpan ? item.source : null;
+    const span = isSpan(item) ? item : item instanceof NervaReadableSpan ? item.source : null;
     const end =
       span !== null
         ? (span.endMs ?? span.startMs)

@@ -303,3 +303,24 @@ export class Span {
     return this.toWire();
   }
 }
+
+/** Marks spans across copies of this package (its ES module and CommonJS builds, two versions). */
+const SPAN_BRAND = Symbol.for("nerva.span");
+Object.defineProperty(Span.prototype, SPAN_BRAND, { value: true });
+
+/**
+ * True when `value` is a Span, made by this copy of `@nerva/core` or by another one loaded beside
+ * it (an app importing the ES module build while a bridge `require`s the CommonJS one): trace
+ * sinks read spans through their public getters, so one from another copy exports the same.
+ *
+ * @example
+ * onSpanEnd(item) { if (isSpan(item)) queue.push(item); }
+ */
+export function isSpan(value: unknown): value is Span {
+  return (
+    value instanceof Span ||
+    (typeof value === "object" &&
+      value !== null &&
+      (value as { [SPAN_BRAND]?: unknown })[SPAN_BRAND] === true)
+  );
+}
