@@ -208,13 +208,13 @@ describe.concurrent("consumer apps installed from the tarballs", () => {
   );
 
   it(
-    "TypeScript 5.0, 5.4 and latest type-check it under commonjs, nodenext and bundler",
+    "TypeScript 5.0, 5.4 and latest type-check it under commonjs, node16, nodenext and bundler",
     async () => {
       const dir = await install("typescript");
       for (const ts of ["ts50", "ts54", "typescript"]) {
         const tsc = join(dir, "node_modules", ts, "bin/tsc");
         await Promise.all(
-          ["commonjs", "nodenext", "bundler"].map((config) =>
+          ["commonjs", "node16", "nodenext", "bundler"].map((config) =>
             run(process.execPath, [tsc, "-p", `tsconfig.${config}.json`], dir),
           ),
         );
