@@ -1,42 +1,18 @@
 // A cancel or a deadline reaches a running node at once, on every store: heartbeats here are a
 // minute apart, so an abort that waited for one would come after the test's timeout.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { InMemoryRunStore } from "../runs/in-memory-store.js";
-import { RedisRunStore } from "../runs/redis/redis-run-store.js";
-import { REDIS_URL, dropPrefixes, testPrefix } from "../runs/redis/redis.test-support.js";
 import { RunQueue } from "../runs/run-queue.js";
-import { SqliteRunStore } from "../runs/sqlite-run-store.js";
-import type { RunStore } from "../runs/store.js";
+import { storeBackends } from "../runs/store-backends.test-support.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { END, createGraphRuntime, defineGraph, fnNode, type GraphRuntime } from "./index.js";
 
-const dir = mkdtempSync(join(tmpdir(), "nerva-graph-cancel-"));
-const prefixes: string[] = [];
 const runtimes: GraphRuntime[] = [];
 afterEach(async () => {
   for (const r of runtimes.splice(0)) await r.stop({ graceSeconds: 0 });
 });
-afterAll(async () => {
-  rmSync(dir, { recursive: true, force: true });
-  await dropPrefixes(prefixes);
-});
 
-const stores: [string, () => RunStore][] = [
-  ["InMemoryRunStore", () => new InMemoryRunStore()],
-  ["SqliteRunStore", () => new SqliteRunStore({ path: join(dir, `${Math.random()}.db`) })],
-  [
-    "RedisRunStore",
-    () => {
-      const prefix = testPrefix("graph-cancel");
-      prefixes.push(prefix);
-      return new RedisRunStore({ url: REDIS_URL, prefix });
-    },
-  ],
-];
+const stores = storeBackends("graph-cancel");
 
 /** A one-node graph whose node waits for its signal; `why` says why it aborted. */
 function waitingGraph() {

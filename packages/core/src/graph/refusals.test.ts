@@ -2,18 +2,12 @@
 // sessionState resume leaves the paused execution paused, for its owner to resume. And the
 // trigger boundary refuses what it cannot use (idempotency keys, raw bodies) with INVALID_INPUT
 // naming the field. Real in-memory, SQLite and Redis stores.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ExecContext } from "../context/exec-context.js";
-import { InMemoryRunStore } from "../runs/in-memory-store.js";
-import { REDIS_URL, dropPrefixes, testPrefix } from "../runs/redis/redis.test-support.js";
-import { RedisRunStore } from "../runs/redis/redis-run-store.js";
 import { RunQueue } from "../runs/run-queue.js";
-import { SqliteRunStore } from "../runs/sqlite-run-store.js";
 import type { RunStore } from "../runs/store.js";
+import { storeBackends } from "../runs/store-backends.test-support.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { rejection } from "../testing/rejection.js";
 import {
@@ -26,8 +20,6 @@ import {
   type GraphRuntime,
 } from "./index.js";
 
-const dir = mkdtempSync(join(tmpdir(), "nerva-refusals-"));
-const prefixes: string[] = [];
 const open: { store: RunStore; runtime: GraphRuntime }[] = [];
 afterEach(async () => {
   for (const { store, runtime } of open.splice(0)) {
@@ -35,24 +27,8 @@ afterEach(async () => {
     await store.close();
   }
 });
-afterAll(async () => {
-  rmSync(dir, { recursive: true, force: true });
-  await dropPrefixes(prefixes);
-});
 
-let n = 0;
-const backends: [string, () => RunStore][] = [
-  ["memory", () => new InMemoryRunStore()],
-  ["sqlite", () => new SqliteRunStore({ path: join(dir, `refusals-${++n}.db`) })],
-  [
-    "redis",
-    () => {
-      const prefix = testPrefix("refusals");
-      prefixes.push(prefix);
-      return new RedisRunStore({ url: REDIS_URL, prefix });
-    },
-  ],
-];
+const backends = storeBackends("refusals");
 
 const S = z.object({ ok: z.string().optional(), who: z.string().optional() });
 type S = z.output<typeof S>;

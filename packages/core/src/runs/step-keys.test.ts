@@ -1,24 +1,16 @@
 // Keys a handler gives to step / waitForInput never meet the keys Nerva derives from them (a key
 // used again becomes key#2) or its own `$` keys: a user key with "#" or a leading "$" is refused.
 // A real Runner on the in-memory, SQLite and Redis stores.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { isNervaError } from "../errors.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
-import { InMemoryRunStore } from "./in-memory-store.js";
-import { REDIS_URL, dropPrefixes, testPrefix } from "./redis/redis.test-support.js";
-import { RedisRunStore } from "./redis/redis-run-store.js";
 import type { RunContext } from "./run-context.js";
 import { RunQueue } from "./run-queue.js";
 import { Runner } from "./runner.js";
-import { SqliteRunStore } from "./sqlite-run-store.js";
 import type { RunStore } from "./store.js";
+import { storeBackends } from "./store-backends.test-support.js";
 
-const dir = mkdtempSync(join(tmpdir(), "nerva-step-keys-"));
-const prefixes: string[] = [];
 const open: { store: RunStore; runner: Runner }[] = [];
 afterEach(async () => {
   for (const { store, runner } of open.splice(0)) {
@@ -26,24 +18,8 @@ afterEach(async () => {
     await store.close();
   }
 });
-afterAll(async () => {
-  rmSync(dir, { recursive: true, force: true });
-  await dropPrefixes(prefixes);
-});
 
-let n = 0;
-const backends: [string, () => RunStore][] = [
-  ["memory", () => new InMemoryRunStore()],
-  ["sqlite", () => new SqliteRunStore({ path: join(dir, `keys-${++n}.db`) })],
-  [
-    "redis",
-    () => {
-      const prefix = testPrefix("step-keys");
-      prefixes.push(prefix);
-      return new RedisRunStore({ url: REDIS_URL, prefix });
-    },
-  ],
-];
+const backends = storeBackends("step-keys");
 
 /** Runs `body` as the handler of one run on a fresh store and returns its output. */
 async function runOnce(make: () => RunStore, body: (run: RunContext) => Promise<string>) {
