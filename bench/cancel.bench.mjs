@@ -2,7 +2,7 @@
 // the handler's ctx.signal aborting, p50/p99 over CANCEL_RUNS runs each, with the default
 // heartbeat (10 s), so a figure near 10 s would mean the abort waited for a heartbeat.
 // 1. queue.cancel of a running run, worker in the same process: in memory, SQLite, Redis.
-// 2. GraphRuntime.cancel of a running node, same process: in memory, SQLite, Redis.
+// 2. GraphHost.cancel of a running node, same process: in memory, SQLite, Redis.
 // 3. queue.cancel, worker in another process: SQLite (data_version watch), Redis (pub/sub).
 // 4. A run's deadline (timeoutSeconds 0.05): lateness of the abort after ctx.timeoutAt.
 // Target: p99 <= 100 ms for each. No baseline: the figure is absolute.
@@ -21,7 +21,7 @@ import {
   InProcessRuntime,
   RunQueue,
   Runner,
-  createGraphRuntime,
+  GraphHost,
   defineGraph,
   fnNode,
 } from "@nerva/core";
@@ -108,16 +108,16 @@ async function graphCancel(kind) {
     state: z.object({ done: z.boolean().optional() }),
     nodes: {
       wait: fnNode(async (_s, c) => {
-        p.start(c.executionId);
+        p.start(c.runId);
         await new Promise((r) => c.signal.addEventListener("abort", r));
-        p.abort(c.executionId, now());
+        p.abort(c.runId, now());
         return { done: true };
       }),
     },
     edges: [["wait", END]],
     entry: "wait",
   });
-  const host = createGraphRuntime({
+  const host = new GraphHost({
     graph,
     runtime: new InProcessRuntime(),
     queue: new RunQueue({ store, name: "graph" }),

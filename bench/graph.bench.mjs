@@ -14,7 +14,7 @@ import {
   InMemoryRunStore,
   InProcessRuntime,
   RunQueue,
-  createGraphRuntime,
+  GraphHost,
   defineGraph,
   fnNode,
 } from "@nerva/core";
@@ -61,7 +61,7 @@ function loop() {
 }
 
 async function executor(store) {
-  const runtime = createGraphRuntime({
+  const runtime = new GraphHost({
     graph,
     runtime: new InProcessRuntime(),
     queue: new RunQueue({ store, name: "bench" }),
@@ -73,10 +73,10 @@ async function executor(store) {
   for (let r = 0; r < ROUNDS; r++) {
     // The client polls slowly instead of waking on every event: what is timed is the executor.
     const id = await runtime.trigger("default", { n: 0, total: 0 }, ExecContext.create());
-    let result = await runtime.getExecution(id);
+    let result = await runtime.get(id);
     while (result.status === "pending" || result.status === "running") {
       await new Promise((r) => setTimeout(r, 20));
-      result = await runtime.getExecution(id);
+      result = await runtime.get(id);
     }
     if (result.status !== "completed" || result.state.n !== NODES)
       throw new Error(JSON.stringify(result.error));

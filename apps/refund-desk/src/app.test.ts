@@ -38,9 +38,9 @@ describe("refund desk over HTTP", () => {
   it("triggers, streams events by SSE, takes the approval, and completes", async () => {
     const created = await post("/refunds", { orderId: "42" });
     expect(created.status).toBe(202);
-    const { executionId } = (await created.json()) as { executionId: string };
+    const { runId } = (await created.json()) as { runId: string };
     const seen: { event: string; id: string | null }[] = [];
-    const res = await fetch(`${url}/refunds/${executionId}/events`);
+    const res = await fetch(`${url}/refunds/${runId}/events`);
     for await (const e of readSSEEvents(res.body!)) {
       seen.push({ event: e.event, id: e.id });
       if (e.event === "client_input_requested") {
@@ -48,29 +48,29 @@ describe("refund desk over HTTP", () => {
           "Refund 129.9 for order 42? (approved/declined)",
         );
         expect(
-          (await post(`/refunds/${executionId}/input`, { nodeId: "review", value: "perhaps" }))
+          (await post(`/refunds/${runId}/input`, { nodeId: "review", value: "perhaps" }))
             .status,
         ).toBe(400);
         expect(
-          (await post(`/refunds/${executionId}/input`, { nodeId: "lookup", value: "approved" }))
+          (await post(`/refunds/${runId}/input`, { nodeId: "lookup", value: "approved" }))
             .status,
         ).toBe(409);
         expect(
-          (await post(`/refunds/${executionId}/input`, { nodeId: "review", value: "approved" }))
+          (await post(`/refunds/${runId}/input`, { nodeId: "review", value: "approved" }))
             .status,
         ).toBe(200);
       }
     }
     expect(seen.map((e) => e.event)).toContain("client_output_delta");
     expect(seen.at(-1)?.event).toBe("execution_completed");
-    const done = (await (await fetch(`${url}/refunds/${executionId}`)).json()) as {
+    const done = (await (await fetch(`${url}/refunds/${runId}`)).json()) as {
       status: string;
       output: string;
     };
     expect(done).toMatchObject({ status: "completed", output: "refunded 129.9 on order 42" });
     // Reconnecting with Last-Event-ID replays only what came after it.
     const last = Number(seen[seen.length - 3]?.id);
-    const again = await fetch(`${url}/refunds/${executionId}/events`, {
+    const again = await fetch(`${url}/refunds/${runId}/events`, {
       headers: { "last-event-id": String(last) },
     });
     const replay: number[] = [];
@@ -79,8 +79,8 @@ describe("refund desk over HTTP", () => {
   });
 
   it("pauses on a missing order id (needs_data) and answers unknown executions with 404", async () => {
-    const { executionId } = (await (await post("/refunds", {})).json()) as { executionId: string };
-    const paused = await runner.runtime.wait(executionId, { timeoutSeconds: 10 });
+    const { runId } = (await (await post("/refunds", {})).json()) as { runId: string };
+    const paused = await runner.runtime.wait(runId, { timeoutSeconds: 10 });
     expect(paused).toMatchObject({
       status: "paused",
       pausedAt: "intake",
@@ -88,13 +88,13 @@ describe("refund desk over HTTP", () => {
     });
     expect(
       (
-        await post(`/refunds/${executionId}/input`, {
+        await post(`/refunds/${runId}/input`, {
           nodeId: "intake",
           value: { args: { orderId: "7" } },
         })
       ).status,
     ).toBe(200);
-    const review = await runner.runtime.wait(executionId, { timeoutSeconds: 10 });
+    const review = await runner.runtime.wait(runId, { timeoutSeconds: 10 });
     expect(review).toMatchObject({
       status: "paused",
       pausedAt: "review",

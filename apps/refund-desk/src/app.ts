@@ -1,10 +1,10 @@
 // The refund desk over HTTP with @nerva/express: trigger, SSE events (Last-Event-ID = seq), input.
 import express, { type Express } from "express";
-import { clientExecution, clientGraphEvent, type GraphEvent, type GraphRuntime } from "@nerva/core";
+import { clientExecution, clientGraphEvent, type GraphEvent, type GraphHost } from "@nerva/core";
 import { nervaErrorHandler, nervaMiddleware } from "@nerva/express";
 
 /** The routes of an `api` entry point. Auth is the app's: put yours before nervaMiddleware. */
-export function refundDeskApp(runtime: GraphRuntime): Express {
+export function refundDeskApp(runtime: GraphHost): Express {
   const app = express();
   app.use(express.json());
   // Executions run as the agent named after the graph: anonymous callers may use only it.
@@ -16,10 +16,10 @@ export function refundDeskApp(runtime: GraphRuntime): Express {
   app.post("/refunds", async (req, res) => {
     res
       .status(202)
-      .json({ executionId: await runtime.trigger("default", req.body ?? {}, req.nervaCtx) });
+      .json({ runId: await runtime.trigger("default", req.body ?? {}, req.nervaCtx) });
   });
   app.get("/refunds/:id", async (req, res) => {
-    const execution = await runtime.getExecution(req.params.id);
+    const execution = await runtime.get(req.params.id);
     if (execution === null)
       res.status(404).json({ error: { code: "NOT_FOUND", message: "No such refund." } });
     else res.json({ ...clientExecution(execution), sessionState: null });

@@ -1,9 +1,9 @@
-// A worker process for the model node crash test: a GraphRuntime over a SQLite file whose graph
+// A worker process for the model node crash test: a GraphHost over a SQLite file whose graph
 // asks a model (the fake server the test runs) and then writes the answer. With `hang`, the node
 // logs "answered" once the model's answer is committed and then waits to be SIGKILLed.
 import { appendFileSync } from "node:fs";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { InProcessRuntime, RunQueue, createGraphRuntime } from "@nerva/core";
+import { InProcessRuntime, RunQueue, GraphHost } from "@nerva/core";
 import { SqliteRunStore } from "@nerva/core/sqlite";
 import { createModel } from "./index.js";
 import { askOnceGraph } from "./model-node-graph.test-support.js";
@@ -29,7 +29,7 @@ const graph = askOnceGraph(model, () => {
 });
 
 const store = new SqliteRunStore({ path: config.path });
-const runtime = createGraphRuntime({
+const runtime = new GraphHost({
   graph,
   runtime: new InProcessRuntime(),
   queue: new RunQueue({ store, name: "model-node" }),

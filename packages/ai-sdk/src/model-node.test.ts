@@ -16,13 +16,12 @@ import {
   InProcessRuntime,
   MemoryTraceSink,
   RunQueue,
-  createGraphRuntime,
+  GraphHost,
   defineGraph,
   defineTool,
   fnNode,
   type GraphEvent,
-  type GraphRuntime,
-  type GraphRuntimeOptions,
+  type GraphHostOptions,
   type PolicyEngine,
 } from "@nerva/core";
 import { SqliteRunStore } from "@nerva/core/sqlite";
@@ -36,7 +35,7 @@ const dir = mkdtempSync(join(tmpdir(), "nerva-model-node-"));
 let upstream: FakeOpenAIServer;
 let model: NervaModel;
 let dbs = 0;
-const runtimes: GraphRuntime[] = [];
+const runtimes: GraphHost[] = [];
 const stores: SqliteRunStore[] = [];
 
 beforeAll(async () => {
@@ -57,10 +56,10 @@ afterAll(async () => {
 });
 
 /** A started graph runtime over a fresh SQLite file. */
-async function start(options: Omit<GraphRuntimeOptions, "queue">): Promise<GraphRuntime> {
+async function start(options: Omit<GraphHostOptions, "queue">): Promise<GraphHost> {
   const store = new SqliteRunStore({ path: join(dir, `runs-${++dbs}.db`) });
   stores.push(store);
-  const runtime = createGraphRuntime({ ...options, queue: new RunQueue({ store, name: "g" }) });
+  const runtime = new GraphHost({ ...options, queue: new RunQueue({ store, name: "g" }) });
   runtimes.push(runtime);
   await runtime.start();
   return runtime;
@@ -400,7 +399,7 @@ describe("modelNode across a worker crash", () => {
       writeFileSync(log, "");
       const store = new SqliteRunStore({ path });
       stores.push(store);
-      const client = createGraphRuntime({
+      const client = new GraphHost({
         graph: askOnceGraph(model, () => undefined), // this process only triggers and waits
         runtime: new InProcessRuntime(),
         queue: new RunQueue({ store, name: "model-node" }),

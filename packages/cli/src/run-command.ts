@@ -101,7 +101,7 @@ export async function runCommand(
       } else if (e.type === EventType.EXECUTION_PAUSED) {
         progress.stop();
         progress.breakLine();
-        const paused = await runner.runtime.getExecution(id);
+        const paused = await runner.runtime.get(id);
         if (paused?.status !== "paused" || paused.pausedAt === null) continue;
         // Ask until the node takes the answer (a wrong one is refused with the reason).
         for (;;) {
@@ -123,7 +123,7 @@ export async function runCommand(
       }
     }
     progress.stop();
-    const done = await runner.runtime.getExecution(id);
+    const done = await runner.runtime.get(id);
     if (done?.status === "completed") {
       io.stdout.write(
         `\n${typeof done.output === "string" ? done.output : JSON.stringify(done.output)}\n`,

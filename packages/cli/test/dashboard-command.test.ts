@@ -85,7 +85,7 @@ describe("nerva dashboard", () => {
       const url = viewer.match[1] as string;
       const list = (await (await fetch(new URL("/api/executions", url))).json()) as unknown[];
       expect(list).toHaveLength(1);
-      const one = await fetch(new URL(`/api/executions/${paused.executionId}`, url));
+      const one = await fetch(new URL(`/api/executions/${paused.runId}`, url));
       expect(((await one.json()) as { status: string }).status).toBe("paused");
     } finally {
       viewer.child.kill("SIGINT");

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InMemoryRunStore, InProcessRuntime, RunQueue, createGraphRuntime } from "@nerva/core";
+import { InMemoryRunStore, InProcessRuntime, RunQueue, GraphHost } from "@nerva/core";
 import { startDashboard, type Dashboard } from "../src/index.js";
 import { graph, handlers } from "./refund-desk.fixture.js";
 
@@ -19,7 +19,7 @@ let dashboard: Dashboard;
 const agents = new InProcessRuntime();
 for (const [name, h] of Object.entries(handlers)) agents.register(name, h);
 const store = new InMemoryRunStore();
-const runtime = createGraphRuntime({
+const runtime = new GraphHost({
   graph,
   runtime: agents,
   queue: new RunQueue({ store, name: "desk" }),
@@ -121,7 +121,7 @@ describe("runs dashboard", () => {
 
 describe("runs dashboard as a person sees it", () => {
   const store2 = new InMemoryRunStore();
-  const runtime2 = createGraphRuntime({
+  const runtime2 = new GraphHost({
     graph,
     runtime: agents,
     queue: new RunQueue({ store: store2, name: "seen" }),
@@ -162,10 +162,10 @@ describe("runs dashboard as a person sees it", () => {
         method: "POST",
         body: JSON.stringify({ entryPoint: "default", input: { orderId } }),
       });
-      const { executionId } = (await res.json()) as { executionId: string };
+      const { runId } = (await res.json()) as { runId: string };
       const page = await browser.newPage({ viewport: { width: 1280, height: 760 } });
-      await page.goto(`${seen.url}#run=${executionId}`);
-      await expect.poll(() => page.textContent("#exec-id")).toBe(executionId);
+      await page.goto(`${seen.url}#run=${runId}`);
+      await expect.poll(() => page.textContent("#exec-id")).toBe(runId);
       await expect.poll(() => page.textContent("#status"), { timeout: 20_000 }).toBe("paused");
       // Created and last updated, both shown as times.
       const created = Date.parse((await page.getAttribute("#created", "datetime")) as string);
@@ -209,8 +209,8 @@ describe("runs dashboard as a person sees it", () => {
       );
       expect(crossings.through).toEqual([]);
       // Picking a row puts its link in the address.
-      await page.click(`tr[data-id="${executionId}"]`);
-      expect(new URL(page.url()).hash).toBe(`#run=${executionId}`);
+      await page.click(`tr[data-id="${runId}"]`);
+      expect(new URL(page.url()).hash).toBe(`#run=${runId}`);
       await page.close();
     },
   );

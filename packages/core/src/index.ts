@@ -263,7 +263,7 @@ export {
   clientRunEvent,
   type ClientRun,
   type ClientRunResult,
-} from "./runs/client-view.js";
+} from "./client-view.js";
 export { InMemoryRunStore } from "./runs/in-memory-store.js";
 export { RunPaused, type RunContext, type WaitForInputOptions } from "./runs/run-context.js";
 export { retryDelaySeconds } from "./runs/backoff.js";
@@ -281,5 +281,5 @@ export {
   type WaitOptions,
 } from "./runs/options.js";
 
-// Agent graphs and the runner (built on durable runs): defineGraph, nodes, GraphRuntime, events
+// Agent graphs and the runner (built on durable runs): defineGraph, nodes, GraphHost, events
 export * from "./graph/index.js";

@@ -1,6 +1,6 @@
 // What the dashboard's API says about a graph (its shape, the answers its input nodes allow) and
 // about an execution (its result for the page, with when it was created and last changed).
-import type { GraphRuntime, RunRecord, RunStore } from "@nerva/core";
+import type { GraphHost, RunRecord, RunStore } from "@nerva/core";
 
 /** The JSON Schema of an input node's answer, or `null` when it has none that JSON can say. */
 function answerSchema(schema: unknown): unknown {
@@ -17,7 +17,7 @@ function answerSchema(schema: unknown): unknown {
 }
 
 /** The graph's shape for the page: nodes, edges, entry points, the answers input nodes allow. */
-export function describe(runtime: GraphRuntime): Record<string, unknown> {
+export function describe(runtime: GraphHost): Record<string, unknown> {
   const g = runtime.graph;
   const edges: { from: string; to: string; type: string }[] = [];
   for (const [from, e] of g.edges) {
@@ -52,9 +52,9 @@ export async function times(
 }
 
 /** An execution for the page: no sessionState, with its times. */
-export async function shown(runtime: GraphRuntime, store: RunStore, id: string): Promise<unknown> {
+export async function shown(runtime: GraphHost, store: RunStore, id: string): Promise<unknown> {
   const run = await store.get(id);
-  const r = run === null ? null : await runtime.getExecution(id);
+  const r = run === null ? null : await runtime.get(id);
   if (run === null || r === null) return null;
   return { ...r, sessionState: null, ...(await times(store, run)) };
 }

@@ -94,7 +94,7 @@ function showAllowed(node) {
 }
 
 function showExecution(x) {
-  $("exec-id").textContent = x.executionId;
+  $("exec-id").textContent = x.runId;
   const status = $("status");
   status.textContent = x.status; status.className = "badge s-" + x.status;
   $("times").hidden = false;
@@ -154,14 +154,14 @@ async function refreshList() {
   $("empty").hidden = list.length > 0;
   for (const x of list) {
     const tr = document.createElement("tr");
-    tr.dataset.id = x.executionId;
+    tr.dataset.id = x.runId;
     tr.dataset.status = x.status;
-    if (x.executionId === selected) tr.classList.add("selected");
+    if (x.runId === selected) tr.classList.add("selected");
     const ep = document.createElement("td"); ep.textContent = x.entryPoint;
     const st = document.createElement("td"); const badge = document.createElement("span"); badge.className = "badge s-" + x.status; badge.textContent = x.status; st.appendChild(badge);
-    const id = document.createElement("td"); id.textContent = x.executionId.slice(0, 18) + "…"; id.title = x.executionId;
+    const id = document.createElement("td"); id.textContent = x.runId.slice(0, 18) + "…"; id.title = x.runId;
     tr.append(ep, st, id);
-    tr.onclick = () => select(x.executionId);
+    tr.onclick = () => select(x.runId);
     body.appendChild(tr);
   }
 }
@@ -175,9 +175,9 @@ $("trigger-form").onsubmit = async (ev) => {
   ev.preventDefault();
   let input;
   try { input = JSON.parse($("trigger-input").value || "{}"); } catch { alert("The start state must be JSON."); return; }
-  const { executionId } = await api("/api/executions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ entryPoint: $("trigger-entry").value, input }) });
+  const { runId } = await api("/api/executions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ entryPoint: $("trigger-entry").value, input }) });
   await refreshList();
-  await select(executionId);
+  await select(runId);
 };
 
 $("answer-form").onsubmit = async (ev) => {

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ErrorCode, ExecContext, NervaError, type GraphRuntime, type RunStore } from "@nerva/core";
+import { ErrorCode, ExecContext, NervaError, type GraphHost, type RunStore } from "@nerva/core";
 import { describe, shown, times } from "./graph-shape.js";
 import { DASHBOARD_HTML } from "./page.js";
 
@@ -67,7 +67,7 @@ async function body(req: IncomingMessage): Promise<Record<string, unknown>> {
 }
 
 async function executions(
-  runtime: GraphRuntime,
+  runtime: GraphHost,
   queueOf: (ep: string) => string,
   store: RunStore,
 ): Promise<unknown> {
@@ -76,7 +76,7 @@ async function executions(
     const page = await store.list({ queue: queueOf(ep.id), limit: 50, cursor: null });
     for (const run of page.runs) {
       if (run.handlers[0] !== runtime.graph.name) continue;
-      const r = await runtime.getExecution(run.id);
+      const r = await runtime.get(run.id);
       if (r !== null) out.push({ ...r, sessionState: null, ...(await times(store, run)) });
     }
   }
@@ -94,7 +94,7 @@ async function executions(
  * console.log(`open ${dashboard.url}`);
  */
 export async function startDashboard(
-  runtime: GraphRuntime,
+  runtime: GraphHost,
   store: RunStore,
   options: DashboardOptions = {},
 ): Promise<Dashboard> {
@@ -150,7 +150,7 @@ export async function startDashboard(
           input,
           ExecContext.create(),
         );
-        return send(res, 202, { executionId: id });
+        return send(res, 202, { runId: id });
       }
     }
     const id = parts[2];
@@ -209,7 +209,7 @@ function listen(server: Server, port: number, host: string): Promise<void> {
 
 /** Server-sent events of one execution: replay after Last-Event-ID (the seq), then live. */
 async function streamEvents(
-  runtime: GraphRuntime,
+  runtime: GraphHost,
   id: string,
   req: IncomingMessage,
   res: ServerResponse,

@@ -17,17 +17,16 @@ import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { rejection } from "../testing/rejection.js";
 import {
   END,
-  createGraphRuntime,
+  GraphHost,
   defineGraph,
   fnNode,
   inputNode,
-  type GraphRuntime,
 } from "./index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-admission-"));
 const prefixes: string[] = [];
 const stores: RunStore[] = [];
-const runtimes: GraphRuntime[] = [];
+const runtimes: GraphHost[] = [];
 afterEach(async () => {
   for (const r of runtimes.splice(0)) await r.stop({ graceSeconds: 0 });
   for (const s of stores.splice(0)) await s.close();
@@ -53,7 +52,7 @@ const backends: [string, (label: string) => RunStore][] = [
 ];
 
 describe.each(backends)("sessionState resumes on %s", (_name, open) => {
-  function make(label: string, effects: string[]): GraphRuntime {
+  function make(label: string, effects: string[]): GraphHost {
     const store = open(label);
     stores.push(store);
     const graph = defineGraph({
@@ -72,7 +71,7 @@ describe.each(backends)("sessionState resumes on %s", (_name, open) => {
       ],
       entry: "ask",
     });
-    const runtime = createGraphRuntime({
+    const runtime = new GraphHost({
       graph,
       runtime: new InProcessRuntime(),
       queue: new RunQueue({ store, name: "a" }),
@@ -97,7 +96,7 @@ describe.each(backends)("sessionState resumes on %s", (_name, open) => {
     const done = await runtime.triggerAndWait("default", { ok: "yes" }, ctx(), first);
     expect(done.status).toBe("completed");
     const again = await runtime.triggerAndWait("default", { ok: "yes" }, ctx(), first);
-    expect(again.executionId).toBe(done.executionId);
+    expect(again.runId).toBe(done.runId);
     expect((await rejection(runtime.trigger("default", { ok: "no" }, ctx(), first))).code).toBe(
       "INVALID_STATE",
     );
@@ -109,7 +108,7 @@ describe.each(backends)("sessionState resumes on %s", (_name, open) => {
     const runtime = make("inject", effects);
     await runtime.start();
     const paused = await runtime.triggerAndWait("default", {}, ctx(), wait);
-    await runtime.injectInput(paused.executionId, "ask", "inject");
+    await runtime.injectInput(paused.runId, "ask", "inject");
     expect(
       (
         await rejection(
@@ -119,7 +118,7 @@ describe.each(backends)("sessionState resumes on %s", (_name, open) => {
         )
       ).code,
     ).toBe("INVALID_STATE");
-    expect((await runtime.wait(paused.executionId, wait)).status).toBe("completed");
+    expect((await runtime.wait(paused.runId, wait)).status).toBe("completed");
     expect(effects).toEqual(["inject"]);
   });
 
@@ -128,7 +127,7 @@ describe.each(backends)("sessionState resumes on %s", (_name, open) => {
     const runtime = make("cancelled", effects);
     await runtime.start();
     const paused = await runtime.triggerAndWait("default", {}, ctx(), wait);
-    expect((await runtime.cancel(paused.executionId, { reason: "user left" })).status).toBe(
+    expect((await runtime.cancel(paused.runId, { reason: "user left" })).status).toBe(
       "cancelled",
     );
     const err = await rejection(

@@ -7,7 +7,7 @@ import type { RunQueue } from "../runs/run-queue.js";
 import { RunStatus, type RunRecord } from "../runs/types.js";
 import { checkBacklog, type Stream } from "./entry-streams.js";
 import type { EntryPoint } from "./entry-points.js";
-import type { GraphEvent } from "./events.js";
+import type { RunEvent } from "../runs/types.js";
 import type { ExecutionWatcher } from "./execution-watcher.js";
 import type { GraphExecutor } from "./executor.js";
 import { FIX_STATE, planStart } from "./session-start.js";
@@ -15,8 +15,6 @@ import type { Graph } from "./types.js";
 
 /** Per-call options of `trigger` and `triggerAndWait`. */
 export interface TriggerOptions {
-  /** Resume a paused execution from its portable, signed state. */
-  readonly sessionState?: unknown;
   /**
    * One execution per key and entry point (e.g. a webhook delivery id): 1-200 characters, not
    * starting with `$` (the keys of timer slots, events and resumes start with it).
@@ -24,6 +22,11 @@ export interface TriggerOptions {
   readonly idempotencyKey?: string;
   /** For `triggerAndWait`: give up waiting (TIMEOUT) after this long; the execution goes on. */
   readonly timeoutSeconds?: number;
+}
+
+/** What admission takes: a trigger's options, or a resume from a portable, signed state. */
+export interface AdmitOptions extends TriggerOptions {
+  readonly sessionState?: unknown;
 }
 
 /** What admitting an execution reaches: the runtime's graph, streams, watcher and session key. */
@@ -53,7 +56,7 @@ const TriggerOptionsSchema = z
   })
   .strict();
 const FIX_OPTIONS =
-  'Pass { sessionState?, idempotencyKey?: a string of 1-200 characters not starting with "$" (e.g. the webhook delivery id), timeoutSeconds?: seconds > 0 }.';
+  'Pass { idempotencyKey?: a string of 1-200 characters not starting with "$" (e.g. the webhook delivery id), timeoutSeconds?: seconds > 0 }.';
 
 /**
  * Admits one execution for trigger, timers and events. Every check that can refuse it (entry
@@ -67,7 +70,7 @@ export async function admitExecution(
   entryPointId: string,
   input: unknown,
   ctx: ExecContext,
-  options: TriggerOptions,
+  options: AdmitOptions,
   chain: readonly string[],
   derivedKey?: string,
 ): Promise<RunRecord> {
@@ -170,7 +173,7 @@ async function supersede(queue: RunQueue, id: string, token: string): Promise<vo
   throw new NervaError(
     ErrorCode.INVALID_STATE,
     `Invalid sessionState: execution ${id} it was issued for is ${run.status} now, no longer paused; it was answered already (by injectInput or another sessionState resume) or cancelled. A paused execution is answered once: resume from the sessionState of its latest pause.`,
-    { details: { executionId: id, status: run.status } },
+    { details: { runId: id, status: run.status } },
   );
 }
 
@@ -178,7 +181,7 @@ async function supersede(queue: RunQueue, id: string, token: string): Promise<vo
 export function admitFromEvent(
   a: AdmissionScope,
   ep: EntryPoint,
-  event: GraphEvent,
+  event: RunEvent,
   input: Record<string, unknown>,
   chain: readonly string[],
 ): Promise<RunRecord> {
@@ -189,7 +192,7 @@ export function admitFromEvent(
     ExecContext.create({ metadata: { trigger: "event" } }),
     {},
     chain,
-    `$event:${event.executionId}:${event.seq}`,
+    `$event:${event.runId}:${event.seq}`,
   );
 }
 

@@ -13,9 +13,9 @@ import type { ToolManager } from "../tools/types.js";
 import type { TraceSink } from "../tracing/sink.js";
 import { isDefinedGraph } from "./define-graph.js";
 import type { EntryPointSpec } from "./entry-points.js";
-import type { ExecutionResult } from "./execution-result.js";
-import { GraphRuntime, type TriggerOptions } from "./graph-runtime.js";
-import type { GraphRuntimeOptions } from "./runtime-options.js";
+import type { GraphRun } from "./graph-run.js";
+import { GraphHost, type TriggerOptions } from "./graph-host.js";
+import type { GraphHostOptions } from "./host-options.js";
 import type { Graph } from "./types.js";
 
 /**
@@ -63,10 +63,10 @@ export type AgentConfig = z.input<typeof AgentConfigSchema>;
 export interface AgentRunnerOptions extends AgentConfig {
   /** An open store to use instead of the configured one (the runner does not close it). */
   readonly runStore?: RunStore;
-  /** Where the executions' spans and events go (the GraphRuntime's `traceSink`). */
+  /** Where the executions' spans and events go (the GraphHost's `traceSink`). */
   readonly traceSink?: TraceSink | null;
-  /** More GraphRuntime options (memory, policy, onError...). */
-  readonly runtimeOptions?: Partial<GraphRuntimeOptions>;
+  /** More GraphHost options (memory, policy, onError...). */
+  readonly runtimeOptions?: Partial<GraphHostOptions>;
 }
 
 function moduleError(path: string, why: string): NervaError {
@@ -79,7 +79,7 @@ function moduleError(path: string, why: string): NervaError {
 
 /**
  * The high-level API of the seed: loads an agent module (its graph and config), builds the
- * GraphRuntime, and runs it. Disposable: `await using runner = await AgentRunner.load(path)`.
+ * GraphHost, and runs it. Disposable: `await using runner = await AgentRunner.load(path)`.
  *
  * @example
  * await using runner = await AgentRunner.load("./agents/refund-desk.ts");
@@ -87,7 +87,7 @@ function moduleError(path: string, why: string): NervaError {
  * if (result.status === "paused") await runner.run({ decision: "approved" }, { sessionState: result.sessionState });
  */
 export class AgentRunner {
-  readonly runtime: GraphRuntime;
+  readonly runtime: GraphHost;
   readonly queue: RunQueue;
   readonly module: AgentModule;
   readonly #ownsStore: boolean;
@@ -95,7 +95,7 @@ export class AgentRunner {
 
   private constructor(
     module: AgentModule,
-    runtime: GraphRuntime,
+    runtime: GraphHost,
     queue: RunQueue,
     ownsStore: boolean,
   ) {
@@ -157,7 +157,7 @@ export class AgentRunner {
       store,
       name: config.queue ?? mod.graph.name.replace(/[^A-Za-z0-9_.-]/g, "_"),
     });
-    const runtime = new GraphRuntime({
+    const runtime = new GraphHost({
       graph: mod.graph,
       runtime: agents,
       queue,
@@ -182,7 +182,7 @@ export class AgentRunner {
   async run(
     input: Record<string, unknown> = {},
     options: TriggerOptions & { entryPoint?: string; ctx?: ExecContext } = {},
-  ): Promise<ExecutionResult> {
+  ): Promise<GraphRun> {
     await this.start();
     const { entryPoint, ctx, ...rest } = options;
     return this.runtime.triggerAndWait(
@@ -203,7 +203,7 @@ export class AgentRunner {
     return this.runtime.trigger(entryPoint, input, ctx ?? ExecContext.create());
   }
 
-  getEntryPoints(): ReturnType<GraphRuntime["getEntryPoints"]> {
+  getEntryPoints(): ReturnType<GraphHost["getEntryPoints"]> {
     return this.runtime.getEntryPoints();
   }
 

@@ -2,32 +2,25 @@ import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { checkUntrustedJson } from "../internal/json-limits.js";
 import { RunStatus, type RunRecord } from "../runs/types.js";
 import { AgentStatus } from "../types/status.js";
-import { toExecutionResult } from "./execution-result.js";
 import { parseNodeKey } from "./run-events.js";
 import type { Graph } from "./types.js";
 
 /**
- * The value `injectInput` resumes execution `run` with: INVALID_STATE when it is not paused at
- * `nodeId`, INVALID_INPUT when `content` does not fit the node's schema (or, for an agent node
+ * The value `resume` answers graph run `run` with: INVALID_STATE when it is not paused at a
+ * node, INVALID_INPUT when `content` does not fit the node's schema (or, for an agent node
  * waiting for data, is not `{ args }`).
  */
-export function checkAnswer(
-  graph: Graph,
-  run: RunRecord,
-  nodeId: string,
-  content: unknown,
-): unknown {
-  const executionId = run.id;
+export function checkAnswer(graph: Graph, run: RunRecord, content: unknown): unknown {
+  const runId = run.id;
   const at = run.status === RunStatus.PAUSED ? parseNodeKey(run.pause?.key ?? "") : null;
-  if (at === null || at.nodeId !== nodeId) {
+  if (at === null) {
     throw new NervaError(
       ErrorCode.INVALID_STATE,
-      at === null
-        ? `Execution ${executionId} is ${toExecutionResult(run, (p) => ({ ...p, sig: "" })).status}, not paused at an input: nothing waits for "${nodeId}".`
-        : `Execution ${executionId} is paused at node "${at.nodeId}", not "${nodeId}": answer "${at.nodeId}".`,
-      { details: { executionId, status: run.status, pausedAt: at?.nodeId ?? null } },
+      `Run ${runId} is ${run.status}, not paused: nothing waits for an answer. Resume a run whose status is "paused".`,
+      { details: { runId, status: run.status } },
     );
   }
+  const nodeId = at.nodeId;
   // Named "answer" in what the person who answers sees: `content` is only this parameter's name.
   checkUntrustedJson(content, "answer", "Send plain JSON.");
   const node = graph.nodes.get(nodeId);

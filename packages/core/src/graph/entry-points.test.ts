@@ -9,16 +9,15 @@ import {
   END,
   EventType,
   IsolationLevel,
-  createGraphRuntime,
+  GraphHost,
   defineGraph,
   fnNode,
   type GraphEvent,
-  type GraphRuntime,
-  type GraphRuntimeOptions,
+  type GraphHostOptions,
 } from "./index.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const runtimes: GraphRuntime[] = [];
+const runtimes: GraphHost[] = [];
 afterEach(async () => {
   for (const r of runtimes.splice(0)) await r.stop({ graceSeconds: 0 });
 });
@@ -30,8 +29,8 @@ const S = z.object({
 });
 type St = z.output<typeof S>;
 
-function make(options: Partial<GraphRuntimeOptions> & Pick<GraphRuntimeOptions, "graph">) {
-  const r = createGraphRuntime({
+function make(options: Partial<GraphHostOptions> & Pick<GraphHostOptions, "graph">) {
+  const r = new GraphHost({
     runtime: new InProcessRuntime(),
     queue: new RunQueue({ store: new InMemoryRunStore(), name: "ep" }),
     leaseSeconds: 2,
@@ -293,12 +292,12 @@ describe("event bus", () => {
     const idX = await runtime.trigger("x", {});
     const idY = await runtime.trigger("y", {});
     const oneExec: GraphEvent[] = [];
-    runtime.subscribe(null, (e) => void oneExec.push(e), { executionId: idX });
+    runtime.subscribe(null, (e) => void oneExec.push(e), { runId: idX });
     await runtime.wait(idX, { timeoutSeconds: 10 });
     await runtime.wait(idY, { timeoutSeconds: 10 });
     await sleep(50);
-    expect(onlyY.map((e) => [e.type, e.executionId])).toEqual([[EventType.NODE_COMPLETED, idY]]);
-    expect(oneExec.every((e) => e.executionId === idX)).toBe(true);
+    expect(onlyY.map((e) => [e.type, e.runId])).toEqual([[EventType.NODE_COMPLETED, idY]]);
+    expect(oneExec.every((e) => e.runId === idX)).toBe(true);
     expect(() => runtime.subscribe(["nope" as never], () => undefined)).toThrow(
       /Invalid event types \["nope"\]/,
     );

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { EVENT_TYPES, type GraphEvent } from "./events.js";
+import type { RunEvent } from "../runs/types.js";
 
 const positiveSeconds = z.number().positive().finite();
 
@@ -37,14 +37,15 @@ export const TriggerSchema = z.discriminatedUnion("type", [
       message: "give exactly one of cron or intervalSeconds",
     }),
   /**
-   * By typed events of other executions of this runtime. An execution never triggers its own
+   * By events (run event types, e.g. `run.succeeded`, `node.completed`) of other runs of this
+   * host. An execution never triggers its own
    * entry point again through events (directly or through a chain of event entry points), and
    * a chain stops after `maxDepth` hops.
    */
   z
     .object({
       type: z.literal("event"),
-      events: z.array(z.enum(EVENT_TYPES)).min(1),
+      events: z.array(z.string().min(1).max(100)).min(1),
       /** Only events of executions of these entry points. */
       from: z.array(z.string()).min(1).optional(),
       maxDepth: z.number().int().min(1).max(20).default(3),
@@ -92,7 +93,7 @@ export type EntryPoint = z.output<typeof EntryPointSchema> & { readonly concurre
 /** What made a timer or event entry point fire (given to its `input`). */
 export type TriggerSource =
   | { readonly type: "timer"; readonly slot: number }
-  | { readonly type: "event"; readonly event: GraphEvent };
+  | { readonly type: "event"; readonly event: RunEvent; readonly entryPoint: string };
 
 /** The public description of an entry point (`getEntryPoints()`). */
 export interface EntryPointInfo {

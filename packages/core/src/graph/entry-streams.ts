@@ -4,7 +4,7 @@ import { Runner } from "../runs/runner.js";
 import { RunStatus } from "../runs/types.js";
 import type { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import type { EntryPoint, EntryPointInfo } from "./entry-points.js";
-import type { ParsedGraphRuntimeOptions } from "./runtime-options.js";
+import type { ParsedGraphHostOptions } from "./host-options.js";
 import type { Graph } from "./types.js";
 
 /** One entry point's stream: its queue and the runner executing it (the seed's ExecutionStream). */
@@ -24,7 +24,7 @@ export interface Stream {
  * runner of its own.
  */
 export function buildStreams(
-  o: ParsedGraphRuntimeOptions,
+  o: ParsedGraphHostOptions,
   handlers: InProcessRuntime,
   onError: (err: unknown) => void,
 ): Stream[] {

@@ -2,21 +2,23 @@ import { randomBytes } from "node:crypto";
 import { ErrorCode, NervaError } from "../errors.js";
 import { requireObjectOptions } from "../internal/object-options.js";
 import { safeListener } from "../internal/report.js";
-import { EVENT_TYPES, type EventType, type GraphEvent } from "./events.js";
+import type { RunEvent } from "../runs/types.js";
 
 /** What a subscriber's handler is told besides the event. */
 export interface DeliveryInfo {
   /** Events dropped for this subscriber since the previous delivery (its buffer was full). */
   readonly missed: number;
+  /** The entry point that started the event's run. */
+  readonly entryPoint: string;
 }
 
 /** A subscriber's handler. It is called with one event at a time, in order. */
-export type EventHandler = (event: GraphEvent, info: DeliveryInfo) => void | Promise<void>;
+export type EventHandler = (event: RunEvent, info: DeliveryInfo) => void | Promise<void>;
 
 /** Which events a subscriber gets besides their types. */
 export interface SubscribeOptions {
   readonly entryPoint?: string;
-  readonly executionId?: string;
+  readonly runId?: string;
   /** Events held for a handler that is still busy; past it, events are dropped and counted. */
   readonly bufferSize?: number;
 }
@@ -25,11 +27,11 @@ interface Subscriber {
   readonly id: string;
   readonly types: ReadonlySet<string> | null;
   readonly entryPoint: string | undefined;
-  readonly executionId: string | undefined;
+  readonly runId: string | undefined;
   readonly handler: EventHandler;
   readonly size: number;
   /** Each buffered event with how many were dropped just before it. */
-  readonly buffer: { event: GraphEvent; missed: number }[];
+  readonly buffer: { event: RunEvent; entryPoint: string; missed: number }[];
   /** Dropped since the last buffered event. */
   missed: number;
   /** Dropped in all. */
@@ -44,14 +46,14 @@ export interface SubscriptionStats {
 }
 
 /**
- * Delivers typed events to subscribers without ever blocking the publisher: each subscriber has
+ * Delivers run events to subscribers without ever blocking the publisher: each subscriber has
  * a bounded buffer and gets its events in order; when its handler falls behind and the buffer is
  * full, new events are dropped for it and the next delivery says how many (`info.missed`). The
- * complete history stays readable from the durable log (`runtime.events(id, { afterSeq })`).
+ * complete history stays readable from the durable log (`host.events(id, { afterSeq })`).
  *
  * @example
  * const bus = new EventBus();
- * const id = bus.subscribe([EventType.NODE_COMPLETED], (e) => console.log(e.nodeId));
+ * const id = bus.subscribe([RunEventType.NODE_COMPLETED], (e) => console.log(e.data.node));
  */
 export class EventBus {
   readonly #subs = new Map<string, Subscriber>();
@@ -68,7 +70,7 @@ export class EventBus {
   }
 
   subscribe(
-    types: readonly EventType[] | null,
+    types: readonly string[] | null,
     handler: EventHandler,
     options: SubscribeOptions = {},
   ): string {
@@ -83,12 +85,12 @@ export class EventBus {
     }
     if (types !== null) {
       const unknown = Array.isArray(types)
-        ? types.filter((t) => !(EVENT_TYPES as readonly string[]).includes(t))
+        ? types.filter((t) => typeof t !== "string" || t.length === 0 || t.length > 100)
         : [types];
       if (!Array.isArray(types) || unknown.length > 0) {
         throw new NervaError(
           ErrorCode.INVALID_INPUT,
-          `Invalid event types ${JSON.stringify(unknown)}: pass a list of EventType values (${EVENT_TYPES.join(", ")}) or null for all.`,
+          `Invalid event types ${JSON.stringify(unknown)}: pass a list of run event types (e.g. RunEventType.NODE_COMPLETED, "app.progress") or null for all.`,
           { issues: [{ path: "types", message: "unknown event type" }] },
         );
       }
@@ -96,7 +98,7 @@ export class EventBus {
     requireObjectOptions(
       options,
       ErrorCode.INVALID_INPUT,
-      "Pass { entryPoint?, executionId?, bufferSize? }.",
+      "Pass { entryPoint?, runId?, bufferSize? }.",
     );
     const size = options.bufferSize ?? this.#defaultSize;
     if (!Number.isInteger(size) || size < 1 || size > 1_000_000) {
@@ -113,7 +115,7 @@ export class EventBus {
       id,
       types: types === null ? null : new Set(types),
       entryPoint: options.entryPoint,
-      executionId: options.executionId,
+      runId: options.runId,
       handler,
       size,
       buffer: [],
@@ -135,17 +137,17 @@ export class EventBus {
   }
 
   /** Hands `event` to every matching subscriber (never waits for one). */
-  publish(event: GraphEvent): void {
+  publish(event: RunEvent, entryPoint: string): void {
     for (const sub of this.#subs.values()) {
       if (sub.types !== null && !sub.types.has(event.type)) continue;
-      if (sub.entryPoint !== undefined && sub.entryPoint !== event.entryPoint) continue;
-      if (sub.executionId !== undefined && sub.executionId !== event.executionId) continue;
+      if (sub.entryPoint !== undefined && sub.entryPoint !== entryPoint) continue;
+      if (sub.runId !== undefined && sub.runId !== event.runId) continue;
       if (sub.buffer.length >= sub.size) {
         sub.missed += 1;
         sub.missedTotal += 1;
         continue;
       }
-      sub.buffer.push({ event, missed: sub.missed });
+      sub.buffer.push({ event, entryPoint, missed: sub.missed });
       sub.missed = 0;
       if (!sub.draining) {
         sub.draining = true;
@@ -157,9 +159,9 @@ export class EventBus {
   async #drain(sub: Subscriber): Promise<void> {
     try {
       while (sub.buffer.length > 0 && this.#subs.get(sub.id) === sub) {
-        const { event, missed } = sub.buffer.shift() as { event: GraphEvent; missed: number };
+        const { event, entryPoint, missed } = sub.buffer.shift() as Subscriber["buffer"][number];
         try {
-          await sub.handler(event, { missed });
+          await sub.handler(event, { missed, entryPoint });
         } catch (err) {
           this.#onError(err);
         }

@@ -13,17 +13,16 @@ import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import {
   END,
   EventType,
-  createGraphRuntime,
+  GraphHost,
   defineGraph,
   fnNode,
   inputNode,
   type GraphEvent,
-  type GraphRuntime,
 } from "./index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-watcher-"));
 const stores: SqliteRunStore[] = [];
-const runtimes: GraphRuntime[] = [];
+const runtimes: GraphHost[] = [];
 afterEach(async () => {
   for (const r of runtimes.splice(0)) await r.stop({ graceSeconds: 0 });
   for (const s of stores.splice(0)) await s.close();
@@ -57,10 +56,10 @@ function graphOf(pausing: boolean, slowMs = 0) {
   });
 }
 
-function make(pausing: boolean, file: string, slowMs = 0): GraphRuntime {
+function make(pausing: boolean, file: string, slowMs = 0): GraphHost {
   const store = new SqliteRunStore({ path: join(dir, file) });
   stores.push(store);
-  const runtime = createGraphRuntime({
+  const runtime = new GraphHost({
     graph: graphOf(pausing, slowMs),
     runtime: new InProcessRuntime(),
     queue: new RunQueue({ store, name: "w" }),
@@ -102,7 +101,7 @@ describe("ExecutionWatcher", () => {
         timeoutSeconds: 10,
       });
       expect(paused.status).toBe("paused");
-      expect((await runtime.cancel(paused.executionId)).status).toBe("cancelled");
+      expect((await runtime.cancel(paused.runId)).status).toBe("cancelled");
     }
     // Paused, then resumed from its sessionState (the paused run is superseded, cancelled).
     for (let i = 0; i < 5; i++) {
@@ -119,13 +118,13 @@ describe("ExecutionWatcher", () => {
     const paused = await runtime.triggerAndWait("default", {}, ExecContext.create(), {
       timeoutSeconds: 10,
     });
-    await runtime.injectInput(paused.executionId, "ask", "yes");
-    expect((await runtime.wait(paused.executionId, { timeoutSeconds: 10 })).status).toBe(
+    await runtime.injectInput(paused.runId, "ask", "yes");
+    expect((await runtime.wait(paused.runId, { timeoutSeconds: 10 })).status).toBe(
       "completed",
     );
     await settle(() => runtime.getStats().watched === 0);
     expect(runtime.getStats().watched).toBe(0);
-    const mine = seen.filter((e) => e.executionId === paused.executionId);
+    const mine = seen.filter((e) => e.runId === paused.runId);
     const seqs = mine.map((e) => e.seq);
     expect(new Set(seqs).size).toBe(seqs.length);
     expect(mine.map((e) => e.type)).toContain(EventType.EXECUTION_PAUSED);

@@ -1,12 +1,13 @@
 import { setMaxListeners } from "node:events";
 import type { RunQueue } from "../runs/run-queue.js";
-import { isFinalStatus, type RunRecord } from "../runs/types.js";
-import { EventProjector, EventType, type GraphEvent } from "./events.js";
+import { RunEventType, isFinalStatus, type RunEvent, type RunRecord } from "../runs/types.js";
+import { NodeTracker } from "./events.js";
 
 /** An execution this process follows on the event bus. */
 interface Watched {
   readonly chain: readonly string[];
-  readonly projector: EventProjector;
+  readonly entryPoint: string;
+  readonly tracker: NodeTracker;
   lastSeq: number;
   tailing: boolean;
   /** Watched again while tailing (a resume): a pause seen next does not end the tail. */
@@ -28,7 +29,7 @@ export class ExecutionWatcher {
     private readonly queue: RunQueue,
     private readonly nodeIds: ReadonlySet<string>,
     private readonly listening: () => boolean,
-    private readonly deliver: (event: GraphEvent) => void,
+    private readonly deliver: (event: RunEvent, entryPoint: string) => void,
     private readonly onError: (err: unknown) => void,
   ) {}
 
@@ -50,7 +51,8 @@ export class ExecutionWatcher {
     if (w === undefined) {
       w = {
         chain: (run.input.args.chain ?? "").split(",").filter((c) => c !== ""),
-        projector: new EventProjector(run.id, run.input.args.entryPoint ?? "default", this.nodeIds),
+        entryPoint: run.input.args.entryPoint ?? "default",
+        tracker: new NodeTracker(this.nodeIds),
         lastSeq: afterSeq,
         tailing: false,
         again: false,
@@ -94,10 +96,10 @@ export class ExecutionWatcher {
       try {
         for await (const e of this.queue.events(id, { afterSeq: w.lastSeq, signal })) {
           w.lastSeq = e.seq;
-          const g = w.projector.project(e);
+          const g = w.tracker.track(e);
           if (g === null) continue;
-          this.deliver(g);
-          if (g.type === EventType.EXECUTION_PAUSED) {
+          this.deliver(g, w.entryPoint);
+          if (g.type === RunEventType.PAUSED) {
             if (w.again) {
               w.again = false;
               continue;

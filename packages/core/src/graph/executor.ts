@@ -108,7 +108,7 @@ export class GraphExecutor<S extends GraphState = GraphState> {
     if (run === null) {
       throw new NervaError(
         ErrorCode.INVALID_STATE,
-        `Graph "${this.graph.name}" must execute inside a durable run (ctx.run is null): run it through createGraphRuntime, or register it as a handler of a Runner.`,
+        `Graph "${this.graph.name}" must execute inside a durable run (ctx.run is null): run it through GraphHost, or register it as a handler of a Runner.`,
       );
     }
     let state = this.parseState(start.state);

@@ -5,9 +5,9 @@ import { z } from "zod";
 import { RunQueue } from "../runs/run-queue.js";
 import { storeBackends } from "../runs/store-backends.test-support.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
-import { END, createGraphRuntime, defineGraph, fnNode, type GraphRuntime } from "./index.js";
+import { END, GraphHost, defineGraph, fnNode } from "./index.js";
 
-const runtimes: GraphRuntime[] = [];
+const runtimes: GraphHost[] = [];
 afterEach(async () => {
   for (const r of runtimes.splice(0)) await r.stop({ graceSeconds: 0 });
 });
@@ -41,7 +41,7 @@ describe.each(stores)("graph cancel and deadline on %s", (_label, open) => {
   function host(graph: ReturnType<typeof waitingGraph>["graph"], executionTimeoutSeconds = 600) {
     // Heartbeats a minute apart: only the cancel itself (or the deadline) can abort the node.
     const store = open();
-    const runtime = createGraphRuntime({
+    const runtime = new GraphHost({
       graph,
       runtime: new InProcessRuntime({ timeoutSeconds: 600 }),
       queue: new RunQueue({ store, name: "t" }),
@@ -54,7 +54,7 @@ describe.each(stores)("graph cancel and deadline on %s", (_label, open) => {
     return runtime;
   }
 
-  it("GraphRuntime.cancel aborts the running node's signal at once", async () => {
+  it("GraphHost.cancel aborts the running node's signal at once", async () => {
     const { graph, began, why } = waitingGraph();
     const runtime = host(graph);
     await runtime.start();

@@ -5,7 +5,7 @@ import type { AgentInput, JsonValue, PartialAgentResult } from "../types/agent.j
 import { AgentStatus } from "../types/status.js";
 import type { GraphExecutor, GraphStart } from "./executor.js";
 import { GraphFailure, isUnwind, nodeFailure } from "./failure.js";
-import type { ParsedGraphRuntimeOptions } from "./runtime-options.js";
+import type { ParsedGraphHostOptions } from "./host-options.js";
 import type { SharedStateView } from "./types.js";
 
 /**
@@ -51,7 +51,7 @@ export function graphHandler(
  * shared `runner`) the InProcessRuntime that runner executes, the handler registered on it.
  */
 export function handlerRuntime(
-  o: ParsedGraphRuntimeOptions,
+  o: ParsedGraphHostOptions,
   handler: (input: AgentInput, ctx: ExecContext) => Promise<PartialAgentResult>,
 ): InProcessRuntime {
   const options = { timeoutSeconds: o.executionTimeoutSeconds, circuitBreaker: false as const };

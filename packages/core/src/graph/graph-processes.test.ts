@@ -14,7 +14,7 @@ import {
   type GraphProcessConfig,
 } from "./fixtures/graph-processes.test-support.js";
 import { graph as refundDesk } from "./fixtures/refund-desk.test-support.js";
-import { createGraphRuntime, type ExecutionResult } from "./index.js";
+import { GraphHost, type GraphRun } from "./index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-graph-procs-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -56,7 +56,7 @@ describe("graph executions across processes (SQLite)", () => {
       // By injectInput: a worker pauses the execution and is killed; this process answers; a new
       // worker finishes it.
       const store = new SqliteRunStore({ path });
-      const client = createGraphRuntime({
+      const client = new GraphHost({
         graph: refundDesk,
         runtime: new InProcessRuntime(),
         queue: new RunQueue({ store, name: "procs" }),
@@ -83,11 +83,11 @@ describe("graph executions across processes (SQLite)", () => {
       // By sessionState: one process pauses and exits; a fresh process resumes from the JSON.
       const pauser = spawnGraph({ ...base, mode: "pause" });
       expect(await pauser.exited).toBe(0);
-      const result = JSON.parse(pauser.stdout()) as ExecutionResult;
+      const result = JSON.parse(pauser.stdout()) as GraphRun;
       expect(result).toMatchObject({ status: "paused", pausedAt: "review" });
       const resumer = spawnGraph({ ...base, mode: "resume" }, JSON.stringify(result.sessionState));
       expect(await resumer.exited).toBe(0);
-      const done = JSON.parse(resumer.stdout()) as ExecutionResult;
+      const done = JSON.parse(resumer.stdout()) as GraphRun;
       expect(done).toMatchObject({
         status: "completed",
         output: "refunded order 77",
@@ -95,7 +95,7 @@ describe("graph executions across processes (SQLite)", () => {
       });
       // The path carries on from the paused execution.
       expect(done.path).toEqual(["intake#1", "lookup#1", "review#1", "refund#1"]);
-      expect((await client.getExecution(result.executionId))?.status).toBe("cancelled");
+      expect((await client.get(result.runId))?.status).toBe("cancelled");
       await store.close();
     },
   );

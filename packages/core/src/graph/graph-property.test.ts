@@ -12,7 +12,7 @@ import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import {
   END,
   Reducers,
-  createGraphRuntime,
+  GraphHost,
   defineGraph,
   fnNode,
   inputNode,
@@ -203,7 +203,7 @@ describe("random graphs", () => {
             return;
           }
           executed += 1;
-          const runtime = createGraphRuntime({
+          const runtime = new GraphHost({
             graph,
             runtime: new InProcessRuntime(),
             queue: new RunQueue({ store: new InMemoryRunStore(), name: "p" }),

@@ -1,4 +1,4 @@
-// Agent graphs on durable runs: defineGraph, the node kinds, GraphExecutor, GraphRuntime
+// Agent graphs on durable runs: defineGraph, the node kinds, GraphExecutor, GraphHost
 // (entry points, event bus, sessionState, shared state) and AgentRunner.
 export {
   END,
@@ -29,15 +29,13 @@ export { Reducers } from "./state.js";
 export { GraphExecutor, type GraphStart } from "./executor.js";
 export type { GraphDeps, GraphSnapshot } from "./node-context.js";
 export { GraphErrorCode } from "./failure.js";
-export { EventType, type GraphEvent } from "./events.js";
 export type { DeliveryInfo, EventHandler, SubscribeOptions } from "./event-bus.js";
-export { ExecutionStatus, type ExecutionResult } from "./execution-result.js";
-export { clientExecution, clientExecutionError, clientGraphEvent } from "./client-view.js";
+export type { GraphRun } from "./graph-run.js";
 export type { SessionState } from "./session-state.js";
 export { IsolationLevel, SharedState, type SharedStateOptions } from "./shared-state.js";
 export type { EntryPointInfo, EntryPointSpec, TriggerSource, TriggerSpec } from "./entry-points.js";
-export { GraphRuntime, createGraphRuntime, type TriggerOptions } from "./graph-runtime.js";
-export type { GraphRuntimeOptions } from "./runtime-options.js";
+export { GraphHost, type ResumeOptions, type TriggerOptions } from "./graph-host.js";
+export type { GraphHostOptions } from "./host-options.js";
 export {
   AgentConfigSchema,
   AgentRunner,

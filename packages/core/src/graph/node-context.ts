@@ -5,13 +5,13 @@ import { createKit } from "../orchestrator/kit.js";
 import { askPolicy } from "../policy/check.js";
 import type { AgentKit } from "../orchestrator/types.js";
 import { Checkpoint, type PolicyEngine } from "../policy/types.js";
-import { ActiveRun } from "../runs/run-context.js";
-import type { RunContext } from "../runs/run-context.js";
+import { ActiveRun, recordEvent, type RunContext } from "../runs/run-context.js";
+import { RunEventType } from "../runs/types.js";
 import type { AgentRuntime } from "../runtime/types.js";
 import type { ToolManager } from "../tools/types.js";
 import type { JsonValue } from "../types/agent.js";
 import type { TokenUsageWire } from "../types/usage.js";
-import { GraphRunEvent, nodeRunKey } from "./run-events.js";
+import { nodeRunKey } from "./run-events.js";
 import type { InputRequest, NodeContext, SharedStateView } from "./types.js";
 
 /** What nodes reach besides the state: the primitives a graph runtime was built with. */
@@ -77,7 +77,7 @@ class VisitContext implements NodeContext {
   readonly graph: string;
   readonly nodeId: string;
   readonly visit: number;
-  readonly executionId: string;
+  readonly runId: string;
   readonly exec: ExecContext;
   readonly runtime: AgentRuntime;
   readonly stateKeys: ReadonlySet<string>;
@@ -94,7 +94,7 @@ class VisitContext implements NodeContext {
     this.graph = scope.graph;
     this.nodeId = scope.nodeId;
     this.visit = scope.visit;
-    this.executionId = scope.run.runId;
+    this.runId = scope.run.runId;
     this.exec = scope.exec;
     this.runtime = scope.deps.runtime;
     this.stateKeys = scope.stateKeys;
@@ -172,14 +172,13 @@ class VisitContext implements NodeContext {
   }
 
   async #ask<T>(request: InputRequest, error: string | null): Promise<T> {
-    const { run, nodeId, visit } = this.#scope;
+    const { run } = this.#scope;
     const data: Record<string, JsonValue> = {
       ...(request.data ?? {}),
       ...(error === null ? {} : { error }),
     };
     const prompt = String(request.prompt);
     const kind = request.kind ?? "approval";
-    await run.emit(GraphRunEvent.INPUT_REQUESTED, { nodeId, visit, prompt, kind, data });
     const pause = { prompt, kind, data: { ...data, graph: snapshotJson(this.#scope.snapshot()) } };
     const active = this.#active;
     if (active !== null)
@@ -226,17 +225,17 @@ export function createNodeContext(scope: VisitScope): NodeContext {
   return new VisitContext(scope);
 }
 
-/** The kit with each tool call written to the run as TOOL_CALL_STARTED / TOOL_CALL_COMPLETED. */
+/** The kit with each tool call written to the run as `tool.started` / `tool.completed`. */
 function withToolEvents(kit: AgentKit, run: RunContext, nodeId: string): AgentKit {
   return Object.freeze({
     ...kit,
     tools: Object.freeze({
       discover: kit.tools.discover,
       call: async (name: string, args: unknown = {}) => {
-        await run.emit(GraphRunEvent.TOOL_CALL_STARTED, { nodeId, tool: String(name) });
+        await recordEvent(run, RunEventType.TOOL_STARTED, { node: nodeId, tool: String(name) });
         const result = await kit.tools.call(name, args);
-        await run.emit(GraphRunEvent.TOOL_CALL_COMPLETED, {
-          nodeId,
+        await recordEvent(run, RunEventType.TOOL_COMPLETED, {
+          node: nodeId,
           tool: String(name),
           status: result.status,
           durationMs: result.durationMs,

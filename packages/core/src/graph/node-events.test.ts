@@ -15,15 +15,14 @@ import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import {
   END,
   EventType,
-  createGraphRuntime,
+  GraphHost,
   defineGraph,
   fnNode,
-  type GraphRuntime,
 } from "./index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-node-events-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const runtimes: GraphRuntime[] = [];
+const runtimes: GraphHost[] = [];
 afterEach(async () => {
   for (const r of runtimes.splice(0)) await r.stop();
 });
@@ -60,7 +59,7 @@ describe.each(stores)("node events on %s", (_label, make) => {
       entry: "quick",
     });
     const store = make();
-    const runtime = createGraphRuntime({
+    const runtime = new GraphHost({
       graph,
       runtime: new InProcessRuntime(),
       queue: new RunQueue({ store, name: "ev" }),

@@ -1,10 +1,11 @@
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
-import { ActiveRun, type RunContext } from "../runs/run-context.js";
+import { ActiveRun, recordEvent, type RunContext } from "../runs/run-context.js";
+import { RunEventType } from "../runs/types.js";
 import type { JsonValue } from "../types/agent.js";
 import { GraphFailure, isUnwind, nodeFailure } from "./failure.js";
 import { createNodeContext, type GraphDeps, type GraphSnapshot } from "./node-context.js";
-import { GraphRunEvent, nodeRunKey } from "./run-events.js";
+import { nodeRunKey } from "./run-events.js";
 import type { Graph, GraphNode, GraphState, SharedStateView } from "./types.js";
 
 /** One visit of one node: what it runs with. */
@@ -76,7 +77,7 @@ export function visitStep<T>(
   if (!(run instanceof ActiveRun)) {
     throw new NervaError(
       ErrorCode.INVALID_STATE,
-      `Node "${id}" must execute inside a Runner's durable run (ctx.run of a claimed run): run the graph through createGraphRuntime, or register it as a handler of a Runner.`,
+      `Node "${id}" must execute inside a Runner's durable run (ctx.run of a claimed run): run the graph through GraphHost, or register it as a handler of a Runner.`,
     );
   }
   return run.derivedStep(nodeRunKey(id, visit), fn);
@@ -105,15 +106,13 @@ export async function reportNodeFailure(
   visit: number,
   f: GraphFailure,
 ): Promise<void> {
-  await run
-    .emit(GraphRunEvent.NODE_FAILED, {
-      nodeId: id,
-      visit,
-      code: f.code,
-      error: f.message,
-      retriable: f.retriable,
-    })
-    .catch(() => undefined);
+  await recordEvent(run, RunEventType.NODE_FAILED, {
+    node: id,
+    visit,
+    code: f.code,
+    error: f.message,
+    retriable: f.retriable,
+  }).catch(() => undefined);
 }
 
 function isThenable(v: unknown): v is PromiseLike<unknown> {

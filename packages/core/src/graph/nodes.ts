@@ -174,7 +174,7 @@ export interface InputNodeOptions<S extends GraphState> extends Omit<NodeOptions
 
 /**
  * A client-facing node: the execution pauses (CLIENT_INPUT_REQUESTED, status `paused`) until a
- * person answers with `runtime.injectInput(executionId, nodeId, value)`; the answer is written to
+ * person answers with `runtime.injectInput(runId, nodeId, value)`; the answer is written to
  * `writes`.
  *
  * @example

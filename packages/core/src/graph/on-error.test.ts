@@ -33,7 +33,7 @@ afterEach(() => {
 
 const event = (seq: number): GraphEvent => ({
   type: EventType.EXECUTION_STARTED,
-  executionId: "run_x",
+  runId: "run_x",
   entryPoint: "default",
   seq,
   at: Date.now(),

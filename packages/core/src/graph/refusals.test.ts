@@ -12,15 +12,14 @@ import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { rejection } from "../testing/rejection.js";
 import {
   END,
-  createGraphRuntime,
+  GraphHost,
   defineGraph,
   fnNode,
   inputNode,
   type EntryPointSpec,
-  type GraphRuntime,
 } from "./index.js";
 
-const open: { store: RunStore; runtime: GraphRuntime }[] = [];
+const open: { store: RunStore; runtime: GraphHost }[] = [];
 afterEach(async () => {
   for (const { store, runtime } of open.splice(0)) {
     await runtime.stop({ graceSeconds: 0 });
@@ -55,7 +54,7 @@ function make(
     ],
     entry: "ask",
   });
-  const runtime = createGraphRuntime({
+  const runtime = new GraphHost({
     graph,
     runtime: new InProcessRuntime(),
     queue: new RunQueue({
@@ -87,7 +86,7 @@ describe.each(backends)("refused sessionState resumes on %s", (_name, store) => 
     );
     expect(err.code).toBe("PERMISSION_DENIED");
     expect(err.message).toMatch(/graph "approve"/);
-    expect((await runtime.getExecution(paused.executionId))?.status).toBe("paused");
+    expect((await runtime.get(paused.runId))?.status).toBe("paused");
     const done = await runtime.triggerAndWait("default", { ok: "mine" }, owner(), {
       ...wait,
       sessionState: paused.sessionState,
@@ -106,7 +105,7 @@ describe.each(backends)("refused sessionState resumes on %s", (_name, store) => 
     );
     expect(err.code).toBe("INVALID_INPUT");
     expect(err.issues[0]?.path).toBe("input.ok");
-    expect((await runtime.getExecution(paused.executionId))?.status).toBe("paused");
+    expect((await runtime.get(paused.runId))?.status).toBe("paused");
     const done = await runtime.triggerAndWait("default", { ok: "yes" }, owner(), {
       ...wait,
       sessionState: paused.sessionState,
@@ -126,7 +125,7 @@ describe.each(backends)("refused sessionState resumes on %s", (_name, store) => 
       runtime.trigger("default", { ok: "yes" }, owner(), { sessionState: paused.sessionState }),
     );
     expect(err.code).toBe("RATE_LIMITED");
-    expect((await runtime.getExecution(paused.executionId))?.status).toBe("paused");
+    expect((await runtime.get(paused.runId))?.status).toBe("paused");
     await runtime.start();
     expect((await runtime.wait(waiting, wait)).status).toBe("paused");
     const done = await runtime.triggerAndWait("default", { ok: "yes" }, owner(), {
@@ -149,7 +148,7 @@ describe.each(backends)("refused sessionState resumes on %s", (_name, store) => 
       }),
     );
     expect(err.code).toBe("INVALID_INPUT");
-    expect((await runtime.getExecution(paused.executionId))?.status).toBe("paused");
+    expect((await runtime.get(paused.runId))?.status).toBe("paused");
     const done = await runtime.triggerAndWait("default", { ok: "yes" }, owner(), {
       ...wait,
       sessionState: paused.sessionState,
@@ -185,6 +184,6 @@ describe.each(backends)("refused sessionState resumes on %s", (_name, store) => 
     expect((await queue.list()).runs.length).toBe(before);
     // A parsed body is the start state.
     const id = await runtime.handleWebhook("/hooks/approve", { who: "hook" }, owner());
-    expect((await runtime.getExecution(id))?.state).toMatchObject({ who: "hook" });
+    expect((await runtime.get(id))?.state).toMatchObject({ who: "hook" });
   });
 });

@@ -11,7 +11,7 @@ import { RunQueue } from "../runs/run-queue.js";
 import { SqliteRunStore } from "../runs/sqlite-run-store.js";
 import { openDatabase } from "../sqlite/driver.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
-import { END, createGraphRuntime, defineGraph, fnNode, inputNode } from "./index.js";
+import { END, GraphHost, defineGraph, fnNode, inputNode } from "./index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-signer-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -36,7 +36,7 @@ describe("SessionSigner", () => {
       entry: "a",
     });
     // No sessionKey: the runtime keeps its key in the store.
-    const runtime = createGraphRuntime({
+    const runtime = new GraphHost({
       graph,
       runtime: new InProcessRuntime(),
       queue: new RunQueue({ store, name: "s" }),
@@ -52,14 +52,14 @@ describe("SessionSigner", () => {
         "paused",
       );
       other.exec("BEGIN IMMEDIATE");
-      const failed = await runtime.getExecution(id).then(
+      const failed = await runtime.get(id).then(
         () => null,
         (err: unknown) => err,
       );
       other.exec("COMMIT");
       expect(failed).toBeInstanceOf(NervaError);
       expect((failed as NervaError).code).toBe("UNAVAILABLE");
-      const paused = await runtime.getExecution(id);
+      const paused = await runtime.get(id);
       expect(paused?.status).toBe("paused");
       expect(paused?.sessionState?.sig).toMatch(/^[A-Za-z0-9_-]{20,}$/);
       const done = await runtime.triggerAndWait("default", { ok: "yes" }, ExecContext.create(), {

@@ -1,7 +1,7 @@
 import { ExecContext } from "../context/exec-context.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { RunStatus, type RunRecord } from "../runs/types.js";
-import { answeredSnapshot, toExecutionResult, type ExecutionResult } from "./execution-result.js";
+import { answeredSnapshot, toGraphRun, type GraphRun } from "./graph-run.js";
 import {
   signSession,
   storedSessionKey,
@@ -45,17 +45,17 @@ export class SessionSigner {
   }
 
   /**
-   * `run` as an ExecutionResult; a paused one with its signed sessionState, an answered one that
+   * `run` as an GraphRun; a paused one with its signed sessionState, an answered one that
    * waits for a worker with the state and path it paused with.
    */
-  async result(run: RunRecord): Promise<ExecutionResult> {
+  async result(run: RunRecord): Promise<GraphRun> {
     if (run.status === RunStatus.PENDING && run.pause === null && run.lastSeq > 2) {
       const last = await this.#queue.store.readEvents(run.id, run.lastSeq - 2, 2);
-      return toExecutionResult(run, unsigned, answeredSnapshot(run, last));
+      return toGraphRun(run, unsigned, answeredSnapshot(run, last));
     }
-    if (run.status !== RunStatus.PAUSED) return toExecutionResult(run, unsigned);
+    if (run.status !== RunStatus.PAUSED) return toGraphRun(run, unsigned);
     return this.key().then((key) =>
-      toExecutionResult(run, (p: SessionPayload) => signSession(key, p)),
+      toGraphRun(run, (p: SessionPayload) => signSession(key, p)),
     );
   }
 }

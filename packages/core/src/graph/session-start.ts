@@ -98,7 +98,7 @@ export async function planStart(
       ...(answer === undefined ? {} : { answer }),
     },
     idempotencyKey: `$session:${digest}`,
-    supersedes: s.executionId,
+    supersedes: s.runId,
   };
 }
 

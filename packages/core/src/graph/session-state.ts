@@ -19,7 +19,7 @@ export const SessionPayloadSchema = z
   .object({
     v: z.literal(1),
     graph: z.string().min(1).max(128),
-    executionId: z.string().min(1).max(200),
+    runId: z.string().min(1).max(200),
     entryPoint: z.string().min(1).max(64),
     /** The node the execution paused at. */
     node: z.string().min(1).max(64),
@@ -77,10 +77,10 @@ export function verifySession(key: Buffer, value: unknown, graph: string): Sessi
   checkUntrustedJson(
     value,
     "sessionState",
-    "Send back the sessionState an ExecutionResult gave, unchanged.",
+    "Send back the sessionState an GraphRun gave, unchanged.",
   );
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw refuse("must be the sessionState object of a paused ExecutionResult.");
+    throw refuse("must be the sessionState object of a paused GraphRun.");
   }
   const { sig, ...rest } = value as Record<string, unknown>;
   if (typeof sig !== "string" || sig.length === 0) {

@@ -15,7 +15,7 @@ import type { SharedStateView } from "./types.js";
  *   update is lost even when `fn` awaits.
  *
  * @example
- * createGraphRuntime({ graph, runtime, queue, sharedState: { isolation: IsolationLevel.SYNCHRONIZED, initial: { handled: 0 } } });
+ * new GraphHost({ graph, runtime, queue, sharedState: { isolation: IsolationLevel.SYNCHRONIZED, initial: { handled: 0 } } });
  */
 export const IsolationLevel = {
   ISOLATED: "isolated",

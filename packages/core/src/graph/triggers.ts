@@ -1,7 +1,7 @@
 import { ErrorCode, NervaError, messageOf } from "../errors.js";
 import type { EntryPoint, TriggerSource } from "./entry-points.js";
-import type { GraphEvent } from "./events.js";
-import type { GraphRuntime } from "./graph-runtime.js";
+import type { RunEvent } from "../runs/types.js";
+import type { GraphHost } from "./graph-host.js";
 import { nextSlot, parseCron, type Cron } from "./schedule.js";
 
 interface Timer {
@@ -15,7 +15,7 @@ interface Timer {
 const MAX_TIMER_MS = 2_147_483_647;
 
 /**
- * The timer and event entry points of a graph runtime. Timers fire once per schedule slot across
+ * The timer and event entry points of a graph host. Timers fire once per schedule slot across
  * every process sharing the store: each slot's execution has the idempotency key `$timer:<slot>`.
  * Event entry points trigger on typed events, never for an execution their own entry point
  * caused (directly or through other event entry points), at most `maxDepth` hops deep.
@@ -23,12 +23,12 @@ const MAX_TIMER_MS = 2_147_483_647;
 export class Triggers {
   readonly #timers: Timer[];
   readonly #events: EntryPoint[];
-  readonly #runtime: GraphRuntime;
+  readonly #host: GraphHost;
   readonly #onError: (err: unknown) => void;
   #on = false;
 
-  constructor(runtime: GraphRuntime, eps: readonly EntryPoint[], onError: (err: unknown) => void) {
-    this.#runtime = runtime;
+  constructor(host: GraphHost, eps: readonly EntryPoint[], onError: (err: unknown) => void) {
+    this.#host = host;
     this.#onError = onError;
     this.#timers = eps
       .filter((ep) => ep.trigger.type === "timer")
@@ -77,7 +77,7 @@ export class Triggers {
   #fire(t: Timer, slot: number): void {
     const input = this.#input(t.ep, { type: "timer", slot });
     if (input === null) return;
-    this.#runtime.triggerSlot(t.ep, slot, input).catch((err: unknown) => this.#onError(err));
+    this.#host.triggerSlot(t.ep, slot, input).catch((err: unknown) => this.#onError(err));
   }
 
   /**
@@ -100,8 +100,8 @@ export class Triggers {
     }
   }
 
-  /** Called with every event the runtime publishes. */
-  onEvent(event: GraphEvent): void {
+  /** Called with every event the host publishes. */
+  onEvent(event: RunEvent, entryPoint: string): void {
     if (!this.#on) return;
     for (const ep of this.#events) {
       const trigger = ep.trigger as {
@@ -110,14 +110,14 @@ export class Triggers {
         maxDepth: number;
       };
       if (!trigger.events.includes(event.type)) continue;
-      if (trigger.from !== undefined && !trigger.from.includes(event.entryPoint)) continue;
-      const chain = this.#runtime.chainOf(event.executionId);
+      if (trigger.from !== undefined && !trigger.from.includes(entryPoint)) continue;
+      const chain = this.#host.chainOf(event.runId);
       // The loop guard: this entry point already caused the execution the event comes from.
-      if (chain.includes(ep.id) || event.entryPoint === ep.id || chain.length >= trigger.maxDepth)
+      if (chain.includes(ep.id) || entryPoint === ep.id || chain.length >= trigger.maxDepth)
         continue;
-      const input = this.#input(ep, { type: "event", event });
+      const input = this.#input(ep, { type: "event", event, entryPoint });
       if (input === null) continue;
-      this.#runtime.triggerFromEvent(ep, event, input).catch((err: unknown) => this.#onError(err));
+      this.#host.triggerFromEvent(ep, event, input).catch((err: unknown) => this.#onError(err));
     }
   }
 }

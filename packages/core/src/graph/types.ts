@@ -50,7 +50,7 @@ export interface NodeContext {
   /** 1 on the node's first visit in this execution, 2 on the second… */
   readonly visit: number;
   /** The execution (= durable run) id. */
-  readonly executionId: string;
+  readonly runId: string;
   /** Aborts when the execution is cancelled, times out or its worker loses the run. */
   readonly signal: AbortSignal;
   /** The node's ExecContext: identity, permissions, deadline, the `graph.node` span. */

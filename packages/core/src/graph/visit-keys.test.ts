@@ -12,15 +12,14 @@ import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { rejection } from "../testing/rejection.js";
 import {
   END,
-  createGraphRuntime,
+  GraphHost,
   defineGraph,
   fnNode,
   inputNode,
   type GraphNode,
-  type GraphRuntime,
 } from "./index.js";
 
-const open: { store: RunStore; runtime: GraphRuntime }[] = [];
+const open: { store: RunStore; runtime: GraphHost }[] = [];
 afterEach(async () => {
   for (const { store, runtime } of open.splice(0)) {
     await runtime.stop({ graceSeconds: 0 });
@@ -45,7 +44,7 @@ async function start(make: () => RunStore, nodes: Record<string, GraphNode<S>>, 
     ],
     entry,
   });
-  const runtime = createGraphRuntime({
+  const runtime = new GraphHost({
     graph,
     runtime: new InProcessRuntime(),
     queue: new RunQueue({ store, name: "visits" }),
@@ -105,18 +104,18 @@ describe.each(backends)("node visit keys on %s", (_name, make) => {
     // The two questions of "mine" are answered through the run's own resume (not node inputs).
     const store = open[open.length - 1]!.store;
     const runs = new RunQueue({ store, name: "visits" });
-    await runs.resume(first.executionId, "a", { key: "loop" });
-    await runtime.wait(first.executionId, { timeoutSeconds: 20 });
-    await runs.resume(first.executionId, 5, { key: "loop#2" });
-    const atLoop = await runtime.wait(first.executionId, { timeoutSeconds: 20 });
+    await runs.resume(first.runId, "a", { key: "loop" });
+    await runtime.wait(first.runId, { timeoutSeconds: 20 });
+    await runs.resume(first.runId, 5, { key: "loop#2" });
+    const atLoop = await runtime.wait(first.runId, { timeoutSeconds: 20 });
     expect(atLoop.pausedAt).toBe("loop");
-    await runtime.injectInput(first.executionId, "loop", 1);
+    await runtime.injectInput(first.runId, "loop", 1);
     // The second visit of "loop" asks again: it was not answered by "mine"'s loop#2 (5).
-    const again = await runtime.wait(first.executionId, { timeoutSeconds: 20 });
+    const again = await runtime.wait(first.runId, { timeoutSeconds: 20 });
     expect(again.status).toBe("paused");
     expect(again.pausedAt).toBe("loop");
-    await runtime.injectInput(first.executionId, "loop", 2);
-    const done = await runtime.wait(first.executionId, { timeoutSeconds: 20 });
+    await runtime.injectInput(first.runId, "loop", 2);
+    const done = await runtime.wait(first.runId, { timeoutSeconds: 20 });
     expect(done.status).toBe("completed");
     expect(done.state).toEqual({ note: "a5", laps: 2 });
   });

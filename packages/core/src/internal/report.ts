@@ -6,7 +6,7 @@ import { messageOf } from "../errors.js";
  * printed once as a process warning naming `label`; later ones are dropped.
  *
  * @example
- * const report = safeListener(options.onError, "GraphRuntime onError");
+ * const report = safeListener(options.onError, "GraphHost onError");
  * promise.catch(report);
  */
 export function safeListener<A extends unknown[]>(

@@ -356,6 +356,16 @@ export class ActiveRun implements RunContext {
     });
   }
 
+  /**
+   * Appends one of Nerva's own event types (`node.failed`, `tool.started`…), which `emit`
+   * refuses to user code. Fenced like every write.
+   */
+  record(type: RunEventType, data: Record<string, JsonValue>): Promise<void> {
+    return this.#guard(async () => {
+      await this.#write(() => this.#store.append(this.lease, type, data));
+    });
+  }
+
   /** Appends an `output.delta` event for a streamed chunk. */
   async delta(chunk: string): Promise<void> {
     await this.#write(() => this.#store.append(this.lease, RunEventType.OUTPUT_DELTA, { chunk }));
@@ -409,4 +419,16 @@ export class ActiveRun implements RunContext {
       throw err;
     }
   }
+}
+
+/**
+ * Appends a Nerva event type to the run `ctx.run` is (an {@link ActiveRun}; other RunContexts, a
+ * test's own, get it through `emit` only when the type is not reserved).
+ */
+export function recordEvent(
+  run: RunContext,
+  type: RunEventType,
+  data: Record<string, JsonValue>,
+): Promise<void> {
+  return run instanceof ActiveRun ? run.record(type, data) : run.emit(type, data);
 }

@@ -1,3 +1,4 @@
+import { namedEvent } from "./event-names.js";
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
@@ -296,7 +297,7 @@ export class RunQueue {
       if (signal.aborted) return;
       const batch = await this.store.readEvents(id, after, EVENT_PAGE);
       for (const event of batch) {
-        yield event;
+        yield namedEvent(event);
         after = event.seq;
         if (FINAL_EVENT_TYPES.has(event.type) && (await this.#endsAt(id, event.seq))) return;
       }

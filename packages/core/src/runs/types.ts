@@ -38,8 +38,9 @@ export function isFinalStatus(status: string): boolean {
 }
 
 /**
- * The event types Nerva writes. `run.`, `step.` and `output.` are reserved: `ctx.run.emit` takes
- * any other type.
+ * The event types of every run: a durable job's, a graph's, a paused request's. `run.`, `step.`,
+ * `node.`, `tool.` and `output.` are reserved: `ctx.run.emit` takes any other type. A graph's
+ * node visits are steps, read as `node.started` / `node.completed` (`data.node`, `data.visit`).
  *
  * @example
  * for await (const e of queue.events(id)) if (e.type === RunEventType.OUTPUT_DELTA) write(e.data.chunk);
@@ -62,6 +63,16 @@ export const RunEventType = {
   TIMED_OUT: "run.timed_out",
   REDRIVEN: "run.redriven",
   OUTPUT_DELTA: "output.delta",
+  /** A graph node began a visit: `data.node`, `data.visit`, `data.key` (`review#2`). */
+  NODE_STARTED: "node.started",
+  /** A node visit was committed with the state after it: once per visit. */
+  NODE_COMPLETED: "node.completed",
+  /** A node failed: `data.node`, `data.code`, `data.error`, `data.retriable`. */
+  NODE_FAILED: "node.failed",
+  /** A node called a tool: `data.node`, `data.tool`. */
+  TOOL_STARTED: "tool.started",
+  /** The tool answered: `data.status`, `data.durationMs`, `data.error`. */
+  TOOL_COMPLETED: "tool.completed",
 } as const;
 export type RunEventType = (typeof RunEventType)[keyof typeof RunEventType];
 
@@ -74,7 +85,7 @@ export const FINAL_EVENT_TYPES: ReadonlySet<string> = new Set<string>([
 ]);
 
 /** Prefixes a custom event type may not start with. */
-export const RESERVED_EVENT_PREFIXES = ["run.", "step.", "output."] as const;
+export const RESERVED_EVENT_PREFIXES = ["run.", "step.", "node.", "tool.", "output."] as const;
 
 /** Why a run failed (or why its last attempt did). */
 export interface RunError {

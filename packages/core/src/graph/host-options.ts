@@ -19,7 +19,7 @@ const obj = <T>(check: (v: Record<string, unknown>) => boolean, message: string)
     message,
   );
 
-export const GraphRuntimeOptionsSchema = z
+export const GraphHostOptionsSchema = z
   .object({
     graph: z.custom<Graph>(isDefinedGraph, "must be a graph made by defineGraph"),
     /** The runtime agent nodes invoke handlers through (in-process, subprocess, container...). */
@@ -80,14 +80,14 @@ export const GraphRuntimeOptionsSchema = z
   })
   .refine((o) => o.runner === undefined || o.traceSink == null, {
     message:
-      "is for the runners this GraphRuntime builds; with `runner`, pass traceSink to that Runner",
+      "is for the runners this GraphHost builds; with `runner`, pass traceSink to that Runner",
     path: ["traceSink"],
   });
 
 /**
- * Options of {@link createGraphRuntime}: the graph, the runtime its agent nodes use, the queue
+ * Options of {@link GraphHost}: the graph, the runtime its agent nodes use, the queue
  * (its store holds the executions), the kit primitives, the entry points, and either the
  * runner's options or an existing `runner`.
  */
-export type GraphRuntimeOptions = z.input<typeof GraphRuntimeOptionsSchema>;
-export type ParsedGraphRuntimeOptions = z.output<typeof GraphRuntimeOptionsSchema>;
+export type GraphHostOptions = z.input<typeof GraphHostOptionsSchema>;
+export type ParsedGraphHostOptions = z.output<typeof GraphHostOptionsSchema>;

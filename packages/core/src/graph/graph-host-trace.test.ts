@@ -10,14 +10,13 @@ import { MemoryTraceSink } from "../tracing/memory-sink.js";
 import {
   AgentRunner,
   END,
-  GraphRuntime,
+  GraphHost,
   agentNode,
-  createGraphRuntime,
   defineGraph,
   fnNode,
 } from "./index.js";
 
-// A graph run's spans reach the trace sink given to the GraphRuntime (issue 13): the runners it
+// A graph run's spans reach the trace sink given to the GraphHost (issue 13): the runners it
 // builds per entry point get it, so `run`, `runtime.invoke` and `graph.node` spans are exported
 // from the process executing the graph, in the trigger's trace.
 
@@ -49,16 +48,16 @@ function desk() {
   return { agents, graph };
 }
 
-const runtimes: GraphRuntime[] = [];
+const runtimes: GraphHost[] = [];
 afterEach(async () => {
   for (const r of runtimes.splice(0)) await r.stop({ graceSeconds: 0 });
 });
 
-describe("GraphRuntime traceSink", () => {
+describe("GraphHost traceSink", () => {
   it("sends every span of a graph run to the sink, in the trigger's trace, nested", async () => {
     const { agents, graph } = desk();
     const sink = new MemoryTraceSink();
-    const runtime = createGraphRuntime({
+    const runtime = new GraphHost({
       graph,
       runtime: agents,
       queue: new RunQueue({ store: new InMemoryRunStore(), name: "t" }),
@@ -102,7 +101,7 @@ describe("GraphRuntime traceSink", () => {
     expect(sink.spans.filter((s) => s.name === "run")).toHaveLength(2);
   });
 
-  it("AgentRunner.load passes its traceSink to the GraphRuntime", async () => {
+  it("AgentRunner.load passes its traceSink to the GraphHost", async () => {
     const { agents, graph } = desk();
     const sink = new MemoryTraceSink();
     await using runner = await AgentRunner.load({ graph, runtime: agents }, { traceSink: sink });
@@ -115,12 +114,12 @@ describe("GraphRuntime traceSink", () => {
   it("refuses a traceSink that is not one, and one beside a shared runner", () => {
     const { agents, graph } = desk();
     const queue = new RunQueue({ store: new InMemoryRunStore(), name: "t" });
-    const bad = () => createGraphRuntime({ graph, runtime: agents, queue, traceSink: {} as never });
+    const bad = () => new GraphHost({ graph, runtime: agents, queue, traceSink: {} as never });
     expect(bad).toThrow(NervaError);
     expect(bad).toThrow(/traceSink/);
     const runner = new Runner({ queue, runtime: agents });
     const both = () =>
-      createGraphRuntime({
+      new GraphHost({
         graph,
         runtime: agents,
         queue,

@@ -2,7 +2,7 @@ import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { requireObjectOptions } from "../internal/object-options.js";
 import { safeListener } from "../internal/report.js";
-import { RunStatus, type RunRecord } from "../runs/types.js";
+import { RunStatus, type RunEvent, type RunRecord } from "../runs/types.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import {
   admitExecution,
@@ -13,14 +13,15 @@ import {
 } from "./admission.js";
 import type { EntryPoint, EntryPointInfo } from "./entry-points.js";
 import { EventBus, type EventHandler, type SubscribeOptions } from "./event-bus.js";
-import { replayEvents, type EventType, type GraphEvent } from "./events.js";
-import type { ExecutionResult } from "./execution-result.js";
+import { replayEvents } from "./events.js";
+import type { GraphRun } from "./graph-run.js";
+import type { SessionState } from "./session-state.js";
 import { GraphExecutor } from "./executor.js";
 import {
-  GraphRuntimeOptionsSchema,
-  type GraphRuntimeOptions,
-  type ParsedGraphRuntimeOptions,
-} from "./runtime-options.js";
+  GraphHostOptionsSchema,
+  type GraphHostOptions,
+  type ParsedGraphHostOptions,
+} from "./host-options.js";
 import { Triggers } from "./triggers.js";
 import { checkAnswer } from "./answers.js";
 import { buildStreams, entryPointInfos, streamCounters, type Stream } from "./entry-streams.js";
@@ -33,21 +34,29 @@ import type { Graph } from "./types.js";
 
 export type { TriggerOptions };
 
+/** Options of {@link GraphHost.resume}. */
+export interface ResumeOptions {
+  /** Who answers (a resume from a sessionState starts a new run with this context). */
+  readonly ctx?: ExecContext;
+  /** With a sessionState: values merged into the state the run continues with. */
+  readonly state?: Record<string, unknown>;
+}
+
 /**
- * The graph-level runtime (the seed's `AgentRuntime`; named `GraphRuntime` here because Nerva's
- * `AgentRuntime` executes handlers): entry points, one execution stream (queue + runner) per
- * entry point, the typed event bus, shared state and sessionState resumes. Every execution is a
- * durable run.
+ * Hosts a graph: its entry points (manual, webhook, timer, event), a runner per entry point,
+ * the event bus, shared state, and resumes. Every run of the graph is a durable run of the
+ * queue's store, with the same statuses, events and resume as any other run.
  *
  * @example
- * const runtime = createGraphRuntime({ graph, runtime: agents, queue });
- * await runtime.start();
- * const result = await runtime.triggerAndWait("default", { orderId: "42" }, ctx);
- * await runtime.stop();
+ * const host = new GraphHost({ graph, queue });
+ * await host.start();
+ * const run = await host.triggerAndWait("default", { orderId: "42" }, ctx);
+ * if (run.status === "paused") await host.resume(run.runId, "approved");
+ * await host.stop();
  */
-export class GraphRuntime {
+export class GraphHost {
   readonly graph: Graph;
-  readonly #o: ParsedGraphRuntimeOptions;
+  readonly #o: ParsedGraphHostOptions;
   readonly #executor: GraphExecutor;
   readonly #handlers: InProcessRuntime;
   readonly #streams = new Map<string, Stream>();
@@ -63,16 +72,16 @@ export class GraphRuntime {
   /** The `onError` option, safe to call from timers and event callbacks. */
   readonly #report: (err: unknown) => void;
 
-  constructor(options: GraphRuntimeOptions) {
+  constructor(options: GraphHostOptions) {
     const o = parseOrThrow(
-      GraphRuntimeOptionsSchema,
+      GraphHostOptionsSchema,
       options,
       ErrorCode.INVALID_OPTIONS,
       "options",
       "Pass { graph: defineGraph(...), runtime: AgentRuntime, queue: RunQueue, entryPoints?, tools?, memory?, policy?, concurrency?, leaseSeconds?, heartbeatSeconds?, runner? or traceSink? }.",
     );
     this.#o = o;
-    this.#report = safeListener(o.onError, "the GraphRuntime's onError");
+    this.#report = safeListener(o.onError, "the GraphHost's onError");
     this.graph = o.graph;
     this.#nodeIds = new Set(o.graph.nodeIds);
     this.#executor = new GraphExecutor(o.graph, {
@@ -96,10 +105,10 @@ export class GraphRuntime {
       o.queue,
       this.#nodeIds,
       () => this.#bus.size > 0 || this.#triggers.listens,
-      (g) => {
+      (e, entryPoint) => {
         this.#published += 1;
-        this.#bus.publish(g);
-        this.#triggers.onEvent(g);
+        this.#bus.publish(e, entryPoint);
+        this.#triggers.onEvent(e, entryPoint);
       },
       (e) => this.#error(e),
     );
@@ -158,10 +167,8 @@ export class GraphRuntime {
   }
 
   /**
-   * Starts an execution of entry point `entryPointId` with `input` as its start state (or, with
-   * `sessionState`, resumes a paused one: `input` is merged into its state, and answers the
-   * paused input node when it holds that node's key). Returns the execution id at once.
-   * RATE_LIMITED when the entry point's backlog is full.
+   * Starts a run of entry point `entryPointId` with `input` as its start state. Returns the run
+   * id at once. RATE_LIMITED when the entry point's backlog is full.
    */
   async trigger(
     entryPointId: string,
@@ -169,11 +176,14 @@ export class GraphRuntime {
     ctx: ExecContext = ExecContext.create(),
     options: TriggerOptions = {},
   ): Promise<string> {
-    requireObjectOptions(
-      options,
-      ErrorCode.INVALID_INPUT,
-      "Pass { sessionState?, idempotencyKey?, timeoutSeconds? }.",
-    );
+    requireObjectOptions(options, ErrorCode.INVALID_INPUT, "Pass { idempotencyKey?, timeoutSeconds? }.");
+    if ("sessionState" in options) {
+      throw new NervaError(
+        ErrorCode.INVALID_INPUT,
+        "Invalid options.sessionState: trigger starts a new run. Resume a paused one with host.resume(sessionState, answer).",
+        { issues: [{ path: "options.sessionState", message: "use resume(sessionState, answer)" }] },
+      );
+    }
     return (await admitExecution(this.#admission, entryPointId, input, ctx, options, [])).id;
   }
 
@@ -183,7 +193,7 @@ export class GraphRuntime {
     input: Record<string, unknown> = {},
     ctx: ExecContext = ExecContext.create(),
     options: TriggerOptions = {},
-  ): Promise<ExecutionResult> {
+  ): Promise<GraphRun> {
     const id = await this.trigger(entryPointId, input, ctx, options);
     return this.wait(
       id,
@@ -216,7 +226,7 @@ export class GraphRuntime {
   async wait(
     id: string,
     options: { timeoutSeconds?: number; signal?: AbortSignal } = {},
-  ): Promise<ExecutionResult> {
+  ): Promise<GraphRun> {
     const run = await this.#o.queue.wait(id, {
       ...options,
       until: [
@@ -231,34 +241,66 @@ export class GraphRuntime {
   }
 
   /** The execution `id` as it is now (`null` for an unknown id). */
-  async getExecution(id: string): Promise<ExecutionResult | null> {
+  async getExecution(id: string): Promise<GraphRun | null> {
     const run = await this.#o.queue.get(id);
     return run === null || run.handlers[0] !== this.graph.name ? null : this.#sessions.result(run);
   }
 
   /** Cancels execution `id`: a running node's `ctx.signal` aborts; it ends `cancelled`. */
-  async cancel(id: string, options: { reason?: string } = {}): Promise<ExecutionResult> {
+  async cancel(id: string, options: { reason?: string } = {}): Promise<GraphRun> {
     await this.#known(id);
     return this.#sessions.result(await this.#o.queue.cancel(id, options));
   }
 
   /**
-   * Answers the node execution `executionId` is paused at. INVALID_STATE when it is not paused
-   * at `nodeId`; INVALID_INPUT when `content` does not fit the node's schema.
+   * Answers the pause of run `runId` (an input node, an agent node waiting for data), like
+   * `queue.resume`: the run continues on any worker of the store. INVALID_STATE when it is not
+   * paused; INVALID_INPUT when `answer` does not fit what the pause asks.
    */
-  async injectInput(
-    executionId: string,
-    nodeId: string,
-    content: unknown,
-  ): Promise<ExecutionResult> {
-    const run = await this.#known(executionId);
-    const value = checkAnswer(this.graph, run, nodeId, content);
-    const resumed = await this.#o.queue.resume(executionId, value ?? null, {
+  async resume(
+    target: string | SessionState,
+    answer: unknown,
+    options: ResumeOptions = {},
+  ): Promise<GraphRun> {
+    requireObjectOptions(options, ErrorCode.INVALID_INPUT, "Pass { ctx?, state? }.");
+    if (typeof target === "object" && target !== null) {
+      return this.#resumeSession(target, answer, options);
+    }
+    const runId = target;
+    const run = await this.#known(runId);
+    const value = checkAnswer(this.graph, run, answer);
+    const resumed = await this.#o.queue.resume(runId, value ?? null, {
       key: run.pause?.key as string,
     });
     // Its events from the run.resumed this resume wrote (the record's last event) on.
     this.#watcher.watch(resumed, resumed.lastSeq - 1);
     return this.#sessions.result(resumed);
+  }
+
+  /**
+   * A resume from a signed sessionState: a new run continues where the paused one stood (which
+   * ends, when this store has it), with `answer` for the paused input node and `state` merged.
+   */
+  async #resumeSession(
+    session: SessionState,
+    answer: unknown,
+    options: ResumeOptions,
+  ): Promise<GraphRun> {
+    const s = session as Partial<SessionState>;
+    const node = typeof s.node === "string" ? this.graph.nodes.get(s.node) : undefined;
+    const writes = node?.kind === "input" ? node.writes?.[0] : undefined;
+    const state = options.state ?? {};
+    checkStartState(state, "options.state");
+    const input = writes === undefined || answer === undefined ? state : { ...state, [writes]: answer };
+    const run = await admitExecution(
+      this.#admission,
+      typeof s.entryPoint === "string" ? s.entryPoint : "default",
+      input,
+      options.ctx ?? ExecContext.create(),
+      { sessionState: session },
+      [],
+    );
+    return this.#sessions.result(run);
   }
 
   /**
@@ -268,7 +310,7 @@ export class GraphRuntime {
    * next delivery says how many (`info.missed`).
    */
   subscribe(
-    types: readonly EventType[] | null,
+    types: readonly string[] | null,
     handler: EventHandler,
     options: SubscribeOptions = {},
   ): string {
@@ -287,17 +329,17 @@ export class GraphRuntime {
    */
   async *events(
     id: string,
-    options: { afterSeq?: number; types?: readonly EventType[]; signal?: AbortSignal } = {},
-  ): AsyncGenerator<GraphEvent, void, undefined> {
+    options: { afterSeq?: number; types?: readonly string[]; signal?: AbortSignal } = {},
+  ): AsyncGenerator<RunEvent, void, undefined> {
     requireObjectOptions(
       options,
       ErrorCode.INVALID_INPUT,
-      "Pass { afterSeq?, types?: EventType[], signal? }.",
+      "Pass { afterSeq?, types?: string[] (run event types), signal? }.",
     );
     if (options.types !== undefined && !Array.isArray(options.types)) {
       throw new NervaError(
         ErrorCode.INVALID_INPUT,
-        "Invalid options.types: must be a list of EventType values (omit it for all).",
+        "Invalid options.types: must be a list of run event types (omit it for all).",
         { issues: [{ path: "options.types", message: "must be an array" }] },
       );
     }
@@ -350,10 +392,10 @@ export class GraphRuntime {
   /** Used by event triggers: admits an execution caused by `event`. */
   triggerFromEvent(
     ep: EntryPoint,
-    event: GraphEvent,
+    event: RunEvent,
     input: Record<string, unknown>,
   ): Promise<RunRecord> {
-    return admitFromEvent(this.#admission, ep, event, input, this.chainOf(event.executionId));
+    return admitFromEvent(this.#admission, ep, event, input, this.chainOf(event.runId));
   }
 
   /** Used by timers: admits the execution of one schedule slot. */
@@ -374,17 +416,4 @@ export class GraphRuntime {
   #error(err: unknown): void {
     this.#report(err);
   }
-}
-
-/**
- * Creates the {@link GraphRuntime} of a graph.
- *
- * @example
- * const runtime = createGraphRuntime({
- *   graph, runtime: agents, queue,
- *   entryPoints: [{ id: "default", trigger: { type: "manual" } }, { id: "nightly", entryNode: "lookup", trigger: { type: "timer", cron: "0 3 * * *" } }],
- * });
- */
-export function createGraphRuntime(options: GraphRuntimeOptions): GraphRuntime {
-  return new GraphRuntime(options);
 }

@@ -1,4 +1,4 @@
-// GraphRuntime at its public boundary: options that are not objects (null from JavaScript
+// GraphHost at its public boundary: options that are not objects (null from JavaScript
 // callers) and event type lists that are not lists get a typed error naming them, not a
 // TypeError. Real SQLite store.
 import { afterEach, describe, expect, it } from "vitest";
@@ -7,7 +7,7 @@ import { ExecContext } from "../context/exec-context.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { SqliteRunStore } from "../runs/sqlite-run-store.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
-import { END, createGraphRuntime, defineGraph, fnNode, type GraphRuntime } from "./index.js";
+import { END, GraphHost, defineGraph, fnNode } from "./index.js";
 import { rejection } from "../testing/rejection.js";
 
 const cleanup: (() => Promise<void>)[] = [];
@@ -15,7 +15,7 @@ afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
-describe("GraphRuntime input", () => {
+describe("GraphHost input", () => {
   it("refuses options that are not objects and event types that are not a list", async () => {
     const store = new SqliteRunStore({ path: ":memory:" });
     cleanup.push(() => store.close());
@@ -27,7 +27,7 @@ describe("GraphRuntime input", () => {
       edges: [["a", END]],
       entry: "a",
     });
-    const runtime: GraphRuntime = createGraphRuntime({
+    const runtime: GraphHost = new GraphHost({
       graph,
       runtime: new InProcessRuntime(),
       queue: new RunQueue({ store, name: "in" }),

@@ -1,4 +1,10 @@
-import { RunEventType, type RunEvent, type RunRecord } from "../runs/types.js";
+import {
+  RunEventType,
+  RunStatus,
+  type RunEvent,
+  type RunPause,
+  type RunRecord,
+} from "../runs/types.js";
 import type { JsonValue } from "../types/agent.js";
 import { tokenUsageFromWire, type TokenUsage, type TokenUsageWire } from "../types/usage.js";
 import type { GraphSnapshot } from "./node-context.js";
@@ -6,53 +12,25 @@ import { parseNodeKey } from "./run-events.js";
 import type { SessionPayload, SessionState } from "./session-state.js";
 
 /**
- * Where an execution is. `completed`, `failed`, `cancelled` and `timed_out` are final; a
- * `paused` one waits for `injectInput` (or a resume from its sessionState).
+ * A run of a graph as its caller sees it: the run's id and status, with the graph's state, path
+ * and output. `queue.get(runId)` and `queue.events(runId)` work on the same id.
  *
  * @example
- * if (result.status === ExecutionStatus.PAUSED) console.log(result.pausedAt);
+ * const run: GraphRun = await host.triggerAndWait("default", { orderId: "42" }, ctx);
+ * if (run.status === "paused") await host.resume(run.runId, "approved");
  */
-export const ExecutionStatus = {
-  PENDING: "pending",
-  RUNNING: "running",
-  PAUSED: "paused",
-  COMPLETED: "completed",
-  FAILED: "failed",
-  CANCELLED: "cancelled",
-  TIMED_OUT: "timed_out",
-} as const;
-export type ExecutionStatus = (typeof ExecutionStatus)[keyof typeof ExecutionStatus];
-
-const FROM_RUN: Record<RunRecord["status"], ExecutionStatus> = {
-  pending: ExecutionStatus.PENDING,
-  running: ExecutionStatus.RUNNING,
-  paused: ExecutionStatus.PAUSED,
-  succeeded: ExecutionStatus.COMPLETED,
-  failed: ExecutionStatus.FAILED,
-  cancelled: ExecutionStatus.CANCELLED,
-  timed_out: ExecutionStatus.TIMED_OUT,
-};
-
-/**
- * An execution as its caller sees it. The execution id is the run id: `queue.get(id)` and
- * `queue.events(id)` work on it.
- *
- * @example
- * const result: ExecutionResult = await runtime.triggerAndWait("default", { orderId: "42" }, ctx);
- * if (result.status === "paused") await runtime.injectInput(result.executionId, result.pausedAt!, "approved");
- */
-export interface ExecutionResult {
-  readonly executionId: string;
+export interface GraphRun {
+  readonly runId: string;
   readonly entryPoint: string;
-  readonly status: ExecutionStatus;
+  readonly status: RunStatus;
   /** The state after the last committed node (the start state before any). */
   readonly state: Record<string, unknown>;
-  /** The graph's `output(state)` once completed, else `null`. */
+  /** The graph's `output(state)` once succeeded, else `null`. */
   readonly output: JsonValue;
   /** The node the execution waits at, when paused. */
   readonly pausedAt: string | null;
-  /** What the paused node asks. */
-  readonly request: { prompt: string | null; kind: string; data: Record<string, JsonValue> } | null;
+  /** What the run waits for, when paused (its `data` without the graph's own snapshot). */
+  readonly pause: RunPause | null;
   /** A signed, portable copy of a paused execution (see `triggerAndWait(..., { sessionState })`). */
   readonly sessionState: SessionState | null;
   /** The committed node visits in order, e.g. `["intake#1", "lookup#1", "review#1"]`. */
@@ -101,20 +79,20 @@ export function answeredSnapshot(run: RunRecord, last: readonly RunEvent[]): Gra
 }
 
 /**
- * Builds the ExecutionResult of a run; `sign` makes the sessionState of a paused one. `known` is
+ * Builds the GraphRun of a run; `sign` makes the sessionState of a paused one. `known` is
  * the last snapshot when the record has none (an answered execution waiting for a worker), so its
  * state and path are not shown as the start input.
  */
-export function toExecutionResult(
+export function toGraphRun(
   run: RunRecord,
   sign: (payload: SessionPayload) => SessionState,
   known: GraphSnapshot | null = null,
-): ExecutionResult {
+): GraphRun {
   const snapshot = snapshotOf(run) ?? known;
-  const status = FROM_RUN[run.status];
+  const status = run.status;
   const entryPoint = run.input.args.entryPoint ?? "default";
   const state = snapshot?.state ?? startOf(run).state;
-  const paused = status === ExecutionStatus.PAUSED && run.pause !== null;
+  const paused = status === RunStatus.PAUSED && run.pause !== null;
   const pausedAt = paused ? (parseNodeKey(run.pause?.key ?? "")?.nodeId ?? null) : null;
   const data: Record<string, JsonValue> = { ...(run.pause?.data ?? {}) };
   delete data.graph;
@@ -123,7 +101,7 @@ export function toExecutionResult(
     sessionState = sign({
       v: 1,
       graph: run.handlers[0] ?? "",
-      executionId: run.id,
+      runId: run.id,
       entryPoint,
       node: pausedAt,
       state: snapshot.state,
@@ -135,20 +113,16 @@ export function toExecutionResult(
     });
   }
   const failed =
-    status === ExecutionStatus.FAILED ||
-    status === ExecutionStatus.CANCELLED ||
-    status === ExecutionStatus.TIMED_OUT;
+    status === RunStatus.FAILED || status === RunStatus.CANCELLED || status === RunStatus.TIMED_OUT;
   const code = run.result?.data.code;
   return {
-    executionId: run.id,
+    runId: run.id,
     entryPoint,
     status,
     state,
-    output: status === ExecutionStatus.COMPLETED ? (run.result?.data.output ?? null) : null,
+    output: status === RunStatus.SUCCEEDED ? (run.result?.data.output ?? null) : null,
     pausedAt,
-    request: paused
-      ? { prompt: run.pause?.prompt ?? null, kind: run.pause?.kind ?? "approval", data }
-      : null,
+    pause: paused && run.pause !== null ? { ...run.pause, data } : null,
     sessionState,
     path: snapshot?.path ?? [],
     usage: tokenUsageFromWire(snapshot?.usage ?? NO_USAGE),
@@ -156,7 +130,7 @@ export function toExecutionResult(
       ? {
           code: typeof code === "string" ? code : (run.error?.code ?? status.toUpperCase()),
           message:
-            run.error?.message ?? run.result?.error ?? `Execution ${run.id} ended ${status}.`,
+            run.error?.message ?? run.result?.error ?? `Run ${run.id} ended ${status}.`,
         }
       : null,
   };

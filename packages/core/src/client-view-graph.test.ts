@@ -14,17 +14,16 @@ import {
   clientExecution,
   clientExecutionError,
   clientGraphEvent,
-  createGraphRuntime,
+  GraphHost,
   defineGraph,
   fnNode,
   inputNode,
-  type ExecutionResult,
+  type GraphRun,
   type GraphEvent,
-  type GraphRuntime,
 } from "./index.js";
 
 const SECRET = /hunter2|\/srv\/app/;
-const runtimes: GraphRuntime[] = [];
+const runtimes: GraphHost[] = [];
 afterEach(async () => {
   for (const r of runtimes.splice(0)) await r.stop({ graceSeconds: 0 });
 });
@@ -43,7 +42,7 @@ async function failing(thrown: () => Error) {
       },
     }),
   );
-  const runtime = createGraphRuntime({
+  const runtime = new GraphHost({
     graph: defineGraph({
       name: "leaky",
       state: S,
@@ -67,7 +66,7 @@ async function failing(thrown: () => Error) {
     timeoutSeconds: 10,
   });
   const events: GraphEvent[] = [];
-  for await (const e of runtime.events(result.executionId)) events.push(e);
+  for await (const e of runtime.events(result.runId)) events.push(e);
   return { result, events };
 }
 
@@ -120,7 +119,7 @@ describe("clientExecution and clientGraphEvent", () => {
   it("keep the last known state and path while an answered execution waits for a worker", async () => {
     const Draft = z.object({ draft: z.string().optional(), ok: z.enum(["yes", "no"]).optional() });
     type Draft = z.output<typeof Draft>;
-    const runtime = createGraphRuntime({
+    const runtime = new GraphHost({
       graph: defineGraph({
         name: "drafts",
         state: Draft,
@@ -150,9 +149,9 @@ describe("clientExecution and clientGraphEvent", () => {
     expect(paused.state).toEqual({ draft: "Dear customer, ..." });
     // No worker picks the answered execution up: it stays pending as long as the test looks.
     await runtime.stop({ graceSeconds: 0 });
-    const id = paused.executionId;
+    const id = paused.runId;
     const answered = clientExecution(await runtime.injectInput(id, "review", "yes"));
-    const read = clientExecution((await runtime.getExecution(id)) as ExecutionResult);
+    const read = clientExecution((await runtime.get(id)) as GraphRun);
     for (const shown of [answered, read]) {
       expect(shown.status).toBe("pending");
       expect(shown.state).toEqual(paused.state);

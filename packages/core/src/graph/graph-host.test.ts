@@ -12,14 +12,13 @@ import { FunctionToolManager, defineTool } from "../tools/function-tool-manager.
 import {
   END,
   EventType,
-  GraphRuntime,
+  GraphHost,
   agentNode,
-  createGraphRuntime,
   defineGraph,
   fnNode,
   inputNode,
   type GraphEvent,
-  type GraphRuntimeOptions,
+  type GraphHostOptions,
 } from "./index.js";
 
 const RefundState = z.object({
@@ -31,7 +30,7 @@ const RefundState = z.object({
 type RefundState = z.output<typeof RefundState>;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const runtimes: GraphRuntime[] = [];
+const runtimes: GraphHost[] = [];
 afterEach(async () => {
   for (const r of runtimes.splice(0)) await r.stop({ graceSeconds: 0 });
 });
@@ -78,9 +77,9 @@ function refundDesk(calls: string[] = []) {
 }
 
 function make(
-  options: Partial<GraphRuntimeOptions> & Pick<GraphRuntimeOptions, "graph" | "runtime">,
+  options: Partial<GraphHostOptions> & Pick<GraphHostOptions, "graph" | "runtime">,
 ) {
-  const runtime = createGraphRuntime({
+  const runtime = new GraphHost({
     queue: new RunQueue({ store: new InMemoryRunStore(), name: "t" }),
     leaseSeconds: 2,
     heartbeatSeconds: 0.1,
@@ -101,7 +100,7 @@ async function code(p: Promise<unknown>): Promise<{ code: string; message: strin
   throw new Error("expected a NervaError");
 }
 
-describe("GraphRuntime", () => {
+describe("GraphHost", () => {
   it("pauses at the input node, refuses wrong answers, resumes by injectInput and completes", async () => {
     const calls: string[] = [];
     const { agents, graph } = refundDesk(calls);
@@ -116,19 +115,19 @@ describe("GraphRuntime", () => {
       path: ["intake#1", "lookup#1"],
       request: { prompt: "Refund 12.5?", kind: "approval" },
     });
-    expect(await code(runtime.injectInput(paused.executionId, "lookup", "approved"))).toMatchObject(
+    expect(await code(runtime.injectInput(paused.runId, "lookup", "approved"))).toMatchObject(
       {
         code: "INVALID_STATE",
         message: expect.stringMatching(/paused at node "review", not "lookup"/),
       },
     );
     // The refusal speaks of the answer, never of an internal parameter's name.
-    const refused = await code(runtime.injectInput(paused.executionId, "review", "maybe"));
+    const refused = await code(runtime.injectInput(paused.runId, "review", "maybe"));
     expect(refused).toMatchObject({ code: "INVALID_INPUT" });
     expect(refused.message).not.toMatch(/content/);
     expect(refused.message).toMatch(/answer/);
-    await runtime.injectInput(paused.executionId, "review", "approved");
-    const done = await runtime.wait(paused.executionId, { timeoutSeconds: 10 });
+    await runtime.injectInput(paused.runId, "review", "approved");
+    const done = await runtime.wait(paused.runId, { timeoutSeconds: 10 });
     expect(done).toMatchObject({
       status: "completed",
       output: "refunded 42",
@@ -138,7 +137,7 @@ describe("GraphRuntime", () => {
     });
     // Committed nodes never ran again after the pause.
     expect(calls).toEqual(["intake", "lookup", "refund"]);
-    expect(await code(runtime.injectInput(paused.executionId, "review", "approved"))).toMatchObject(
+    expect(await code(runtime.injectInput(paused.runId, "review", "approved"))).toMatchObject(
       {
         code: "INVALID_STATE",
         message: expect.stringMatching(/is completed, not paused/),
@@ -159,15 +158,15 @@ describe("GraphRuntime", () => {
     const paused = await runtime.triggerAndWait("default", {}, ExecContext.create(), {
       timeoutSeconds: 10,
     });
-    await runtime.injectInput(paused.executionId, "review", "declined");
-    const done = await runtime.wait(paused.executionId, { timeoutSeconds: 10 });
+    await runtime.injectInput(paused.runId, "review", "declined");
+    const done = await runtime.wait(paused.runId, { timeoutSeconds: 10 });
     expect(done.status).toBe("completed");
     expect(done.output).toBe("no refund");
     await sleep(50);
     const typed: GraphEvent[] = [];
-    for await (const e of runtime.events(paused.executionId)) typed.push(e);
+    for await (const e of runtime.events(paused.runId)) typed.push(e);
     const raw = new Map<number, string>();
-    for await (const e of queue.events(paused.executionId)) raw.set(e.seq, e.type);
+    for await (const e of queue.events(paused.runId)) raw.set(e.seq, e.type);
     expect(typed.map((e) => e.type)).toEqual([
       EventType.EXECUTION_STARTED,
       EventType.NODE_STARTED,
@@ -192,7 +191,7 @@ describe("GraphRuntime", () => {
     expect(live.map((e) => e.seq)).toEqual(typed.map((e) => e.seq));
     const fromOffset: number[] = [];
     const offset = typed[7]?.seq ?? 0;
-    for await (const e of runtime.events(paused.executionId, { afterSeq: offset }))
+    for await (const e of runtime.events(paused.runId, { afterSeq: offset }))
       fromOffset.push(e.seq);
     expect(fromOffset).toEqual(typed.filter((e) => e.seq > offset).map((e) => e.seq));
   });
@@ -213,9 +212,9 @@ describe("GraphRuntime", () => {
       timeoutSeconds: 10,
     });
     expect(done).toMatchObject({ status: "completed", output: "refunded 42" });
-    expect(done.executionId).not.toBe(paused.executionId);
+    expect(done.runId).not.toBe(paused.runId);
     // The paused run the sessionState came from is closed, so it cannot be answered twice.
-    expect((await runtime.getExecution(paused.executionId))?.status).toBe("cancelled");
+    expect((await runtime.get(paused.runId))?.status).toBe("cancelled");
 
     const { sig: _sig, ...unsigned } = session as NonNullable<typeof session>;
     expect(
@@ -300,7 +299,7 @@ describe("GraphRuntime", () => {
       state: { n: 5, log: [0, 1, 2, 3, 4] },
     });
     expect(failed.error?.message).toMatch(/maxSteps \(5\)/);
-    const run = await r1.getExecution(failed.executionId);
+    const run = await r1.get(failed.runId);
     expect(run?.path).toHaveLength(5);
     const r2 = make({ graph: loop(100, 3), runtime: agents });
     await r2.start();
@@ -462,10 +461,10 @@ describe("GraphRuntime", () => {
       request: { kind: "needs_data", prompt: "Which order?", data: { missing: ["orderId"] } },
     });
     expect(
-      (await code(runtime.injectInput(paused.executionId, "lookup", { orderId: "9" }))).message,
+      (await code(runtime.injectInput(paused.runId, "lookup", { orderId: "9" }))).message,
     ).toMatch(/answer \{ args/);
-    await runtime.injectInput(paused.executionId, "lookup", { args: { orderId: "9" } });
-    const done = await runtime.wait(paused.executionId, { timeoutSeconds: 10 });
+    await runtime.injectInput(paused.runId, "lookup", { args: { orderId: "9" } });
+    const done = await runtime.wait(paused.runId, { timeoutSeconds: 10 });
     expect(done).toMatchObject({ status: "completed", state: { total: 7, lookup: "total of 9" } });
     expect(seen).toEqual([{}, { orderId: "9" }]);
   });
@@ -759,7 +758,7 @@ describe("GraphRuntime", () => {
       message: expect.stringMatching(/Unknown entry point "nope"/),
     });
     expect(() =>
-      createGraphRuntime({
+      new GraphHost({
         graph,
         runtime: agents,
         queue: new RunQueue({ store: new InMemoryRunStore() }),
