@@ -43,7 +43,7 @@ describe("refund desk over HTTP", () => {
     const res = await fetch(`${url}/refunds/${runId}/events`);
     for await (const e of readSSEEvents(res.body!)) {
       seen.push({ event: e.event, id: e.id });
-      if (e.event === "client_input_requested") {
+      if (e.event === "run.paused") {
         expect(JSON.parse(e.data).data.prompt).toBe(
           "Refund 129.9 for order 42? (approved/declined)",
         );
@@ -61,8 +61,8 @@ describe("refund desk over HTTP", () => {
         ).toBe(200);
       }
     }
-    expect(seen.map((e) => e.event)).toContain("client_output_delta");
-    expect(seen.at(-1)?.event).toBe("execution_completed");
+    expect(seen.map((e) => e.event)).toContain("output.delta");
+    expect(seen.at(-1)?.event).toBe("run.succeeded");
     const done = (await (await fetch(`${url}/refunds/${runId}`)).json()) as {
       status: string;
       output: string;

@@ -1,6 +1,6 @@
 // The refund desk over HTTP with @nerva/express: trigger, SSE events (Last-Event-ID = seq), input.
 import express, { type Express } from "express";
-import { clientExecution, clientGraphEvent, type GraphEvent, type GraphHost } from "@nerva/core";
+import { clientRun, clientRunEvent, type RunEvent, type GraphHost } from "@nerva/core";
 import { nervaErrorHandler, nervaMiddleware } from "@nerva/express";
 
 /** The routes of an `api` entry point. Auth is the app's: put yours before nervaMiddleware. */
@@ -22,12 +22,12 @@ export function refundDeskApp(runtime: GraphHost): Express {
     const execution = await runtime.get(req.params.id);
     if (execution === null)
       res.status(404).json({ error: { code: "NOT_FOUND", message: "No such refund." } });
-    else res.json({ ...clientExecution(execution), sessionState: null });
+    else res.json({ ...clientRun(execution), sessionState: null });
   });
   app.post("/refunds/:id/input", async (req, res) => {
     const body = (req.body ?? {}) as { nodeId?: string; value?: unknown };
-    const execution = await runtime.injectInput(req.params.id, String(body.nodeId), body.value);
-    res.json({ ...clientExecution(execution), sessionState: null });
+    const execution = await runtime.resume(req.params.id, body.value);
+    res.json({ ...clientRun(execution), sessionState: null });
   });
   app.get("/refunds/:id/events", async (req, res) => {
     const stop = new AbortController();
@@ -36,9 +36,9 @@ export function refundDeskApp(runtime: GraphHost): Express {
     const events = runtime.events(req.params.id, { afterSeq, signal: stop.signal });
     const first = await events.next(); // NOT_FOUND surfaces before the stream starts
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store" });
-    // Clients see events without operator data (error texts, worker ids): clientGraphEvent.
-    const send = (e: GraphEvent) =>
-      res.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(clientGraphEvent(e))}\n\n`);
+    // Clients see events without operator data (error texts, worker ids): clientRunEvent.
+    const send = (e: RunEvent) =>
+      res.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(clientRunEvent(e))}\n\n`);
     if (first.done !== true) {
       send(first.value);
       for await (const e of events) if (!send(e)) await new Promise((r) => res.once("drain", r));

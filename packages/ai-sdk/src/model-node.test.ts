@@ -20,7 +20,7 @@ import {
   defineGraph,
   defineTool,
   fnNode,
-  type GraphEvent,
+  type RunEvent,
   type GraphHostOptions,
   type PolicyEngine,
 } from "@nerva/core";
@@ -109,8 +109,8 @@ describe("modelNode", () => {
       entry: "ask",
     });
     const runtime = await start({ graph, runtime: new InProcessRuntime(), traceSink: sink });
-    const deltas: GraphEvent[] = [];
-    runtime.subscribe([EventType.CLIENT_OUTPUT_DELTA], (e) => void deltas.push(e));
+    const deltas: RunEvent[] = [];
+    runtime.subscribe([RunEventType.OUTPUT_DELTA], (e) => void deltas.push(e));
     upstream.enqueue({
       chunks: ["Fjords ", "are ", "deep."],
       usage: { promptTokens: 12, completionTokens: 3 },
@@ -178,9 +178,9 @@ describe("modelNode", () => {
       tools,
       policy: policy((a) => a.name === "refund", "POLICY_DENIED"),
     });
-    const events: GraphEvent[] = [];
+    const events: RunEvent[] = [];
     runtime.subscribe(
-      [EventType.TOOL_CALL_STARTED, EventType.TOOL_CALL_COMPLETED],
+      [RunEventType.TOOL_STARTED, RunEventType.TOOL_COMPLETED],
       (e) => void events.push(e),
     );
     upstream.enqueue(
@@ -217,8 +217,8 @@ describe("modelNode", () => {
     // The SDK runs one step's tool calls concurrently: each tool starts before it completes.
     for (const tool of ["lookup_order", "refund"]) {
       expect(events.filter((e) => e.data.tool === tool).map((e) => [e.type, e.nodeId])).toEqual([
-        [EventType.TOOL_CALL_STARTED, "ask"],
-        [EventType.TOOL_CALL_COMPLETED, "ask"],
+        [RunEventType.TOOL_STARTED, "ask"],
+        [RunEventType.TOOL_COMPLETED, "ask"],
       ]);
     }
     expect(events).toHaveLength(4);

@@ -59,7 +59,7 @@ export async function resumeChecked(
         `--module ${values.module} holds graph "${runner.runtime.graph.name}", but run ${id} is an execution of graph "${graph}": pass that graph's module.`,
       );
     }
-    await runner.runtime.injectInput(id, node, value);
+    await runner.runtime.resume(id, value);
   } finally {
     await runner.cleanup();
   }

@@ -94,11 +94,11 @@ export async function runCommand(
     const id = await runner.trigger(entry ?? runner.getEntryPoints()[0]?.id ?? "default", input);
     io.stderr.write(`[nerva] execution ${id}\n`);
     for await (const e of runner.runtime.events(id)) {
-      if (e.type === EventType.NODE_STARTED && e.nodeId !== undefined) progress.node(e.nodeId);
-      else if (e.type === EventType.NODE_COMPLETED) progress.completed();
-      else if (e.type === EventType.CLIENT_OUTPUT_DELTA) {
+      if (e.type === RunEventType.NODE_STARTED && e.nodeId !== undefined) progress.node(e.nodeId);
+      else if (e.type === RunEventType.NODE_COMPLETED) progress.completed();
+      else if (e.type === RunEventType.OUTPUT_DELTA) {
         progress.output(String(e.data.chunk));
-      } else if (e.type === EventType.EXECUTION_PAUSED) {
+      } else if (e.type === RunEventType.PAUSED) {
         progress.stop();
         progress.breakLine();
         const paused = await runner.runtime.get(id);
@@ -114,7 +114,7 @@ export async function runCommand(
             return 2;
           }
           try {
-            await runner.runtime.injectInput(id, paused.pausedAt, answerFlag(line));
+            await runner.runtime.resume(id, answerFlag(line));
             break;
           } catch (err) {
             io.stderr.write(`nerva: ${(err as Error).message}\n`);

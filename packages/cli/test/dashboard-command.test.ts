@@ -128,7 +128,7 @@ describe("nerva dashboard", () => {
       expect(await (await fetch(new URL("/api/graph", url))).json()).toMatchObject({
         workers: true,
       });
-      await waitForEvent(url, id, "execution_completed");
+      await waitForEvent(url, id, "run.succeeded");
     } finally {
       worker.child.kill("SIGINT");
       expect(await exited(worker.child)).toBe(0);

@@ -82,7 +82,7 @@ describe("runs dashboard", () => {
       });
       await page.click("#answer-button");
       await expect.poll(() => page.textContent("#status"), { timeout: 20_000 }).toBe("completed");
-      await expect.poll(() => page.textContent("#events")).toContain("execution_completed");
+      await expect.poll(() => page.textContent("#events")).toContain("run.succeeded");
       expect(await page.textContent("#state")).toContain('"refund": "refunded order 42"');
       expect(await page.getAttribute('#graph g[data-node="refund"]', "class")).toContain("visited");
       await expect.poll(() => page.textContent("#executions")).toContain("completed");

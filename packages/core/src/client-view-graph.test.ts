@@ -2,25 +2,24 @@
 // whose nodes and tools fail with operator text, shown without it.
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ExecContext } from "../context/exec-context.js";
-import { ErrorCode, NervaError } from "../errors.js";
-import { InMemoryRunStore } from "../runs/in-memory-store.js";
-import { RunQueue } from "../runs/run-queue.js";
-import { InProcessRuntime } from "../runtime/in-process-runtime.js";
-import { FunctionToolManager, defineTool } from "../tools/function-tool-manager.js";
+import { ExecContext } from "./context/exec-context.js";
+import { ErrorCode, NervaError } from "./errors.js";
+import { InMemoryRunStore } from "./runs/in-memory-store.js";
+import { RunQueue } from "./runs/run-queue.js";
+import { InProcessRuntime } from "./runtime/in-process-runtime.js";
+import { FunctionToolManager, defineTool } from "./tools/function-tool-manager.js";
 import {
   END,
-  EventType,
-  clientExecution,
-  clientExecutionError,
-  clientGraphEvent,
+  clientRun,
+  clientRunError,
+  clientRunEvent,
   GraphHost,
   defineGraph,
   fnNode,
   inputNode,
   type GraphRun,
-  type GraphEvent,
 } from "./index.js";
+import { RunEventType, type RunEvent } from "./runs/types.js";
 
 const SECRET = /hunter2|\/srv\/app/;
 const runtimes: GraphHost[] = [];
@@ -65,12 +64,12 @@ async function failing(thrown: () => Error) {
   const result = await runtime.triggerAndWait("default", {}, ExecContext.create(), {
     timeoutSeconds: 10,
   });
-  const events: GraphEvent[] = [];
+  const events: RunEvent[] = [];
   for await (const e of runtime.events(result.runId)) events.push(e);
   return { result, events };
 }
 
-describe("clientExecution and clientGraphEvent", () => {
+describe("clientRun and clientRunEvent", () => {
   it("show a failed node's error, a tool's error and the worker's ids without their operator text", async () => {
     const { result, events } = await failing(
       () => new Error("ENOENT: /srv/app/orders.json (password hunter2)"),
@@ -80,28 +79,29 @@ describe("clientExecution and clientGraphEvent", () => {
     expect(JSON.stringify(result)).toMatch(SECRET);
     expect(JSON.stringify(events)).toMatch(SECRET);
     // ...the client views do not.
-    const shown = clientExecution(result);
+    const shown = clientRun(result);
     expect(JSON.stringify(shown)).not.toMatch(SECRET);
     expect(shown.error).toEqual({ code: "NODE_FAILED", message: "a node failed" });
     expect(shown.state).toEqual(result.state);
-    const client = events.map(clientGraphEvent);
+    const client = events.map(clientRunEvent);
     expect(JSON.stringify(client)).not.toMatch(SECRET);
     expect(client.map((e) => [e.type, e.seq])).toEqual(events.map((e) => [e.type, e.seq]));
-    expect(client.find((e) => e.type === EventType.EXECUTION_STARTED)?.data).toEqual({});
-    expect(client.find((e) => e.type === EventType.NODE_FAILED)?.data).toMatchObject({
-      nodeId: "work",
+    expect(client.find((e) => e.type === RunEventType.STARTED)?.data).toEqual({});
+    expect(client.find((e) => e.type === RunEventType.NODE_FAILED)?.data).toMatchObject({
+      node: "work",
       code: "NODE_FAILED",
       error: "a node failed",
     });
-    expect(client.find((e) => e.type === EventType.TOOL_CALL_COMPLETED)?.data).toMatchObject({
+    expect(client.find((e) => e.type === RunEventType.TOOL_COMPLETED)?.data).toMatchObject({
       tool: "db",
       status: "error",
     });
     // The run's errors (HANDLER_ERROR: the graph's handler failed) with their fixed text.
-    for (const type of [EventType.EXECUTION_RETRYING, EventType.EXECUTION_FAILED]) {
+    for (const type of [RunEventType.RETRYING, RunEventType.FAILED]) {
       expect(client.find((e) => e.type === type)?.data.error).toEqual({
         code: "HANDLER_ERROR",
         message: "the agent failed",
+        retriable: true,
       });
     }
   });
@@ -110,7 +110,7 @@ describe("clientExecution and clientGraphEvent", () => {
     const { result } = await failing(
       () => new NervaError(ErrorCode.POLICY_DENIED, "Refunds over 500 need a manager."),
     );
-    expect(clientExecution(result).error).toEqual({
+    expect(clientRun(result).error).toEqual({
       code: "POLICY_DENIED",
       message: expect.stringContaining("Refunds over 500 need a manager."),
     });
@@ -150,8 +150,8 @@ describe("clientExecution and clientGraphEvent", () => {
     // No worker picks the answered execution up: it stays pending as long as the test looks.
     await runtime.stop({ graceSeconds: 0 });
     const id = paused.runId;
-    const answered = clientExecution(await runtime.injectInput(id, "review", "yes"));
-    const read = clientExecution((await runtime.get(id)) as GraphRun);
+    const answered = clientRun(await runtime.resume(id, "yes"));
+    const read = clientRun((await runtime.get(id)) as GraphRun);
     for (const shown of [answered, read]) {
       expect(shown.status).toBe("pending");
       expect(shown.state).toEqual(paused.state);
@@ -163,7 +163,7 @@ describe("clientExecution and clientGraphEvent", () => {
 
   it("show any other code as INTERNAL", () => {
     expect(
-      clientExecutionError({
+      clientRunError({
         code: "SQLITE_BUSY",
         message: "database is locked at /srv/app/runs.db",
       }),

@@ -124,15 +124,15 @@ async function select(id) {
   source = new EventSource("/api/executions/" + encodeURIComponent(id) + "/events");
   const onEvent = (msg) => {
     const e = JSON.parse(msg.data);
-    if (e.type === "node_started") current = e.nodeId;
-    if (e.type === "node_completed") current = null;
+    if (e.type === "node.started") current = e.nodeId;
+    if (e.type === "node.completed") current = null;
     const li = document.createElement("li");
     li.value = e.seq;
     li.textContent = e.type + (e.nodeId ? " " + e.nodeId : "") + (e.data && e.data.chunk ? " " + JSON.stringify(e.data.chunk) : "");
     $("events").appendChild(li);
     refreshSelected().catch(() => undefined);
   };
-  for (const t of ["execution_started","node_started","node_completed","node_failed","tool_call_started","tool_call_completed","client_output_delta","client_input_requested","execution_paused","execution_resumed","execution_retrying","execution_completed","execution_failed","execution_cancelled"]) source.addEventListener(t, onEvent);
+  for (const t of ["run.started","node.started","node.completed","node.failed","tool.started","tool.completed","output.delta","run.paused","run.paused","run.resumed","run.retrying","run.succeeded","run.failed","run.cancelled"]) source.addEventListener(t, onEvent);
   try {
     await refreshSelected();
   } catch (err) {

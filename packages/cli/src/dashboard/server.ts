@@ -163,7 +163,7 @@ export async function startDashboard(
       }
       if (req.method === "POST" && parts[3] === "input") {
         const b = await body(req);
-        await runtime.injectInput(id, String(b.nodeId), b.value);
+        await runtime.resume(id, b.value);
         return send(res, 200, await shown(runtime, store, id));
       }
       if (req.method === "GET" && parts[3] === "events") return streamEvents(runtime, id, req, res);

@@ -1,4 +1,4 @@
-// A paused execution is answered once: by injectInput or by one resume from its sessionState
+// A paused run is answered once: by a resume by its id or by one resume from its sessionState
 // (retries of that resume with the same input included), never by both, never by two resumes
 // with different inputs, even when they race. Real SQLite and Redis stores.
 import { mkdtempSync, rmSync } from "node:fs";
@@ -15,13 +15,7 @@ import { RedisRunStore } from "../runs/redis/redis-run-store.js";
 import { REDIS_URL, dropPrefixes, testPrefix } from "../runs/redis/redis.test-support.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { rejection } from "../testing/rejection.js";
-import {
-  END,
-  GraphHost,
-  defineGraph,
-  fnNode,
-  inputNode,
-} from "./index.js";
+import { END, GraphHost, defineGraph, fnNode, inputNode } from "./index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-admission-"));
 const prefixes: string[] = [];
@@ -92,33 +86,28 @@ describe.each(backends)("sessionState resumes on %s", (_name, open) => {
     await runtime.start();
     const paused = await runtime.triggerAndWait("default", {}, ctx(), wait);
     expect(paused.status).toBe("paused");
-    const first = { ...wait, sessionState: paused.sessionState };
-    const done = await runtime.triggerAndWait("default", { ok: "yes" }, ctx(), first);
-    expect(done.status).toBe("completed");
-    const again = await runtime.triggerAndWait("default", { ok: "yes" }, ctx(), first);
+    const session = paused.sessionState!;
+    const first = await runtime.resume(session, "yes", { ctx: ctx() });
+    const done = await runtime.wait(first.runId, wait);
+    expect(done.status).toBe("succeeded");
+    const again = await runtime.resume(session, "yes", { ctx: ctx() });
     expect(again.runId).toBe(done.runId);
-    expect((await rejection(runtime.trigger("default", { ok: "no" }, ctx(), first))).code).toBe(
+    expect((await rejection(runtime.resume(session, "no", { ctx: ctx() }))).code).toBe(
       "INVALID_STATE",
     );
     expect(effects).toEqual(["yes"]);
   });
 
-  it("refuses a sessionState resume after injectInput answered the execution, and leaves that answer running", async () => {
+  it("refuses a sessionState resume after a resume by id answered the run, and leaves that answer running", async () => {
     const effects: string[] = [];
     const runtime = make("inject", effects);
     await runtime.start();
     const paused = await runtime.triggerAndWait("default", {}, ctx(), wait);
-    await runtime.injectInput(paused.runId, "ask", "inject");
+    await runtime.resume(paused.runId, "inject");
     expect(
-      (
-        await rejection(
-          runtime.trigger("default", { ok: "session" }, ctx(), {
-            sessionState: paused.sessionState,
-          }),
-        )
-      ).code,
+      (await rejection(runtime.resume(paused.sessionState!, "session", { ctx: ctx() }))).code,
     ).toBe("INVALID_STATE");
-    expect((await runtime.wait(paused.runId, wait)).status).toBe("completed");
+    expect((await runtime.wait(paused.runId, wait)).status).toBe("succeeded");
     expect(effects).toEqual(["inject"]);
   });
 
@@ -127,12 +116,8 @@ describe.each(backends)("sessionState resumes on %s", (_name, open) => {
     const runtime = make("cancelled", effects);
     await runtime.start();
     const paused = await runtime.triggerAndWait("default", {}, ctx(), wait);
-    expect((await runtime.cancel(paused.runId, { reason: "user left" })).status).toBe(
-      "cancelled",
-    );
-    const err = await rejection(
-      runtime.trigger("default", { ok: "late" }, ctx(), { sessionState: paused.sessionState }),
-    );
+    expect((await runtime.cancel(paused.runId, { reason: "user left" })).status).toBe("cancelled");
+    const err = await rejection(runtime.resume(paused.sessionState!, "late", { ctx: ctx() }));
     expect(err.code).toBe("INVALID_STATE");
     expect(err.message).toMatch(/cancelled/);
     expect(effects).toEqual([]);
@@ -146,8 +131,8 @@ describe.each(backends)("sessionState resumes on %s", (_name, open) => {
     const inputs = ["a", "b", "c", "d", "e"];
     const outcomes = await Promise.all(
       inputs.map((ok) =>
-        runtime.trigger("default", { ok }, ctx(), { sessionState: paused.sessionState }).then(
-          (id) => ({ id }),
+        runtime.resume(paused.sessionState!, ok, { ctx: ctx() }).then(
+          (r) => ({ id: r.runId }),
           (err: unknown) => ({ code: (err as NervaError).code }),
         ),
       ),
@@ -155,7 +140,7 @@ describe.each(backends)("sessionState resumes on %s", (_name, open) => {
     const won = outcomes.filter((o): o is { id: string } => "id" in o);
     expect(won).toHaveLength(1);
     expect(outcomes.filter((o) => "code" in o && o.code === "INVALID_STATE")).toHaveLength(4);
-    expect((await runtime.wait(won[0]!.id, wait)).status).toBe("completed");
+    expect((await runtime.wait(won[0]!.id, wait)).status).toBe("succeeded");
     expect(effects).toHaveLength(1);
   });
 });

@@ -2,7 +2,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { NervaError } from "../errors.js";
 import { rejection } from "../testing/rejection.js";
-import { AgentRunner, EventType } from "./index.js";
+import { AgentRunner } from "./index.js";
+import { RunEventType } from "../runs/types.js";
 
 const module = join(import.meta.dirname, "fixtures", "refund-desk.test-support.ts");
 
@@ -14,7 +15,7 @@ describe("AgentRunner", () => {
       runtimeRef = runner.runtime;
       const deltas: string[] = [];
       runner.runtime.subscribe(
-        [EventType.CLIENT_OUTPUT_DELTA],
+        [RunEventType.OUTPUT_DELTA],
         (e) => void deltas.push(String(e.data.chunk)),
       );
       const paused = await runner.run({ orderId: "7" });
@@ -23,12 +24,9 @@ describe("AgentRunner", () => {
         pausedAt: "review",
         state: { orderId: "7", total: 42 },
       });
-      expect(paused.request?.prompt).toBe("Refund 42 for order 7? (approved/declined)");
-      const done = await runner.run(
-        { decision: "approved" },
-        { sessionState: paused.sessionState },
-      );
-      expect(done).toMatchObject({ status: "completed", output: "refunded order 7" });
+      expect(paused.pause?.prompt).toBe("Refund 42 for order 7? (approved/declined)");
+      const done = await runner.resume(paused.sessionState!, "approved");
+      expect(done).toMatchObject({ status: "succeeded", output: "refunded order 7" });
       expect(deltas.join("")).toBe("Looking up order 7...\n");
       expect(runner.getEntryPoints().map((e) => e.id)).toEqual(["default"]);
       expect(runtimeRef.isRunning).toBe(true);

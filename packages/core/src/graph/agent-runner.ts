@@ -14,6 +14,7 @@ import type { TraceSink } from "../tracing/sink.js";
 import { isDefinedGraph } from "./define-graph.js";
 import type { EntryPointSpec } from "./entry-points.js";
 import type { GraphRun } from "./graph-run.js";
+import type { SessionState } from "./session-state.js";
 import { GraphHost, type TriggerOptions } from "./graph-host.js";
 import type { GraphHostOptions } from "./host-options.js";
 import type { Graph } from "./types.js";
@@ -176,8 +177,8 @@ export class AgentRunner {
   }
 
   /**
-   * Runs one execution and waits until it completes, fails or pauses (starting the runtime on
-   * first use). Resume a paused one with `{ sessionState }`.
+   * Runs one run of the graph and waits until it succeeds, fails or pauses (starting the host on
+   * first use). Answer a paused one with {@link resume}.
    */
   async run(
     input: Record<string, unknown> = {},
@@ -193,7 +194,28 @@ export class AgentRunner {
     );
   }
 
-  /** Starts an execution without waiting; returns its id. */
+  /**
+   * Answers a paused run (by its id, or by its signed `sessionState`) and waits until it
+   * succeeds, fails or pauses again.
+   */
+  async resume(
+    target: string | SessionState,
+    answer: unknown,
+    options: { ctx?: ExecContext; timeoutSeconds?: number } = {},
+  ): Promise<GraphRun> {
+    await this.start();
+    const resumed = await this.runtime.resume(
+      target,
+      answer,
+      options.ctx === undefined ? {} : { ctx: options.ctx },
+    );
+    return this.runtime.wait(
+      resumed.runId,
+      options.timeoutSeconds === undefined ? {} : { timeoutSeconds: options.timeoutSeconds },
+    );
+  }
+
+  /** Starts a run without waiting; returns its id. */
   async trigger(
     entryPoint: string,
     input: Record<string, unknown> = {},

@@ -7,14 +7,13 @@ import { RunQueue } from "../runs/run-queue.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import {
   END,
-  EventType,
   IsolationLevel,
   GraphHost,
   defineGraph,
   fnNode,
-  type GraphEvent,
   type GraphHostOptions,
 } from "./index.js";
+import { RunEventType, type RunEvent } from "../runs/types.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const runtimes: GraphHost[] = [];
@@ -111,7 +110,7 @@ describe("entry points", () => {
       await sleep(30);
     }
     for (const id of [first, ...waiting, ...wide]) {
-      expect((await runtime.wait(id, { timeoutSeconds: 10 })).status).toBe("completed");
+      expect((await runtime.wait(id, { timeoutSeconds: 10 })).status).toBe("succeeded");
     }
     expect(live.max).toBeLessThanOrEqual(4);
     expect(runtime.getEntryPoints().map((e) => [e.id, e.concurrency, e.backlog, e.queue])).toEqual([
@@ -174,25 +173,25 @@ describe("entry points", () => {
         // Fires for every completed execution, its own included: the guard must stop the loop.
         {
           id: "audit",
-          trigger: { type: "event", events: [EventType.EXECUTION_COMPLETED] },
+          trigger: { type: "event", events: [RunEventType.SUCCEEDED] },
           input: (src) => ({
-            who: `audit of ${src.type === "event" ? src.event.entryPoint : "?"}`,
+            who: `audit of ${src.type === "event" ? src.entryPoint : "?"}`,
           }),
         },
         {
           id: "follow",
-          trigger: { type: "event", events: [EventType.EXECUTION_COMPLETED], from: ["audit"] },
+          trigger: { type: "event", events: [RunEventType.SUCCEEDED], from: ["audit"] },
         },
       ],
     });
-    const completed: GraphEvent[] = [];
-    runtime.subscribe([EventType.EXECUTION_COMPLETED], (e) => void completed.push(e));
+    const completed: string[] = [];
+    runtime.subscribe([RunEventType.SUCCEEDED], (_e, info) => void completed.push(info.entryPoint));
     await runtime.start();
     await runtime.triggerAndWait("main", { who: "m" }, ExecContext.create(), {
       timeoutSeconds: 10,
     });
     await sleep(600);
-    const byEntry = completed.map((e) => e.entryPoint).sort();
+    const byEntry = [...completed].sort();
     // main → audit (of main) → follow (of audit); audit does not audit itself, follow does not follow
     // itself, and audit does not fire for follow, whose chain already holds audit.
     expect(byEntry).toEqual(["audit", "follow", "main"]);
@@ -246,7 +245,7 @@ describe("event bus", () => {
     const stuck = new Promise<void>((r) => (release = r));
     const slow: { seq: number; missed: number }[] = [];
     const sub = runtime.subscribe(
-      [EventType.CLIENT_OUTPUT_DELTA],
+      [RunEventType.OUTPUT_DELTA],
       async (e, info) => {
         slow.push({ seq: e.seq, missed: info.missed });
         await stuck;
@@ -254,12 +253,12 @@ describe("event bus", () => {
       { bufferSize: 5 },
     );
     const fast: number[] = [];
-    runtime.subscribe([EventType.CLIENT_OUTPUT_DELTA], (e) => void fast.push(e.seq));
+    runtime.subscribe([RunEventType.OUTPUT_DELTA], (e) => void fast.push(e.seq));
     await runtime.start();
     const done = await runtime.triggerAndWait("default", {}, ExecContext.create(), {
       timeoutSeconds: 10,
     });
-    expect(done.status).toBe("completed"); // the stuck subscriber held nothing up
+    expect(done.status).toBe("succeeded"); // the stuck subscriber held nothing up
     await sleep(50);
     expect(fast).toHaveLength(60);
     const missed = runtime.missedEvents(sub) as number;
@@ -286,20 +285,22 @@ describe("event bus", () => {
       entry: "a",
     });
     const runtime = make({ graph, entryPoints: [{ id: "x" }, { id: "y" }] });
-    const onlyY: GraphEvent[] = [];
-    runtime.subscribe([EventType.NODE_COMPLETED], (e) => void onlyY.push(e), { entryPoint: "y" });
+    const onlyY: RunEvent[] = [];
+    runtime.subscribe([RunEventType.NODE_COMPLETED], (e) => void onlyY.push(e), {
+      entryPoint: "y",
+    });
     await runtime.start();
     const idX = await runtime.trigger("x", {});
     const idY = await runtime.trigger("y", {});
-    const oneExec: GraphEvent[] = [];
+    const oneExec: RunEvent[] = [];
     runtime.subscribe(null, (e) => void oneExec.push(e), { runId: idX });
     await runtime.wait(idX, { timeoutSeconds: 10 });
     await runtime.wait(idY, { timeoutSeconds: 10 });
     await sleep(50);
-    expect(onlyY.map((e) => [e.type, e.runId])).toEqual([[EventType.NODE_COMPLETED, idY]]);
+    expect(onlyY.map((e) => [e.type, e.runId])).toEqual([[RunEventType.NODE_COMPLETED, idY]]);
     expect(oneExec.every((e) => e.runId === idX)).toBe(true);
-    expect(() => runtime.subscribe(["nope" as never], () => undefined)).toThrow(
-      /Invalid event types \["nope"\]/,
+    expect(() => runtime.subscribe(["", 7 as never], () => undefined)).toThrow(
+      /Invalid event types \["",7\]/,
     );
   });
 });
@@ -342,7 +343,7 @@ describe("shared state isolation", () => {
 
   it("shared: writes are seen at once by other executions, concurrent updates may be lost", async () => {
     const { results, shared } = await counter(IsolationLevel.SHARED);
-    expect(results.every((r) => r.status === "completed")).toBe(true);
+    expect(results.every((r) => r.status === "succeeded")).toBe(true);
     expect(shared.count as number).toBeLessThan(8); // interleaved read-modify-writes
     expect(shared.count as number).toBeGreaterThanOrEqual(1);
   });

@@ -10,15 +10,8 @@ import { ExecContext } from "../context/exec-context.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { SqliteRunStore } from "../runs/sqlite-run-store.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
-import {
-  END,
-  EventType,
-  GraphHost,
-  defineGraph,
-  fnNode,
-  inputNode,
-  type GraphEvent,
-} from "./index.js";
+import { END, GraphHost, defineGraph, fnNode, inputNode } from "./index.js";
+import { RunEventType, type RunEvent } from "../runs/types.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-watcher-"));
 const stores: SqliteRunStore[] = [];
@@ -85,14 +78,14 @@ describe("ExecutionWatcher", () => {
       const done = await runtime.triggerAndWait("default", {}, ExecContext.create(), {
         timeoutSeconds: 10,
       });
-      expect(done.status).toBe("completed");
+      expect(done.status).toBe("succeeded");
     }
     expect(runtime.getStats().watched).toBe(0);
   });
 
   it("forgets executions that paused and then ended, and still follows a resume once", async () => {
     const runtime = make(true, "paused.db");
-    const seen: GraphEvent[] = [];
+    const seen: RunEvent[] = [];
     runtime.subscribe(null, (e) => void seen.push(e));
     await runtime.start();
     // Paused, then cancelled.
@@ -108,28 +101,26 @@ describe("ExecutionWatcher", () => {
       const paused = await runtime.triggerAndWait("default", {}, ExecContext.create(), {
         timeoutSeconds: 10,
       });
-      const done = await runtime.triggerAndWait("default", { ok: "yes" }, ExecContext.create(), {
-        sessionState: paused.sessionState,
-        timeoutSeconds: 10,
-      });
-      expect(done.status).toBe("completed");
+      const done = await runtime.wait(
+        (await runtime.resume(paused.sessionState!, "yes", { ctx: ExecContext.create() })).runId,
+        { timeoutSeconds: 10 },
+      );
+      expect(done.status).toBe("succeeded");
     }
     // Paused, then answered by injectInput: its events after the resume reach the bus once.
     const paused = await runtime.triggerAndWait("default", {}, ExecContext.create(), {
       timeoutSeconds: 10,
     });
-    await runtime.injectInput(paused.runId, "ask", "yes");
-    expect((await runtime.wait(paused.runId, { timeoutSeconds: 10 })).status).toBe(
-      "completed",
-    );
+    await runtime.resume(paused.runId, "yes");
+    expect((await runtime.wait(paused.runId, { timeoutSeconds: 10 })).status).toBe("succeeded");
     await settle(() => runtime.getStats().watched === 0);
     expect(runtime.getStats().watched).toBe(0);
     const mine = seen.filter((e) => e.runId === paused.runId);
     const seqs = mine.map((e) => e.seq);
     expect(new Set(seqs).size).toBe(seqs.length);
-    expect(mine.map((e) => e.type)).toContain(EventType.EXECUTION_PAUSED);
-    expect(mine.map((e) => e.type)).toContain(EventType.EXECUTION_RESUMED);
-    expect(mine[mine.length - 1]?.type).toBe(EventType.EXECUTION_COMPLETED);
+    expect(mine.map((e) => e.type)).toContain(RunEventType.PAUSED);
+    expect(mine.map((e) => e.type)).toContain(RunEventType.RESUMED);
+    expect(mine[mine.length - 1]?.type).toBe(RunEventType.SUCCEEDED);
   });
 
   it("follows many executions at once without Node's possible-leak warning on its stop signal", async () => {
@@ -144,7 +135,7 @@ describe("ExecutionWatcher", () => {
         Array.from({ length: 30 }, () => runtime.trigger("default", {}, ExecContext.create())),
       );
       for (const id of ids) {
-        expect((await runtime.wait(id, { timeoutSeconds: 10 })).status).toBe("completed");
+        expect((await runtime.wait(id, { timeoutSeconds: 10 })).status).toBe("succeeded");
       }
       await settle(() => runtime.getStats().watched === 0);
       await new Promise((r) => setImmediate(r));

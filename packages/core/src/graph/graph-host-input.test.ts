@@ -37,7 +37,7 @@ describe("GraphHost input", () => {
     cleanup.push(() => runtime.stop({ graceSeconds: 0 }));
     await runtime.start();
     const id = await runtime.trigger("default", {}, ExecContext.create());
-    expect((await runtime.wait(id, { timeoutSeconds: 10 })).status).toBe("completed");
+    expect((await runtime.wait(id, { timeoutSeconds: 10 })).status).toBe("succeeded");
     const n = null as never;
     const drain = async (it: AsyncIterable<unknown>): Promise<void> => {
       for await (const _ of it) break;

@@ -7,14 +7,7 @@ import { RunQueue } from "../runs/run-queue.js";
 import { Runner } from "../runs/runner.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { MemoryTraceSink } from "../tracing/memory-sink.js";
-import {
-  AgentRunner,
-  END,
-  GraphHost,
-  agentNode,
-  defineGraph,
-  fnNode,
-} from "./index.js";
+import { AgentRunner, END, GraphHost, agentNode, defineGraph, fnNode } from "./index.js";
 
 // A graph run's spans reach the trace sink given to the GraphHost (issue 13): the runners it
 // builds per entry point get it, so `run`, `runtime.invoke` and `graph.node` spans are exported
@@ -71,7 +64,7 @@ describe("GraphHost traceSink", () => {
     await runtime.start();
     const ctx = ExecContext.create({ userId: "u1" });
     const done = await runtime.triggerAndWait("default", {}, ctx, { timeoutSeconds: 10 });
-    expect(done).toMatchObject({ status: "completed", output: "answer for 42" });
+    expect(done).toMatchObject({ status: "succeeded", output: "answer for 42" });
 
     const spans = sink.trace(ctx.traceId);
     const names = spans.map((s) => s.name);
@@ -97,7 +90,7 @@ describe("GraphHost traceSink", () => {
     const other = await runtime.triggerAndWait("second", {}, ExecContext.create(), {
       timeoutSeconds: 10,
     });
-    expect(other.status).toBe("completed");
+    expect(other.status).toBe("succeeded");
     expect(sink.spans.filter((s) => s.name === "run")).toHaveLength(2);
   });
 
@@ -107,7 +100,7 @@ describe("GraphHost traceSink", () => {
     await using runner = await AgentRunner.load({ graph, runtime: agents }, { traceSink: sink });
     const ctx = ExecContext.create();
     const done = await runner.run({}, { ctx });
-    expect(done.status).toBe("completed");
+    expect(done.status).toBe("succeeded");
     expect(sink.trace(ctx.traceId).filter((s) => s.name === "graph.node")).toHaveLength(2);
   });
 

@@ -11,15 +11,15 @@ import type { PartialAgentResult } from "../types/agent.js";
 import { FunctionToolManager, defineTool } from "../tools/function-tool-manager.js";
 import {
   END,
-  EventType,
   GraphHost,
   agentNode,
   defineGraph,
   fnNode,
   inputNode,
-  type GraphEvent,
   type GraphHostOptions,
+  type SessionState,
 } from "./index.js";
+import { RunEventType, type RunEvent } from "../runs/types.js";
 
 const RefundState = z.object({
   orderId: z.string().optional(),
@@ -76,9 +76,7 @@ function refundDesk(calls: string[] = []) {
   return { agents, graph };
 }
 
-function make(
-  options: Partial<GraphHostOptions> & Pick<GraphHostOptions, "graph" | "runtime">,
-) {
+function make(options: Partial<GraphHostOptions> & Pick<GraphHostOptions, "graph" | "runtime">) {
   const runtime = new GraphHost({
     queue: new RunQueue({ store: new InMemoryRunStore(), name: "t" }),
     leaseSeconds: 2,
@@ -101,7 +99,7 @@ async function code(p: Promise<unknown>): Promise<{ code: string; message: strin
 }
 
 describe("GraphHost", () => {
-  it("pauses at the input node, refuses wrong answers, resumes by injectInput and completes", async () => {
+  it("pauses at the input node, refuses wrong answers, resumes and succeeds", async () => {
     const calls: string[] = [];
     const { agents, graph } = refundDesk(calls);
     const runtime = make({ graph, runtime: agents });
@@ -113,23 +111,17 @@ describe("GraphHost", () => {
       pausedAt: "review",
       state: { orderId: "42", total: 12.5 },
       path: ["intake#1", "lookup#1"],
-      request: { prompt: "Refund 12.5?", kind: "approval" },
+      pause: { prompt: "Refund 12.5?", kind: "approval" },
     });
-    expect(await code(runtime.injectInput(paused.runId, "lookup", "approved"))).toMatchObject(
-      {
-        code: "INVALID_STATE",
-        message: expect.stringMatching(/paused at node "review", not "lookup"/),
-      },
-    );
     // The refusal speaks of the answer, never of an internal parameter's name.
-    const refused = await code(runtime.injectInput(paused.runId, "review", "maybe"));
+    const refused = await code(runtime.resume(paused.runId, "maybe"));
     expect(refused).toMatchObject({ code: "INVALID_INPUT" });
     expect(refused.message).not.toMatch(/content/);
     expect(refused.message).toMatch(/answer/);
-    await runtime.injectInput(paused.runId, "review", "approved");
+    await runtime.resume(paused.runId, "approved");
     const done = await runtime.wait(paused.runId, { timeoutSeconds: 10 });
     expect(done).toMatchObject({
-      status: "completed",
+      status: "succeeded",
       output: "refunded 42",
       state: { decision: "approved", refund: "refunded 42" },
       path: ["intake#1", "lookup#1", "review#1", "refund#1"],
@@ -137,55 +129,64 @@ describe("GraphHost", () => {
     });
     // Committed nodes never ran again after the pause.
     expect(calls).toEqual(["intake", "lookup", "refund"]);
-    expect(await code(runtime.injectInput(paused.runId, "review", "approved"))).toMatchObject(
-      {
-        code: "INVALID_STATE",
-        message: expect.stringMatching(/is completed, not paused/),
-      },
-    );
-    expect(await code(runtime.injectInput("run_nope", "review", "approved"))).toMatchObject({
+    expect(await code(runtime.resume(paused.runId, "approved"))).toMatchObject({
+      code: "INVALID_STATE",
+      message: expect.stringMatching(/is succeeded, not paused/),
+    });
+    expect(await code(runtime.resume("run_nope", "approved"))).toMatchObject({
       code: "NOT_FOUND",
     });
   });
 
-  it("serves typed events that are the run's events with the same seq, replayable from an offset", async () => {
+  it("serves the run's own events, node visits named, replayable from an offset", async () => {
     const { agents, graph } = refundDesk();
     const queue = new RunQueue({ store: new InMemoryRunStore(), name: "ev" });
     const runtime = make({ graph, runtime: agents, queue });
-    const live: GraphEvent[] = [];
+    const live: RunEvent[] = [];
     runtime.subscribe(null, (e) => void live.push(e));
     await runtime.start();
     const paused = await runtime.triggerAndWait("default", {}, ExecContext.create(), {
       timeoutSeconds: 10,
     });
-    await runtime.injectInput(paused.runId, "review", "declined");
+    await runtime.resume(paused.runId, "declined");
     const done = await runtime.wait(paused.runId, { timeoutSeconds: 10 });
-    expect(done.status).toBe("completed");
+    expect(done.status).toBe("succeeded");
     expect(done.output).toBe("no refund");
     await sleep(50);
-    const typed: GraphEvent[] = [];
+    const typed: RunEvent[] = [];
     for await (const e of runtime.events(paused.runId)) typed.push(e);
-    const raw = new Map<number, string>();
-    for await (const e of queue.events(paused.runId)) raw.set(e.seq, e.type);
-    expect(typed.map((e) => e.type)).toEqual([
-      EventType.EXECUTION_STARTED,
-      EventType.NODE_STARTED,
-      EventType.NODE_COMPLETED,
-      EventType.NODE_STARTED,
-      EventType.NODE_COMPLETED,
-      EventType.NODE_STARTED,
-      EventType.CLIENT_INPUT_REQUESTED,
-      EventType.EXECUTION_PAUSED,
-      EventType.EXECUTION_RESUMED,
-      EventType.NODE_STARTED,
-      EventType.NODE_COMPLETED,
-      EventType.EXECUTION_COMPLETED,
+    const raw: RunEvent[] = [];
+    for await (const e of queue.events(paused.runId)) raw.push(e);
+    // One stream: the host's events are the queue's, type for type, seq for seq.
+    expect(typed.map((e) => [e.seq, e.type])).toEqual(raw.map((e) => [e.seq, e.type]));
+    const lifecycle = new Set<string>([
+      RunEventType.NODE_STARTED,
+      RunEventType.NODE_COMPLETED,
+      RunEventType.PAUSED,
+      RunEventType.RESUMED,
+      RunEventType.SUCCEEDED,
     ]);
-    for (const e of typed) expect(raw.has(e.seq)).toBe(true);
-    expect(typed.find((e) => e.type === EventType.CLIENT_INPUT_REQUESTED)).toMatchObject({
-      nodeId: "review",
-      entryPoint: "default",
-      data: { prompt: "Refund 12.5?", kind: "approval" },
+    expect(
+      typed.filter((e) => lifecycle.has(e.type)).map((e) => [e.type, e.data.node ?? null]),
+    ).toEqual([
+      [RunEventType.NODE_STARTED, "intake"],
+      [RunEventType.NODE_COMPLETED, "intake"],
+      [RunEventType.NODE_STARTED, "lookup"],
+      [RunEventType.NODE_COMPLETED, "lookup"],
+      [RunEventType.NODE_STARTED, "review"],
+      [RunEventType.PAUSED, "review"],
+      [RunEventType.RESUMED, null],
+      [RunEventType.NODE_STARTED, "review"],
+      [RunEventType.NODE_COMPLETED, "review"],
+      [RunEventType.SUCCEEDED, null],
+    ]);
+    expect(typed.find((e) => e.type === RunEventType.NODE_COMPLETED)?.data).toEqual({
+      node: "intake",
+      visit: 1,
+      key: "intake#1",
+    });
+    expect(typed.find((e) => e.type === RunEventType.PAUSED)).toMatchObject({
+      data: { node: "review", prompt: "Refund 12.5?", kind: "approval" },
     });
     // The live bus delivered the same events, same seqs.
     expect(live.map((e) => e.seq)).toEqual(typed.map((e) => e.seq));
@@ -207,23 +208,21 @@ describe("GraphHost", () => {
     expect(session?.node).toBe("review");
     expect(session?.steps).toBe(2);
     expect(session?.visits).toEqual({ intake: 1, lookup: 1 });
-    const done = await runtime.triggerAndWait("default", { decision: "approved" }, ctx, {
-      sessionState: JSON.parse(JSON.stringify(session)),
-      timeoutSeconds: 10,
-    });
-    expect(done).toMatchObject({ status: "completed", output: "refunded 42" });
+    const done = await runtime.wait(
+      (await runtime.resume(JSON.parse(JSON.stringify(session))!, "approved", { ctx: ctx })).runId,
+      { timeoutSeconds: 10 },
+    );
+    expect(done).toMatchObject({ status: "succeeded", output: "refunded 42" });
     expect(done.runId).not.toBe(paused.runId);
     // The paused run the sessionState came from is closed, so it cannot be answered twice.
     expect((await runtime.get(paused.runId))?.status).toBe("cancelled");
 
     const { sig: _sig, ...unsigned } = session as NonNullable<typeof session>;
     expect(
-      (await code(runtime.trigger("default", {}, ctx, { sessionState: unsigned }))).message,
+      (await code(runtime.resume(unsigned as SessionState, undefined, { ctx }))).message,
     ).toMatch(/unsigned/);
     const tampered = { ...session, state: { ...session?.state, total: 0.01 } };
-    expect(
-      await code(runtime.trigger("default", {}, ctx, { sessionState: tampered })),
-    ).toMatchObject({
+    expect(await code(runtime.resume(tampered as SessionState, undefined, { ctx }))).toMatchObject({
       code: "INVALID_INPUT",
       message: expect.stringMatching(/signature does not match/),
     });
@@ -243,12 +242,12 @@ describe("GraphHost", () => {
     await other.start();
     const foreign = await other.triggerAndWait("default", {}, ctx, { timeoutSeconds: 10 });
     expect(
-      (await code(runtime.trigger("default", {}, ctx, { sessionState: foreign.sessionState })))
+      (await code(runtime.resume(foreign.sessionState as SessionState, undefined, { ctx })))
         .message,
     ).toMatch(/belongs to graph "other_desk", not "refund_desk"/);
     const otherKey = make({ graph, runtime: agents, sessionKey: "x".repeat(32) });
     expect(
-      (await code(otherKey.trigger("default", {}, ctx, { sessionState: session }))).message,
+      (await code(otherKey.resume(session as SessionState, undefined, { ctx }))).message,
     ).toMatch(/another session key/);
   });
 
@@ -263,11 +262,11 @@ describe("GraphHost", () => {
     await a.stop();
     const b = make({ graph, runtime: agents, queue });
     await b.start();
-    const done = await b.triggerAndWait("default", { decision: "declined" }, ExecContext.create(), {
-      sessionState: paused.sessionState,
-      timeoutSeconds: 10,
-    });
-    expect(done.status).toBe("completed");
+    const done = await b.wait(
+      (await b.resume(paused.sessionState!, "declined", { ctx: ExecContext.create() })).runId,
+      { timeoutSeconds: 10 },
+    );
+    expect(done.status).toBe("succeeded");
   });
 
   it("stops runaway loops with maxSteps and maxVisits, without retrying", async () => {
@@ -357,20 +356,19 @@ describe("GraphHost", () => {
       reducers: { notes: (a: string[] | undefined, b: string[]) => [...(a ?? []), ...b] },
     });
     const runtime = make({ graph, runtime: new InProcessRuntime() });
-    const failures: GraphEvent[] = [];
-    runtime.subscribe([EventType.NODE_FAILED], (e) => void failures.push(e));
+    const failures: RunEvent[] = [];
+    runtime.subscribe([RunEventType.NODE_FAILED], (e) => void failures.push(e));
     await runtime.start();
     const done = await runtime.triggerAndWait("default", { id: "x" }, ExecContext.create(), {
       timeoutSeconds: 10,
     });
-    expect(done).toMatchObject({ status: "completed", state: { quote: "10 x 3 (price,stock)" } });
+    expect(done).toMatchObject({ status: "succeeded", state: { quote: "10 x 3 (price,stock)" } });
     expect(overlap).toBe(true);
     expect(done.path).toEqual(["lookup#1", "price#1", "stock#1", "audit#1", "quote#1"]);
     await sleep(20);
     expect(failures).toHaveLength(1);
     expect(failures[0]).toMatchObject({
-      nodeId: "audit",
-      data: { error: expect.stringMatching(/audit service down/) },
+      data: { node: "audit", error: expect.stringMatching(/audit service down/) },
     });
   });
 
@@ -400,7 +398,7 @@ describe("GraphHost", () => {
     const done = await runtime.triggerAndWait("default", {}, ExecContext.create(), {
       timeoutSeconds: 10,
     });
-    expect(done).toMatchObject({ status: "completed", state: { a: 1, b: 3 } });
+    expect(done).toMatchObject({ status: "succeeded", state: { a: 1, b: 3 } });
     expect(lookups).toBe(1);
 
     const required = defineGraph({
@@ -458,14 +456,14 @@ describe("GraphHost", () => {
     expect(paused).toMatchObject({
       status: "paused",
       pausedAt: "lookup",
-      request: { kind: "needs_data", prompt: "Which order?", data: { missing: ["orderId"] } },
+      pause: { kind: "needs_data", prompt: "Which order?", data: { missing: ["orderId"] } },
     });
-    expect(
-      (await code(runtime.injectInput(paused.runId, "lookup", { orderId: "9" }))).message,
-    ).toMatch(/answer \{ args/);
-    await runtime.injectInput(paused.runId, "lookup", { args: { orderId: "9" } });
+    expect((await code(runtime.resume(paused.runId, { orderId: "9" }))).message).toMatch(
+      /answer \{ args/,
+    );
+    await runtime.resume(paused.runId, { args: { orderId: "9" } });
     const done = await runtime.wait(paused.runId, { timeoutSeconds: 10 });
-    expect(done).toMatchObject({ status: "completed", state: { total: 7, lookup: "total of 9" } });
+    expect(done).toMatchObject({ status: "succeeded", state: { total: 7, lookup: "total of 9" } });
     expect(seen).toEqual([{}, { orderId: "9" }]);
   });
 
@@ -552,7 +550,7 @@ describe("GraphHost", () => {
       const done = await runtime.triggerAndWait("default", {}, ExecContext.create(), {
         timeoutSeconds: 10,
       });
-      expect(done).toMatchObject({ status: "completed", state: { out: "echo hi" } });
+      expect(done).toMatchObject({ status: "succeeded", state: { out: "echo hi" } });
       const plain = await queue.enqueue({
         handler: "plain",
         input: { message: "x" },
@@ -621,7 +619,7 @@ describe("GraphHost", () => {
     ]);
   });
 
-  it("streams CLIENT_OUTPUT_DELTA with its node and records tool calls through the policy", async () => {
+  it("streams output.delta with its node and records tool calls through the policy", async () => {
     const tools = new FunctionToolManager();
     tools.register(
       defineTool({
@@ -666,9 +664,9 @@ describe("GraphHost", () => {
       charge: async () => undefined,
     };
     const runtime = make({ graph, runtime: new InProcessRuntime(), tools, policy });
-    const seen: GraphEvent[] = [];
+    const seen: RunEvent[] = [];
     runtime.subscribe(
-      [EventType.CLIENT_OUTPUT_DELTA, EventType.TOOL_CALL_STARTED, EventType.TOOL_CALL_COMPLETED],
+      [RunEventType.OUTPUT_DELTA, RunEventType.TOOL_STARTED, RunEventType.TOOL_COMPLETED],
       (e) => void seen.push(e),
     );
     await runtime.start();
@@ -677,13 +675,13 @@ describe("GraphHost", () => {
     });
     expect(done.state).toEqual({ total: 3, denied: "permission_denied" });
     await sleep(20);
-    expect(seen.map((e) => [e.type, e.nodeId, e.data.chunk ?? e.data.tool ?? null])).toEqual([
-      [EventType.CLIENT_OUTPUT_DELTA, "talk", "looking "],
-      [EventType.CLIENT_OUTPUT_DELTA, "talk", "up"],
-      [EventType.TOOL_CALL_STARTED, "talk", "lookup_order"],
-      [EventType.TOOL_CALL_COMPLETED, "talk", "lookup_order"],
-      [EventType.TOOL_CALL_STARTED, "talk", "refund"],
-      [EventType.TOOL_CALL_COMPLETED, "talk", "refund"],
+    expect(seen.map((e) => [e.type, e.data.node, e.data.chunk ?? e.data.tool ?? null])).toEqual([
+      [RunEventType.OUTPUT_DELTA, "talk", "looking "],
+      [RunEventType.OUTPUT_DELTA, "talk", "up"],
+      [RunEventType.TOOL_STARTED, "talk", "lookup_order"],
+      [RunEventType.TOOL_COMPLETED, "talk", "lookup_order"],
+      [RunEventType.TOOL_STARTED, "talk", "refund"],
+      [RunEventType.TOOL_COMPLETED, "talk", "refund"],
     ]);
   });
 
@@ -757,13 +755,14 @@ describe("GraphHost", () => {
       code: "NOT_FOUND",
       message: expect.stringMatching(/Unknown entry point "nope"/),
     });
-    expect(() =>
-      new GraphHost({
-        graph,
-        runtime: agents,
-        queue: new RunQueue({ store: new InMemoryRunStore() }),
-        entryPoints: [{ id: "x", entryNode: "nowhere" }],
-      }),
+    expect(
+      () =>
+        new GraphHost({
+          graph,
+          runtime: agents,
+          queue: new RunQueue({ store: new InMemoryRunStore() }),
+          entryPoints: [{ id: "x", entryNode: "nowhere" }],
+        }),
     ).toThrow(/entryNode "nowhere"/);
   });
 });

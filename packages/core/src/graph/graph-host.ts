@@ -176,7 +176,11 @@ export class GraphHost {
     ctx: ExecContext = ExecContext.create(),
     options: TriggerOptions = {},
   ): Promise<string> {
-    requireObjectOptions(options, ErrorCode.INVALID_INPUT, "Pass { idempotencyKey?, timeoutSeconds? }.");
+    requireObjectOptions(
+      options,
+      ErrorCode.INVALID_INPUT,
+      "Pass { idempotencyKey?, timeoutSeconds? }.",
+    );
     if ("sessionState" in options) {
       throw new NervaError(
         ErrorCode.INVALID_INPUT,
@@ -241,7 +245,7 @@ export class GraphHost {
   }
 
   /** The execution `id` as it is now (`null` for an unknown id). */
-  async getExecution(id: string): Promise<GraphRun | null> {
+  async get(id: string): Promise<GraphRun | null> {
     const run = await this.#o.queue.get(id);
     return run === null || run.handlers[0] !== this.graph.name ? null : this.#sessions.result(run);
   }
@@ -291,7 +295,8 @@ export class GraphHost {
     const writes = node?.kind === "input" ? node.writes?.[0] : undefined;
     const state = options.state ?? {};
     checkStartState(state, "options.state");
-    const input = writes === undefined || answer === undefined ? state : { ...state, [writes]: answer };
+    const input =
+      writes === undefined || answer === undefined ? state : { ...state, [writes]: answer };
     const run = await admitExecution(
       this.#admission,
       typeof s.entryPoint === "string" ? s.entryPoint : "default",

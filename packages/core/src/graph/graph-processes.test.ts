@@ -71,11 +71,11 @@ describe("graph executions across processes (SQLite)", () => {
         state: { orderId: "5", total: 42 },
       });
       await kill(first);
-      await client.injectInput(id, "review", "approved");
+      await client.resume(id, "approved");
       const second = spawnGraph({ ...base, mode: "worker" });
       await second.ready;
       expect(await client.wait(id, { timeoutSeconds: 30 })).toMatchObject({
-        status: "completed",
+        status: "succeeded",
         output: "refunded order 5",
       });
       await kill(second);
@@ -89,7 +89,7 @@ describe("graph executions across processes (SQLite)", () => {
       expect(await resumer.exited).toBe(0);
       const done = JSON.parse(resumer.stdout()) as GraphRun;
       expect(done).toMatchObject({
-        status: "completed",
+        status: "succeeded",
         output: "refunded order 77",
         state: { decision: "approved" },
       });

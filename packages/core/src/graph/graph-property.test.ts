@@ -140,7 +140,7 @@ function build(plan: Plan) {
   });
 }
 
-type End = "completed" | "paused" | "MAX_STEPS" | "MAX_VISITS" | "NODE_FAILED";
+type End = "succeeded" | "paused" | "MAX_STEPS" | "MAX_VISITS" | "NODE_FAILED";
 
 /** What a plain interpreter of the plan says the execution ends with. */
 function reference(plan: Plan): { end: End; n: number; at?: string[] } {
@@ -156,7 +156,7 @@ function reference(plan: Plan): { end: End; n: number; at?: string[] } {
     return null;
   };
   for (;;) {
-    if (current === "end") return { end: "completed", n };
+    if (current === "end") return { end: "succeeded", n };
     const i: number = current;
     const limit = admit(i);
     if (limit !== null) return { end: limit, n };
@@ -216,7 +216,7 @@ describe("random graphs", () => {
             const r = await runtime.triggerAndWait("default", {}, ExecContext.create(), {
               timeoutSeconds: 20,
             });
-            expect(["completed", "paused", "failed"]).toContain(r.status);
+            expect(["succeeded", "paused", "failed"]).toContain(r.status);
             const endKey = `${r.status}:${r.error?.code ?? ""}:${hasFan(plan) ? "fan" : ""}`;
             ends[endKey] = (ends[endKey] ?? 0) + 1;
             if (r.status === "failed")
@@ -240,7 +240,7 @@ describe("random graphs", () => {
       expect(executed).toBeGreaterThan(100);
       // Each way to end was reached.
       // The common ways to end were all reached (MAX_VISITS and fan-outs come up too, not in every run).
-      for (const end of ["completed", "paused", "failed:NODE_FAILED", "failed:MAX_STEPS"]) {
+      for (const end of ["succeeded", "paused", "failed:NODE_FAILED", "failed:MAX_STEPS"]) {
         expect(Object.keys(ends).some((k) => k.startsWith(end))).toBe(true);
       }
     },

@@ -129,8 +129,7 @@ export function toGraphRun(
     error: failed
       ? {
           code: typeof code === "string" ? code : (run.error?.code ?? status.toUpperCase()),
-          message:
-            run.error?.message ?? run.result?.error ?? `Run ${run.id} ended ${status}.`,
+          message: run.error?.message ?? run.result?.error ?? `Run ${run.id} ended ${status}.`,
         }
       : null,
   };

@@ -12,13 +12,8 @@ import { RunQueue } from "../runs/run-queue.js";
 import { SqliteRunStore } from "../runs/sqlite-run-store.js";
 import type { RunStore } from "../runs/store.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
-import {
-  END,
-  EventType,
-  GraphHost,
-  defineGraph,
-  fnNode,
-} from "./index.js";
+import { END, GraphHost, defineGraph, fnNode } from "./index.js";
+import { RunEventType } from "../runs/types.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-node-events-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -67,9 +62,9 @@ describe.each(stores)("node events on %s", (_label, make) => {
     runtimes.push(runtime);
     let slowStarted!: () => void;
     const started = new Promise<void>((r) => (slowStarted = r));
-    runtime.subscribe([EventType.NODE_STARTED, EventType.NODE_COMPLETED], (e) => {
-      seen.push(`${e.type} ${e.nodeId ?? ""}`);
-      if (e.type === EventType.NODE_STARTED && e.nodeId === "slow") {
+    runtime.subscribe([RunEventType.NODE_STARTED, RunEventType.NODE_COMPLETED], (e) => {
+      seen.push(`${e.type} ${String(e.data.node ?? "")}`);
+      if (e.type === RunEventType.NODE_STARTED && e.data.node === "slow") {
         startedBeforeRelease = !released;
         slowStarted();
       }
@@ -81,14 +76,14 @@ describe.each(stores)("node events on %s", (_label, make) => {
     released = true;
     release();
     const done = await runtime.wait(id, { timeoutSeconds: 10 });
-    expect(done).toMatchObject({ status: "completed", state: { n: 2 } });
+    expect(done).toMatchObject({ status: "succeeded", state: { n: 2 } });
     expect(startedBeforeRelease).toBe(true);
     await new Promise((r) => setTimeout(r, 50));
     expect(seen).toEqual([
-      "node_started quick",
-      "node_completed quick",
-      "node_started slow",
-      "node_completed slow",
+      "node.started quick",
+      "node.completed quick",
+      "node.started slow",
+      "node.completed slow",
     ]);
     await store.close();
   });

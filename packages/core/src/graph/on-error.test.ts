@@ -11,7 +11,7 @@ import { Runner } from "../runs/runner.js";
 import { SqliteRunStore } from "../runs/sqlite-run-store.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { EventBus } from "./event-bus.js";
-import { EventType, type GraphEvent } from "./events.js";
+import { RunEventType, type RunEvent } from "../runs/types.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-on-error-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -31,11 +31,11 @@ afterEach(() => {
   process.off("unhandledRejection", onRejection);
 });
 
-const event = (seq: number): GraphEvent => ({
-  type: EventType.EXECUTION_STARTED,
+const event = (seq: number): RunEvent => ({
+  type: RunEventType.STARTED,
   runId: "run_x",
-  entryPoint: "default",
   seq,
+  attempt: 1,
   at: Date.now(),
   data: {},
 });
@@ -56,9 +56,9 @@ it("EventBus: a throwing handler reaches a throwing onError; later events are st
     if (e.seq === 3) third();
     if (e.seq < 3) throw new Error(`handler broke at ${e.seq}`);
   });
-  bus.publish(event(1));
-  bus.publish(event(2));
-  bus.publish(event(3));
+  bus.publish(event(1), "default");
+  bus.publish(event(2), "default");
+  bus.publish(event(3), "default");
   await gotThird;
   await new Promise((r) => setImmediate(r));
   expect(seqs).toEqual([1, 2, 3]);

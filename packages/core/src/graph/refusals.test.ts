@@ -10,14 +10,7 @@ import type { RunStore } from "../runs/store.js";
 import { storeBackends } from "../runs/store-backends.test-support.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { rejection } from "../testing/rejection.js";
-import {
-  END,
-  GraphHost,
-  defineGraph,
-  fnNode,
-  inputNode,
-  type EntryPointSpec,
-} from "./index.js";
+import { END, GraphHost, defineGraph, fnNode, inputNode, type EntryPointSpec } from "./index.js";
 
 const open: { store: RunStore; runtime: GraphHost }[] = [];
 afterEach(async () => {
@@ -79,19 +72,15 @@ describe.each(backends)("refused sessionState resumes on %s", (_name, store) => 
     const paused = await runtime.triggerAndWait("default", {}, owner(), wait);
     expect(paused.status).toBe("paused");
     const stranger = ExecContext.create({ userId: "x", permissions: { allowedAgents: [] } });
-    const err = await rejection(
-      runtime.trigger("default", { ok: "stolen" }, stranger, {
-        sessionState: paused.sessionState,
-      }),
-    );
+    const err = await rejection(runtime.resume(paused.sessionState!, "stolen", { ctx: stranger }));
     expect(err.code).toBe("PERMISSION_DENIED");
     expect(err.message).toMatch(/graph "approve"/);
     expect((await runtime.get(paused.runId))?.status).toBe("paused");
-    const done = await runtime.triggerAndWait("default", { ok: "mine" }, owner(), {
-      ...wait,
-      sessionState: paused.sessionState,
-    });
-    expect(done.status).toBe("completed");
+    const done = await runtime.wait(
+      (await runtime.resume(paused.sessionState!, "mine", { ctx: owner() })).runId,
+      wait,
+    );
+    expect(done.status).toBe("succeeded");
     expect(effects).toEqual(["mine"]);
   });
 
@@ -100,17 +89,15 @@ describe.each(backends)("refused sessionState resumes on %s", (_name, store) => 
     const runtime = make(store, effects);
     await runtime.start();
     const paused = await runtime.triggerAndWait("default", {}, owner(), wait);
-    const err = await rejection(
-      runtime.trigger("default", { ok: 42 }, owner(), { sessionState: paused.sessionState }),
-    );
+    const err = await rejection(runtime.resume(paused.sessionState!, 42, { ctx: owner() }));
     expect(err.code).toBe("INVALID_INPUT");
-    expect(err.issues[0]?.path).toBe("input.ok");
+    expect(err.issues[0]?.path).toBe("answer");
     expect((await runtime.get(paused.runId))?.status).toBe("paused");
-    const done = await runtime.triggerAndWait("default", { ok: "yes" }, owner(), {
-      ...wait,
-      sessionState: paused.sessionState,
-    });
-    expect(done.status).toBe("completed");
+    const done = await runtime.wait(
+      (await runtime.resume(paused.sessionState!, "yes", { ctx: owner() })).runId,
+      wait,
+    );
+    expect(done.status).toBe("succeeded");
   });
 
   it("a resume refused RATE_LIMITED (backlog full) leaves the execution paused", async () => {
@@ -121,18 +108,16 @@ describe.each(backends)("refused sessionState resumes on %s", (_name, store) => 
     await runtime.stop({ graceSeconds: 0 });
     // Nobody runs executions now: one fresh one waits to start and fills the backlog.
     const waiting = await runtime.trigger("default", {}, owner());
-    const err = await rejection(
-      runtime.trigger("default", { ok: "yes" }, owner(), { sessionState: paused.sessionState }),
-    );
+    const err = await rejection(runtime.resume(paused.sessionState!, "yes", { ctx: owner() }));
     expect(err.code).toBe("RATE_LIMITED");
     expect((await runtime.get(paused.runId))?.status).toBe("paused");
     await runtime.start();
     expect((await runtime.wait(waiting, wait)).status).toBe("paused");
-    const done = await runtime.triggerAndWait("default", { ok: "yes" }, owner(), {
-      ...wait,
-      sessionState: paused.sessionState,
-    });
-    expect(done.status).toBe("completed");
+    const done = await runtime.wait(
+      (await runtime.resume(paused.sessionState!, "yes", { ctx: owner() })).runId,
+      wait,
+    );
+    expect(done.status).toBe("succeeded");
     expect(effects).toEqual(["yes"]);
   });
 
@@ -143,17 +128,15 @@ describe.each(backends)("refused sessionState resumes on %s", (_name, store) => 
     // Its state fits in 4000 bytes of JSON, but not once quoted again inside the run's input.
     const who = '"'.repeat(1500);
     const err = await rejection(
-      runtime.trigger("default", { ok: "yes", who }, owner(), {
-        sessionState: paused.sessionState,
-      }),
+      runtime.resume(paused.sessionState!, "yes", { ctx: owner(), state: { who } }),
     );
     expect(err.code).toBe("INVALID_INPUT");
     expect((await runtime.get(paused.runId))?.status).toBe("paused");
-    const done = await runtime.triggerAndWait("default", { ok: "yes" }, owner(), {
-      ...wait,
-      sessionState: paused.sessionState,
-    });
-    expect(done.status).toBe("completed");
+    const done = await runtime.wait(
+      (await runtime.resume(paused.sessionState!, "yes", { ctx: owner() })).runId,
+      wait,
+    );
+    expect(done.status).toBe("succeeded");
   });
 
   it("refuses idempotency keys it cannot use, and raw or non-plain bodies, enqueuing nothing", async () => {

@@ -62,11 +62,11 @@ describe("SessionSigner", () => {
       const paused = await runtime.get(id);
       expect(paused?.status).toBe("paused");
       expect(paused?.sessionState?.sig).toMatch(/^[A-Za-z0-9_-]{20,}$/);
-      const done = await runtime.triggerAndWait("default", { ok: "yes" }, ExecContext.create(), {
-        sessionState: paused?.sessionState,
-        timeoutSeconds: 10,
-      });
-      expect(done.status).toBe("completed");
+      const done = await runtime.wait(
+        (await runtime.resume(paused?.sessionState!, "yes", { ctx: ExecContext.create() })).runId,
+        { timeoutSeconds: 10 },
+      );
+      expect(done.status).toBe("succeeded");
     } finally {
       await runtime.stop({ graceSeconds: 0 });
       other.close();

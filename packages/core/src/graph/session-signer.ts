@@ -54,9 +54,7 @@ export class SessionSigner {
       return toGraphRun(run, unsigned, answeredSnapshot(run, last));
     }
     if (run.status !== RunStatus.PAUSED) return toGraphRun(run, unsigned);
-    return this.key().then((key) =>
-      toGraphRun(run, (p: SessionPayload) => signSession(key, p)),
-    );
+    return this.key().then((key) => toGraphRun(run, (p: SessionPayload) => signSession(key, p)));
   }
 }
 

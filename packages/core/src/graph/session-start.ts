@@ -77,7 +77,7 @@ export async function planStart(
       node.inputSchema,
       answer,
       ErrorCode.INVALID_INPUT,
-      `input.${writes as string}`,
+      "answer",
       `Send the answer node "${s.node}" asks for.`,
     ) as JsonValue;
   }

@@ -30,21 +30,21 @@ const TOLD = expect.arrayContaining([
     /^Entry point "tick": its input\(\{ slot: \d+ \}\) threw "timer input broke"/,
   ),
   expect.stringMatching(
-    /^Entry point "react": its input\(event execution_completed\) threw "event input broke"/,
+    /^Entry point "react": its input\(event run\.succeeded\) threw "event input broke"/,
   ),
 ]);
 
 describe("user functions called from timers and events", () => {
   it("a timer's and an event's throwing input() reach onError; the process lives on", async () => {
     const { report, err } = await runFixture(false);
-    expect(report.alive).toBe("completed");
+    expect(report.alive).toBe("succeeded");
     expect(report.told).toEqual(TOLD);
     expect(err).not.toContain("NERVA_ON_ERROR");
   }, 30_000);
 
   it("an onError that throws too is reported once as a warning and ends nothing", async () => {
     const { report, err } = await runFixture(true);
-    expect(report.alive).toBe("completed");
+    expect(report.alive).toBe("succeeded");
     expect(report.told).toEqual(TOLD);
     expect(err).toContain("NERVA_ON_ERROR");
     expect(err.match(/onError broke too/g)).toHaveLength(1);

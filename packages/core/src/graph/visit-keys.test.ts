@@ -10,14 +10,7 @@ import type { RunStore } from "../runs/store.js";
 import { storeBackends } from "../runs/store-backends.test-support.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { rejection } from "../testing/rejection.js";
-import {
-  END,
-  GraphHost,
-  defineGraph,
-  fnNode,
-  inputNode,
-  type GraphNode,
-} from "./index.js";
+import { END, GraphHost, defineGraph, fnNode, inputNode, type GraphNode } from "./index.js";
 
 const open: { store: RunStore; runtime: GraphHost }[] = [];
 afterEach(async () => {
@@ -78,7 +71,7 @@ describe.each(backends)("node visit keys on %s", (_name, make) => {
       timeoutSeconds: 20,
     });
     expect(done.error).toBeNull();
-    expect(done.status).toBe("completed");
+    expect(done.status).toBe("succeeded");
     expect(done.state).toEqual({ laps: 2 });
     expect(done.path).toEqual(["mine#1", "loop#1", "loop#2"]);
     expect(bodies).toEqual(["mine 1", "mine 2", "loop 1", "loop 2"]);
@@ -109,14 +102,14 @@ describe.each(backends)("node visit keys on %s", (_name, make) => {
     await runs.resume(first.runId, 5, { key: "loop#2" });
     const atLoop = await runtime.wait(first.runId, { timeoutSeconds: 20 });
     expect(atLoop.pausedAt).toBe("loop");
-    await runtime.injectInput(first.runId, "loop", 1);
+    await runtime.resume(first.runId, 1);
     // The second visit of "loop" asks again: it was not answered by "mine"'s loop#2 (5).
     const again = await runtime.wait(first.runId, { timeoutSeconds: 20 });
     expect(again.status).toBe("paused");
     expect(again.pausedAt).toBe("loop");
-    await runtime.injectInput(first.runId, "loop", 2);
+    await runtime.resume(first.runId, 2);
     const done = await runtime.wait(first.runId, { timeoutSeconds: 20 });
-    expect(done.status).toBe("completed");
+    expect(done.status).toBe("succeeded");
     expect(done.state).toEqual({ note: "a5", laps: 2 });
   });
 
@@ -136,7 +129,7 @@ describe.each(backends)("node visit keys on %s", (_name, make) => {
     const done = await runtime.triggerAndWait("default", {}, ExecContext.create(), {
       timeoutSeconds: 20,
     });
-    expect(done.status).toBe("completed");
+    expect(done.status).toBe("succeeded");
     expect(refused).toMatchObject({ code: "INVALID_INPUT" });
     expect((refused as Error).message).toContain('"x#2"');
   });
