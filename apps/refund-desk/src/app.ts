@@ -7,16 +7,14 @@ import { nervaErrorHandler, nervaMiddleware } from "@nerva/express";
 export function refundDeskApp(runtime: GraphHost): Express {
   const app = express();
   app.use(express.json());
-  // Executions run as the agent named after the graph: anonymous callers may use only it.
+  // Runs of the graph run as the agent named after it: anonymous callers may use only it.
   app.use(
     nervaMiddleware({
       anonymousPermissions: { allowedAgents: [runtime.graph.name, "intake_agent", "refund_agent"] },
     }),
   );
   app.post("/refunds", async (req, res) => {
-    res
-      .status(202)
-      .json({ runId: await runtime.trigger("default", req.body ?? {}, req.nervaCtx) });
+    res.status(202).json({ runId: await runtime.trigger("default", req.body ?? {}, req.nervaCtx) });
   });
   app.get("/refunds/:id", async (req, res) => {
     const execution = await runtime.get(req.params.id);
@@ -25,7 +23,7 @@ export function refundDeskApp(runtime: GraphHost): Express {
     else res.json({ ...clientRun(execution), sessionState: null });
   });
   app.post("/refunds/:id/input", async (req, res) => {
-    const body = (req.body ?? {}) as { nodeId?: string; value?: unknown };
+    const body = (req.body ?? {}) as { value?: unknown };
     const execution = await runtime.resume(req.params.id, body.value);
     res.json({ ...clientRun(execution), sessionState: null });
   });

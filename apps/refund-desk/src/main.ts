@@ -2,7 +2,7 @@
 // routes on PORT (default 3000). Try:
 //   curl -XPOST localhost:3000/refunds -H 'content-type: application/json' -d '{"orderId":"42"}'
 //   curl -N localhost:3000/refunds/<id>/events
-//   curl -XPOST localhost:3000/refunds/<id>/input -H 'content-type: application/json' -d '{"nodeId":"review","value":"approved"}'
+//   curl -XPOST localhost:3000/refunds/<id>/input -H 'content-type: application/json' -d '{"value":"approved"}'
 import { AgentRunner } from "@nerva/core";
 import { refundDeskApp } from "./app.js";
 import * as desk from "./refund-desk.js";

@@ -10,7 +10,7 @@ import { pathToFileURL } from "node:url";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import {
   END,
-  EventType,
+  RunEventType,
   ExecContext,
   FunctionToolManager,
   InProcessRuntime,
@@ -91,7 +91,7 @@ function policy(
 }
 
 describe("modelNode", () => {
-  it("asks the model from the state it reads, streams the answer as CLIENT_OUTPUT_DELTA and writes it; its chat span sits under graph.node", async () => {
+  it("asks the model from the state it reads, streams the answer as output.delta and writes it; its chat span sits under graph.node", async () => {
     const sink = new MemoryTraceSink();
     const graph = defineGraph({
       name: "qa",
@@ -135,7 +135,7 @@ describe("modelNode", () => {
       { role: "user", content: "Q: what are fjords?" },
     ]);
     await new Promise((r) => setTimeout(r, 20));
-    expect(deltas.map((e) => [e.nodeId, e.data.chunk])).toEqual([
+    expect(deltas.map((e) => [e.data.node, e.data.chunk])).toEqual([
       ["ask", "Fjords "],
       ["ask", "are "],
       ["ask", "deep."],
@@ -216,7 +216,7 @@ describe("modelNode", () => {
     await new Promise((r) => setTimeout(r, 20));
     // The SDK runs one step's tool calls concurrently: each tool starts before it completes.
     for (const tool of ["lookup_order", "refund"]) {
-      expect(events.filter((e) => e.data.tool === tool).map((e) => [e.type, e.nodeId])).toEqual([
+      expect(events.filter((e) => e.data.tool === tool).map((e) => [e.type, e.data.node])).toEqual([
         [RunEventType.TOOL_STARTED, "ask"],
         [RunEventType.TOOL_COMPLETED, "ask"],
       ]);

@@ -69,7 +69,7 @@ const OptionsSchema = z
  * graph runtime's tools through the node's kit (so permissions and the policy apply, and each
  * call is a TOOL_CALL_STARTED / TOOL_CALL_COMPLETED event); the policy is asked before each model
  * step (action kind `model`, so a spent budget stops the loop); the answer streams to the client
- * as CLIENT_OUTPUT_DELTA events; its `chat` span sits under the node's
+ * as `output.delta` events; its `chat` span sits under the node's
  * `graph.node` span. The answer is committed as a step of the visit before the state is updated,
  * so a worker that dies after it never calls the model again for that visit. A failed model call
  * fails the node with its code (RATE_LIMITED, BUDGET_EXCEEDED…).

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { createInterface } from "node:readline/promises";
-import { AgentRunner, EventType, NervaError, ErrorCode } from "@nerva/core";
+import { AgentRunner, RunEventType, NervaError, ErrorCode } from "@nerva/core";
 import { importAgentModule, sqliteOnly } from "./agent-module.js";
 import type { CliIo } from "./cli.js";
 import { answerFlag, checkFlags, jsonObjectFlag, shellWord, type Values } from "./flags.js";
@@ -94,7 +94,7 @@ export async function runCommand(
     const id = await runner.trigger(entry ?? runner.getEntryPoints()[0]?.id ?? "default", input);
     io.stderr.write(`[nerva] execution ${id}\n`);
     for await (const e of runner.runtime.events(id)) {
-      if (e.type === RunEventType.NODE_STARTED && e.nodeId !== undefined) progress.node(e.nodeId);
+      if (e.type === RunEventType.NODE_STARTED) progress.node(String(e.data.node));
       else if (e.type === RunEventType.NODE_COMPLETED) progress.completed();
       else if (e.type === RunEventType.OUTPUT_DELTA) {
         progress.output(String(e.data.chunk));
@@ -105,7 +105,7 @@ export async function runCommand(
         if (paused?.status !== "paused" || paused.pausedAt === null) continue;
         // Ask until the node takes the answer (a wrong one is refused with the reason).
         for (;;) {
-          const line = await reader.ask(paused.request?.prompt ?? `Input for ${paused.pausedAt}:`);
+          const line = await reader.ask(paused.pause?.prompt ?? `Input for ${paused.pausedAt}:`);
           if (line === null) {
             io.stdout.write("\n");
             io.stderr.write(
@@ -124,7 +124,7 @@ export async function runCommand(
     }
     progress.stop();
     const done = await runner.runtime.get(id);
-    if (done?.status === "completed") {
+    if (done?.status === "succeeded") {
       io.stdout.write(
         `\n${typeof done.output === "string" ? done.output : JSON.stringify(done.output)}\n`,
       );

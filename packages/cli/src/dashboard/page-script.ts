@@ -101,14 +101,14 @@ function showExecution(x) {
   setTime($("created"), x.createdAt);
   setTime($("updated"), x.updatedAt);
   const visited = new Set(x.path.map((k) => k.split("#")[0]));
-  if (x.status === "completed") visited.add("__end__");
+  if (x.status === "succeeded") visited.add("__end__");
   drawGraph(visited, x.pausedAt || current);
   $("state").textContent = JSON.stringify(x.state, null, 2);
   const form = $("answer-form");
   if (x.status === "paused" && x.pausedAt) {
     form.hidden = false;
     form.dataset.node = x.pausedAt;
-    $("prompt").textContent = (x.request && x.request.prompt) || "Input for " + x.pausedAt;
+    $("prompt").textContent = (x.pause && x.pause.prompt) || "Input for " + x.pausedAt;
     showAllowed(x.pausedAt);
   } else {
     form.hidden = true;
@@ -124,15 +124,15 @@ async function select(id) {
   source = new EventSource("/api/executions/" + encodeURIComponent(id) + "/events");
   const onEvent = (msg) => {
     const e = JSON.parse(msg.data);
-    if (e.type === "node.started") current = e.nodeId;
+    if (e.type === "node.started") current = e.data.node;
     if (e.type === "node.completed") current = null;
     const li = document.createElement("li");
     li.value = e.seq;
-    li.textContent = e.type + (e.nodeId ? " " + e.nodeId : "") + (e.data && e.data.chunk ? " " + JSON.stringify(e.data.chunk) : "");
+    li.textContent = e.type + (e.data && e.data.node ? " " + e.data.node : "") + (e.data && e.data.chunk ? " " + JSON.stringify(e.data.chunk) : "");
     $("events").appendChild(li);
     refreshSelected().catch(() => undefined);
   };
-  for (const t of ["run.started","node.started","node.completed","node.failed","tool.started","tool.completed","output.delta","run.paused","run.paused","run.resumed","run.retrying","run.succeeded","run.failed","run.cancelled"]) source.addEventListener(t, onEvent);
+  for (const t of ["run.started","node.started","node.completed","node.failed","tool.started","tool.completed","output.delta","run.paused","run.resumed","run.retrying","run.succeeded","run.failed","run.cancelled"]) source.addEventListener(t, onEvent);
   try {
     await refreshSelected();
   } catch (err) {

@@ -23,7 +23,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   tr[data-id] { cursor: pointer; }
   tr.selected { background: #e8f0ff; }
   .badge { border-radius: 9px; padding: 1px 8px; font-size: 12px; color: #fff; background: #777; }
-  .s-completed { background: #2e8540; } .s-paused { background: #c77700; } .s-running, .s-pending { background: #2862c9; }
+  .s-succeeded { background: #2e8540; } .s-paused { background: #c77700; } .s-running, .s-pending { background: #2862c9; }
   .s-failed, .s-timed_out { background: #c0392b; } .s-cancelled { background: #555; }
   svg text { font-size: 12px; } svg .node rect { fill: #fff; stroke: #99a; stroke-width: 1.5; }
   svg .node.visited rect { fill: #dff0e3; stroke: #2e8540; }

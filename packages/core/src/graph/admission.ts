@@ -8,7 +8,7 @@ import { RunStatus, type RunRecord } from "../runs/types.js";
 import { checkBacklog, type Stream } from "./entry-streams.js";
 import type { EntryPoint } from "./entry-points.js";
 import type { RunEvent } from "../runs/types.js";
-import type { ExecutionWatcher } from "./execution-watcher.js";
+import type { ExecutionWatcher } from "./run-watcher.js";
 import type { GraphExecutor } from "./executor.js";
 import { FIX_STATE, planStart } from "./session-start.js";
 import type { Graph } from "./types.js";
@@ -16,11 +16,11 @@ import type { Graph } from "./types.js";
 /** Per-call options of `trigger` and `triggerAndWait`. */
 export interface TriggerOptions {
   /**
-   * One execution per key and entry point (e.g. a webhook delivery id): 1-200 characters, not
+   * One run per key and entry point (e.g. a webhook delivery id): 1-200 characters, not
    * starting with `$` (the keys of timer slots, events and resumes start with it).
    */
   readonly idempotencyKey?: string;
-  /** For `triggerAndWait`: give up waiting (TIMEOUT) after this long; the execution goes on. */
+  /** For `triggerAndWait`: give up waiting (TIMEOUT) after this long; the run goes on. */
   readonly timeoutSeconds?: number;
 }
 
@@ -29,7 +29,7 @@ export interface AdmitOptions extends TriggerOptions {
   readonly sessionState?: unknown;
 }
 
-/** What admitting an execution reaches: the runtime's graph, streams, watcher and session key. */
+/** What admitting a run reaches: the runtime's graph, streams, watcher and session key. */
 export interface AdmissionScope {
   readonly graph: Graph;
   readonly executor: GraphExecutor;
@@ -59,9 +59,9 @@ const FIX_OPTIONS =
   'Pass { idempotencyKey?: a string of 1-200 characters not starting with "$" (e.g. the webhook delivery id), timeoutSeconds?: seconds > 0 }.';
 
 /**
- * Admits one execution for trigger, timers and events. Every check that can refuse it (entry
+ * Admits one run for trigger, timers and events. Every check that can refuse it (entry
  * point, context, options, input, sessionState signature and graph, state and answer schemas,
- * permission, size, backlog) runs before anything is written: only then is a paused execution
+ * permission, size, backlog) runs before anything is written: only then is a paused run
  * a sessionState came from ended and the new one enqueued. `derivedKey`: the idempotency key a
  * timer slot or an event gives (under `$`, which user keys cannot start with).
  */
@@ -103,11 +103,11 @@ export async function admitExecution(
     a.sessionKey,
   );
   // The same check the worker makes before it runs the graph, made here so that a caller who
-  // may not run it is refused before a paused execution is ended for its resume.
+  // may not run it is refused before a paused run is ended for its resume.
   if (!ctx.permissions.canUseAgent(a.graph.name)) {
     throw new NervaError(
       ErrorCode.PERMISSION_DENIED,
-      `The caller's permissions do not allow graph "${a.graph.name}": add it to allowedAgents to trigger or resume its executions.`,
+      `The caller's permissions do not allow graph "${a.graph.name}": add it to allowedAgents to trigger or resume its runs.`,
     );
   }
   const message = toJsonText(start.payload, "input", stream.queue.maxStepBytes, FIX_STATE);
@@ -121,7 +121,7 @@ export async function admitExecution(
     },
   };
   // The size enqueue checks (the state, quoted inside the run's input): checked here, before a
-  // paused execution is ended for this resume.
+  // paused run is ended for this resume.
   toJsonText(
     { ...runInput, tools: [], history: [] },
     "input",
@@ -157,11 +157,11 @@ export async function admitExecution(
 }
 
 /**
- * Ends the paused execution `id` a sessionState came from (when this store has it) before its
+ * Ends the paused run `id` a sessionState came from (when this store has it) before its
  * resume is admitted, so that it is answered once: the cancel is the store's atomic step, and
  * its reason names this resume (`token`: the sessionState's signature and the input), so a retry
- * of the same resume goes on (to the same execution, by its idempotency key) while a resume with
- * another input, or one after injectInput answered the execution or after a cancel, gets
+ * of the same resume goes on (to the same run, by its idempotency key) while a resume with
+ * another input, or one after injectInput answered the run or after a cancel, gets
  * INVALID_STATE.
  */
 async function supersede(queue: RunQueue, id: string, token: string): Promise<void> {
@@ -172,12 +172,12 @@ async function supersede(queue: RunQueue, id: string, token: string): Promise<vo
   if (run.status === RunStatus.CANCELLED && run.error?.message.includes(reason) === true) return;
   throw new NervaError(
     ErrorCode.INVALID_STATE,
-    `Invalid sessionState: execution ${id} it was issued for is ${run.status} now, no longer paused; it was answered already (by injectInput or another sessionState resume) or cancelled. A paused execution is answered once: resume from the sessionState of its latest pause.`,
+    `Invalid sessionState: run ${id} it was issued for is ${run.status} now, no longer paused; it was answered already (by injectInput or another sessionState resume) or cancelled. A paused run is answered once: resume from the sessionState of its latest pause.`,
     { details: { runId: id, status: run.status } },
   );
 }
 
-/** Admits the execution an event trigger of `ep` starts for `event` (once per event). */
+/** Admits the run an event trigger of `ep` starts for `event` (once per event). */
 export function admitFromEvent(
   a: AdmissionScope,
   ep: EntryPoint,
@@ -196,7 +196,7 @@ export function admitFromEvent(
   );
 }
 
-/** Admits the execution of one schedule slot of timer entry point `ep` (once per slot). */
+/** Admits the run of one schedule slot of timer entry point `ep` (once per slot). */
 export function admitSlot(
   a: AdmissionScope,
   ep: EntryPoint,

@@ -47,7 +47,7 @@ const StoreConfigSchema = z.union([
 
 export const AgentConfigSchema = z
   .object({
-    /** Where executions live: "memory" (default) or `{ sqlite: "runs.db" }`. */
+    /** Where runs live: "memory" (default) or `{ sqlite: "runs.db" }`. */
     store: StoreConfigSchema.optional(),
     /** Queue name (default: the graph's name). */
     queue: z.string().optional(),
@@ -64,7 +64,7 @@ export type AgentConfig = z.input<typeof AgentConfigSchema>;
 export interface AgentRunnerOptions extends AgentConfig {
   /** An open store to use instead of the configured one (the runner does not close it). */
   readonly runStore?: RunStore;
-  /** Where the executions' spans and events go (the GraphHost's `traceSink`). */
+  /** Where the runs' spans and events go (the GraphHost's `traceSink`). */
   readonly traceSink?: TraceSink | null;
   /** More GraphHost options (memory, policy, onError...). */
   readonly runtimeOptions?: Partial<GraphHostOptions>;

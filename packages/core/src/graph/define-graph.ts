@@ -240,7 +240,7 @@ export function defineGraph<Schema extends StateSchema>(
   if (!HandlerNameSchema.safeParse(d.name).success) {
     throw invalid(
       "name",
-      'must be 1-128 letters, digits, "_", ".", ":" or "-" (it is the handler name executions run under).',
+      'must be 1-128 letters, digits, "_", ".", ":" or "-" (it is the handler name runs run under).',
     );
   }
   if (!(d.state instanceof z.ZodObject)) {

@@ -95,7 +95,7 @@ describe("entry points", () => {
       limited = err as NervaError;
     }
     expect(limited?.code).toBe("RATE_LIMITED");
-    expect(limited?.message).toMatch(/"narrow" has 2 executions waiting/);
+    expect(limited?.message).toMatch(/"narrow" has 2 runs waiting/);
     expect(limited?.details.retryAfterSeconds).toBe(1);
     // Another entry point is not held up by the narrow one's backlog.
     const wide = await Promise.all([1, 2, 3].map(() => runtime.trigger("wide", {}, ctx)));

@@ -38,7 +38,7 @@ export const TriggerSchema = z.discriminatedUnion("type", [
     }),
   /**
    * By events (run event types, e.g. `run.succeeded`, `node.completed`) of other runs of this
-   * host. An execution never triggers its own
+   * host. A run never triggers its own
    * entry point again through events (directly or through a chain of event entry points), and
    * a chain stops after `maxDepth` hops.
    */
@@ -46,7 +46,7 @@ export const TriggerSchema = z.discriminatedUnion("type", [
     .object({
       type: z.literal("event"),
       events: z.array(z.string().min(1).max(100)).min(1),
-      /** Only events of executions of these entry points. */
+      /** Only events of runs of these entry points. */
       from: z.array(z.string()).min(1).optional(),
       maxDepth: z.number().int().min(1).max(20).default(3),
     })
@@ -60,17 +60,17 @@ export const EntryPointSchema = z
       .string()
       .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/, "must be 1-32 letters, digits, '_' or '-'"),
     name: z.string().max(200).optional(),
-    /** Where its executions start (default: the graph's entry). */
+    /** Where its runs start (default: the graph's entry). */
     entryNode: z.string().optional(),
     trigger: TriggerSchema.default({ type: "manual" }),
-    /** Executions of this entry point running at once (per process). */
+    /** Runs of this entry point running at once (per process). */
     concurrency: z.number().int().min(1).max(1000).optional(),
-    /** Executions waiting to start beyond which a trigger is RATE_LIMITED. */
+    /** Runs waiting to start beyond which a trigger is RATE_LIMITED. */
     backlog: z.number().int().min(1).max(1_000_000).default(100),
-    /** Deadline of each attempt of an execution. */
+    /** Deadline of each attempt of a run. */
     timeoutSeconds: positiveSeconds.optional(),
     priority: z.number().int().min(0).max(2_097_151).default(0),
-    /** For timer and event entry points: the start state of an execution. */
+    /** For timer and event entry points: the start state of a run. */
     input: z
       .custom<(source: TriggerSource) => Record<string, unknown>>(
         (v) => typeof v === "function",
@@ -81,8 +81,8 @@ export const EntryPointSchema = z
   .strict();
 
 /**
- * An entry point of a graph runtime (the seed's one execution stream per entry point): its
- * trigger, where executions start, and its own concurrency and backlog.
+ * An entry point of a graph host (one queue and one runner per entry point): its trigger,
+ * where runs start, and its own concurrency and backlog.
  *
  * @example
  * const nightly: EntryPointSpec = { id: "nightly", entryNode: "lookup", trigger: { type: "timer", cron: "0 3 * * *" } };
@@ -103,6 +103,6 @@ export interface EntryPointInfo {
   readonly trigger: z.output<typeof TriggerSchema>;
   readonly concurrency: number;
   readonly backlog: number;
-  /** The run queue its executions go through. */
+  /** The run queue its runs go through. */
   readonly queue: string;
 }

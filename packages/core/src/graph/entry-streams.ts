@@ -7,7 +7,7 @@ import type { EntryPoint, EntryPointInfo } from "./entry-points.js";
 import type { ParsedGraphHostOptions } from "./host-options.js";
 import type { Graph } from "./types.js";
 
-/** One entry point's stream: its queue and the runner executing it (the seed's ExecutionStream). */
+/** One entry point's stream: its queue and the runner executing it. */
 export interface Stream {
   readonly ep: EntryPoint;
   readonly queue: RunQueue;
@@ -87,7 +87,7 @@ export function buildStreams(
   return streams;
 }
 
-/** RATE_LIMITED when `backlog` executions of the entry point already wait to start. */
+/** RATE_LIMITED when `backlog` runs of the entry point already wait to start. */
 export async function checkBacklog(stream: Stream, graph: string): Promise<void> {
   const limit = stream.ep.backlog;
   let waiting = 0;
@@ -107,7 +107,7 @@ export async function checkBacklog(stream: Stream, graph: string): Promise<void>
     stream.rateLimited += 1;
     throw new NervaError(
       ErrorCode.RATE_LIMITED,
-      `Entry point "${stream.ep.id}" has ${waiting} executions waiting to start, its backlog limit: try again later, or raise its backlog or concurrency.`,
+      `Entry point "${stream.ep.id}" has ${waiting} runs waiting to start, its backlog limit: try again later, or raise its backlog or concurrency.`,
       { details: { entryPoint: stream.ep.id, waiting, backlog: limit, retryAfterSeconds: 1 } },
     );
   }

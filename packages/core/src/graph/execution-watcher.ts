@@ -3,7 +3,7 @@ import type { RunQueue } from "../runs/run-queue.js";
 import { RunEventType, isFinalStatus, type RunEvent, type RunRecord } from "../runs/types.js";
 import { NodeTracker } from "./events.js";
 
-/** An execution this process follows on the event bus. */
+/** A run this process follows on the event bus. */
 interface Watched {
   readonly chain: readonly string[];
   readonly entryPoint: string;
@@ -15,11 +15,11 @@ interface Watched {
 }
 
 /**
- * Feeds the event bus: follows the executions this process triggers or runs by tailing their run
+ * Feeds the event bus: follows the runs this process triggers or runs by tailing their run
  * events (only while somebody listens), from where it left off, until they pause or end. An entry
- * lives only while its execution is followed: none is kept while nobody listens, and one is
- * dropped when its execution pauses (a resume here watches it again from the resume on) or ends,
- * so the map does not grow with executions that ended, wherever they ended.
+ * lives only while its run is followed: none is kept while nobody listens, and one is
+ * dropped when its run pauses (a resume here watches it again from the resume on) or ends,
+ * so the map does not grow with runs that ended, wherever they ended.
  */
 export class ExecutionWatcher {
   readonly #watched = new Map<string, Watched>();
@@ -42,7 +42,7 @@ export class ExecutionWatcher {
   }
 
   /**
-   * Follows execution `run` from its events after `afterSeq` (again, after a resume). Nothing
+   * Follows run `run` from its events after `afterSeq` (again, after a resume). Nothing
    * is kept while nobody listens.
    */
   watch(run: RunRecord, afterSeq = 0): void {
@@ -63,12 +63,12 @@ export class ExecutionWatcher {
     else this.#tail(run.id, w);
   }
 
-  /** Starts tailing every followed execution that is not tailed (a first subscriber came). */
+  /** Starts tailing every followed run that is not tailed (a first subscriber came). */
   wake(): void {
     for (const [id, w] of this.#watched) if (!w.tailing) this.#tail(id, w);
   }
 
-  /** Entry points that led to execution `id` (for the event loop guard). */
+  /** Entry points that led to run `id` (for the event loop guard). */
   chainOf(id: string): readonly string[] {
     return this.#watched.get(id)?.chain ?? [];
   }

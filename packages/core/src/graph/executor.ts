@@ -12,7 +12,7 @@ import { isolatedShared } from "./shared-state.js";
 import { checkUpdate, mergeUpdates } from "./state-merge.js";
 import { END, type Graph, type GraphNode, type GraphState, type SharedStateView } from "./types.js";
 
-/** Where an execution starts: a fresh start, or where a sessionState left off. */
+/** Where a run starts: a fresh start, or where a sessionState left off. */
 export interface GraphStart {
   readonly state: Record<string, unknown>;
   /** The node to start at (default: the graph's entry). */
@@ -29,7 +29,7 @@ export interface GraphStart {
 interface NodeCommit {
   readonly state: Record<string, unknown>;
   readonly next: readonly string[];
-  /** Token usage of the execution up to this node (when any was recorded). */
+  /** Token usage of the run up to this node (when any was recorded). */
   readonly usage?: TokenUsageWire;
 }
 
@@ -97,7 +97,7 @@ export class GraphExecutor<S extends GraphState = GraphState> {
   /**
    * Executes the graph from `start` in the run of `ctx` and resolves with the final snapshot.
    * Throws `RunPaused` when a node waits for input (let it propagate), `GraphFailure` when the
-   * execution fails.
+   * run fails.
    */
   async execute(
     start: GraphStart,
@@ -142,7 +142,7 @@ export class GraphExecutor<S extends GraphState = GraphState> {
       if (steps + 1 > this.graph.maxSteps) {
         throw new GraphFailure(
           GraphErrorCode.MAX_STEPS,
-          `Graph "${this.graph.name}" stopped after maxSteps (${this.graph.maxSteps}) node executions, before "${id}": a loop that does not end? Raise maxSteps or fix the edge that loops.`,
+          `Graph "${this.graph.name}" stopped after maxSteps (${this.graph.maxSteps}) node runs, before "${id}": a loop that does not end? Raise maxSteps or fix the edge that loops.`,
           false,
           id,
         );

@@ -3,9 +3,9 @@ import { RunPaused } from "../runs/run-context.js";
 import type { GraphSnapshot } from "./node-context.js";
 import { AgentNodeError } from "./nodes.js";
 
-/** Error codes an execution fails with, besides the ErrorCode values. */
+/** Error codes a run fails with, besides the ErrorCode values. */
 export const GraphErrorCode = {
-  /** `maxSteps` node executions were used up. */
+  /** `maxSteps` node runs were used up. */
   MAX_STEPS: "MAX_STEPS",
   /** A node was visited more than its `maxVisits`. */
   MAX_VISITS: "MAX_VISITS",
@@ -18,10 +18,10 @@ export const GraphErrorCode = {
 } as const;
 export type GraphErrorCode = (typeof GraphErrorCode)[keyof typeof GraphErrorCode];
 
-/** Why an execution (or one node of it) failed; `retriable: false` fails the run at once. */
+/** Why a run (or one node of it) failed; `retriable: false` fails the run at once. */
 export class GraphFailure extends Error {
   override readonly name = "GraphFailure";
-  /** Where the execution stood when it failed (set by the executor). */
+  /** Where the run stood when it failed (set by the executor). */
   snapshot: GraphSnapshot | null = null;
   constructor(
     readonly code: string,

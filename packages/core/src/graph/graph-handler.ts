@@ -9,7 +9,7 @@ import type { ParsedGraphHostOptions } from "./host-options.js";
 import type { SharedStateView } from "./types.js";
 
 /**
- * The handler every execution of a graph runs (under the graph's name): the executor inside the
+ * The handler every run of a graph runs (under the graph's name): the executor inside the
  * run. A completed graph is a success with its snapshot and output in `data`; a failed one an
  * error result whose `data` says the code, the node and whether a retry can help.
  */

@@ -25,7 +25,7 @@ import {
 import { Triggers } from "./triggers.js";
 import { checkAnswer } from "./answers.js";
 import { buildStreams, entryPointInfos, streamCounters, type Stream } from "./entry-streams.js";
-import { ExecutionWatcher } from "./execution-watcher.js";
+import { ExecutionWatcher } from "./run-watcher.js";
 import { graphHandler, handlerRuntime } from "./graph-handler.js";
 import { SessionSigner } from "./session-signer.js";
 import { checkStartState } from "./session-start.js";
@@ -149,7 +149,7 @@ export class GraphHost {
   }
 
   /**
-   * Stops triggers and runners: running executions get `graceSeconds` to finish, then go back to
+   * Stops triggers and runners: running runs get `graceSeconds` to finish, then go back to
    * their queue (another process, or the next start, resumes them). The store stays open.
    */
   async stop(options: { graceSeconds?: number } = {}): Promise<void> {
@@ -191,7 +191,7 @@ export class GraphHost {
     return (await admitExecution(this.#admission, entryPointId, input, ctx, options, [])).id;
   }
 
-  /** `trigger`, then waits until the execution pauses or ends, and returns its result. */
+  /** `trigger`, then waits until the run pauses or ends, and returns its result. */
   async triggerAndWait(
     entryPointId: string,
     input: Record<string, unknown> = {},
@@ -226,7 +226,7 @@ export class GraphHost {
     return this.trigger(stream.ep.id, (body ?? {}) as Record<string, unknown>, ctx, options);
   }
 
-  /** Waits until execution `id` pauses or ends (TIMEOUT after `timeoutSeconds`) and returns it. */
+  /** Waits until run `id` pauses or ends (TIMEOUT after `timeoutSeconds`) and returns it. */
   async wait(
     id: string,
     options: { timeoutSeconds?: number; signal?: AbortSignal } = {},
@@ -244,13 +244,13 @@ export class GraphHost {
     return this.#sessions.result(run);
   }
 
-  /** The execution `id` as it is now (`null` for an unknown id). */
+  /** The run `id` as it is now (`null` for an unknown id). */
   async get(id: string): Promise<GraphRun | null> {
     const run = await this.#o.queue.get(id);
     return run === null || run.handlers[0] !== this.graph.name ? null : this.#sessions.result(run);
   }
 
-  /** Cancels execution `id`: a running node's `ctx.signal` aborts; it ends `cancelled`. */
+  /** Cancels run `id`: a running node's `ctx.signal` aborts; it ends `cancelled`. */
   async cancel(id: string, options: { reason?: string } = {}): Promise<GraphRun> {
     await this.#known(id);
     return this.#sessions.result(await this.#o.queue.cancel(id, options));
@@ -309,9 +309,9 @@ export class GraphHost {
   }
 
   /**
-   * Subscribes `handler` to typed events (all types with `null`) of the executions this process
-   * triggers or runs, optionally of one entry point or execution. Returns the subscription id.
-   * A slow handler never blocks executions: past `bufferSize` events are dropped for it and the
+   * Subscribes `handler` to typed events (all types with `null`) of the runs this process
+   * triggers or runs, optionally of one entry point or run. Returns the subscription id.
+   * A slow handler never blocks runs: past `bufferSize` events are dropped for it and the
    * next delivery says how many (`info.missed`).
    */
   subscribe(
@@ -329,7 +329,7 @@ export class GraphHost {
   }
 
   /**
-   * The typed events of execution `id` from the durable log: those after `afterSeq`, then live
+   * The typed events of run `id` from the durable log: those after `afterSeq`, then live
    * ones until it ends (or `signal` aborts). What an SSE route serves (Last-Event-ID = seq).
    */
   async *events(
@@ -383,18 +383,18 @@ export class GraphHost {
     if (run === null || run.handlers[0] !== this.graph.name) {
       throw new NervaError(
         ErrorCode.NOT_FOUND,
-        `No execution ${JSON.stringify(id)} of graph "${this.graph.name}".`,
+        `No run ${JSON.stringify(id)} of graph "${this.graph.name}".`,
       );
     }
     return run;
   }
 
-  /** Entry points that led to execution `id` (for the event loop guard). */
+  /** Entry points that led to run `id` (for the event loop guard). */
   chainOf(id: string): readonly string[] {
     return this.#watcher.chainOf(id);
   }
 
-  /** Used by event triggers: admits an execution caused by `event`. */
+  /** Used by event triggers: admits a run caused by `event`. */
   triggerFromEvent(
     ep: EntryPoint,
     event: RunEvent,
@@ -403,18 +403,18 @@ export class GraphHost {
     return admitFromEvent(this.#admission, ep, event, input, this.chainOf(event.runId));
   }
 
-  /** Used by timers: admits the execution of one schedule slot. */
+  /** Used by timers: admits the run of one schedule slot. */
   triggerSlot(ep: EntryPoint, slot: number, input: Record<string, unknown>): Promise<RunRecord> {
     return admitSlot(this.#admission, ep, slot, input);
   }
 
-  /** An execution starts in this process: follow it on the bus when anybody listens. */
+  /** A run starts in this process: follow it on the bus when anybody listens. */
   async #onStart(ctx: ExecContext): Promise<void> {
     const run = ctx.run;
     if (run === null || this.#watcher.has(run.runId) || this.#bus.size === 0) return;
     const record = await this.#o.queue.get(run.runId);
     // From the run.started of this claim (its last event) on: what came before ran elsewhere, or
-    // was already delivered here before the execution paused.
+    // was already delivered here before the run paused.
     if (record !== null) this.#watcher.watch(record, Math.max(0, record.lastSeq - 1));
   }
 

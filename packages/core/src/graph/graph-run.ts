@@ -27,11 +27,11 @@ export interface GraphRun {
   readonly state: Record<string, unknown>;
   /** The graph's `output(state)` once succeeded, else `null`. */
   readonly output: JsonValue;
-  /** The node the execution waits at, when paused. */
+  /** The node the run waits at, when paused. */
   readonly pausedAt: string | null;
   /** What the run waits for, when paused (its `data` without the graph's own snapshot). */
   readonly pause: RunPause | null;
-  /** A signed, portable copy of a paused execution (see `triggerAndWait(..., { sessionState })`). */
+  /** A signed, portable copy of a paused run (see `triggerAndWait(..., { sessionState })`). */
   readonly sessionState: SessionState | null;
   /** The committed node visits in order, e.g. `["intake#1", "lookup#1", "review#1"]`. */
   readonly path: readonly string[];
@@ -64,7 +64,7 @@ export function startOf(run: RunRecord): { state: Record<string, unknown> } {
 }
 
 /**
- * The snapshot an answered execution paused with, from its last two events (`run.paused`, then
+ * The snapshot an answered run paused with, from its last two events (`run.paused`, then
  * `run.resumed`), while it waits for a worker: its record no longer carries one.
  */
 export function answeredSnapshot(run: RunRecord, last: readonly RunEvent[]): GraphSnapshot | null {
@@ -80,7 +80,7 @@ export function answeredSnapshot(run: RunRecord, last: readonly RunEvent[]): Gra
 
 /**
  * Builds the GraphRun of a run; `sign` makes the sessionState of a paused one. `known` is
- * the last snapshot when the record has none (an answered execution waiting for a worker), so its
+ * the last snapshot when the record has none (an answered run waiting for a worker), so its
  * state and path are not shown as the start input.
  */
 export function toGraphRun(

@@ -59,11 +59,11 @@ export const GraphHostOptionsSchema = z
     sharedState: SharedStateOptionsSchema.default({ isolation: "isolated", initial: {} }),
     /** Events held per subscriber before they are dropped and counted. */
     eventBufferSize: z.number().int().min(1).max(1_000_000).default(1000),
-    /** Longest one attempt of an execution may run (its handler timeout). */
+    /** Longest one attempt of a run may run (its handler timeout). */
     executionTimeoutSeconds: positiveSeconds.max(2_000_000).default(24 * 3600),
     workerId: z.string().min(1).max(200).optional(),
     /**
-     * Where the spans and events of the executions go (`run`, `runtime.invoke`, `graph.node`,
+     * Where the spans and events of the runs go (`run`, `runtime.invoke`, `graph.node`,
      * the handlers' and tools' spans): given to the runner of each entry point. With `runner`,
      * give it to that Runner instead.
      */
@@ -86,7 +86,7 @@ export const GraphHostOptionsSchema = z
 
 /**
  * Options of {@link GraphHost}: the graph, the runtime its agent nodes use, the queue
- * (its store holds the executions), the kit primitives, the entry points, and either the
+ * (its store holds the runs), the kit primitives, the entry points, and either the
  * runner's options or an existing `runner`.
  */
 export type GraphHostOptions = z.input<typeof GraphHostOptionsSchema>;

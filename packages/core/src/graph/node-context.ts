@@ -22,7 +22,7 @@ export interface GraphDeps {
   readonly policy?: PolicyEngine | null;
 }
 
-/** Where an execution stands: what a pause records and a sessionState carries. */
+/** Where a run stands: what a pause records and a sessionState carries. */
 export interface GraphSnapshot {
   /** The state the current node was given (the state after the last committed node). */
   readonly state: Record<string, unknown>;
@@ -33,9 +33,9 @@ export interface GraphSnapshot {
   readonly visits: Record<string, number>;
   /** Step keys of the committed node visits, in order (`["intake#1", "lookup#1"]`). */
   readonly path: readonly string[];
-  /** Node executions so far (what `maxSteps` counts). */
+  /** Node runs so far (what `maxSteps` counts). */
   readonly steps: number;
-  /** Token usage of the execution so far. */
+  /** Token usage of the run so far. */
   readonly usage: TokenUsageWire;
 }
 
@@ -200,7 +200,7 @@ export async function authorizeAgent(
   if (!ctx.exec.permissions.canUseAgent(handler)) {
     throw new NervaError(
       ErrorCode.PERMISSION_DENIED,
-      `The execution's permissions do not allow agent "${handler}" (node "${ctx.nodeId}").`,
+      `The run's permissions do not allow agent "${handler}" (node "${ctx.nodeId}").`,
     );
   }
   const policy = ctx instanceof VisitContext ? ctx.policy : null;

@@ -52,7 +52,7 @@ export async function visitNode<S extends GraphState>(v: NodeVisit<S>): Promise<
     const view = node.reads === undefined ? v.state : pick(v.state, node.reads);
     const answer = node.run(view as S, nodeCtx);
     // A synchronous answer needs no race; a promise is raced against the node's end (cancel,
-    // timeout), so a node that ignores its signal still stops the execution at once.
+    // timeout), so a node that ignores its signal still stops the run at once.
     const update = isThenable(answer) ? await Promise.race([answer, ended]) : answer;
     span.end("ok");
     return update;

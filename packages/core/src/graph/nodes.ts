@@ -19,7 +19,7 @@ export interface NodeOptions<S extends GraphState> {
   readonly writes?: readonly (keyof S & string)[];
   /** In a fan-out, a failure of this node does not fail the join. */
   readonly optional?: boolean;
-  /** Visits of this node in one execution after which the execution fails. */
+  /** Visits of this node in one run after which the run fails. */
   readonly maxVisits?: number;
   /** Seconds one visit may take. */
   readonly timeoutSeconds?: number;
@@ -77,7 +77,7 @@ const ArgsAnswerSchema = z.object({ args: z.record(z.string(), z.string()) }).st
  * in-process, subprocess and container handlers all work). The handler's `output` is written
  * under `writes` (default: the node id, when it is a state key), and the keys of its `data` that
  * are state keys are merged too. A `needs_data` / `needs_credentials` result pauses the
- * execution at this node; `injectInput(id, node, { args })` answers it and the handler is invoked
+ * run at this node; `injectInput(id, node, { args })` answers it and the handler is invoked
  * again with those args merged. Any other non-success result fails the node.
  *
  * @example
@@ -173,7 +173,7 @@ export interface InputNodeOptions<S extends GraphState> extends Omit<NodeOptions
 }
 
 /**
- * A client-facing node: the execution pauses (CLIENT_INPUT_REQUESTED, status `paused`) until a
+ * A client-facing node: the run pauses (CLIENT_INPUT_REQUESTED, status `paused`) until a
  * person answers with `runtime.injectInput(runId, nodeId, value)`; the answer is written to
  * `writes`.
  *

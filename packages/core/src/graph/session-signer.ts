@@ -11,7 +11,7 @@ import {
 
 /**
  * The sessionState key of one runtime (the given one, else the one stored beside its queue,
- * read once) and the results it signs: only a paused execution carries a signed sessionState.
+ * read once) and the results it signs: only a paused run carries a signed sessionState.
  */
 export class SessionSigner {
   readonly #queue: RunQueue;

@@ -7,12 +7,12 @@ import type { Graph } from "./types.js";
 
 const FIX_STATE = "Pass the start state as a plain JSON object of the graph's state keys.";
 
-/** Where a new execution starts, and what it replaces. */
+/** Where a new run starts, and what it replaces. */
 export interface StartPlan {
   readonly payload: GraphStart;
-  /** One execution per resumed sessionState and input. */
+  /** One run per resumed sessionState and input. */
   readonly idempotencyKey?: string;
-  /** The paused execution a sessionState came from. */
+  /** The paused run a sessionState came from. */
   readonly supersedes: string | null;
 }
 
@@ -40,7 +40,7 @@ export function checkStartState(value: unknown, label: string): void {
 }
 
 /**
- * The start of an execution: a fresh state at `entryNode`, or a verified sessionState resumed at
+ * The start of a run: a fresh state at `entryNode`, or a verified sessionState resumed at
  * its paused node with `input` merged into its state (the paused input node's key, when `input`
  * has it, is that node's answer).
  */
@@ -72,7 +72,7 @@ export async function planStart(
   const given = input as Record<string, unknown>;
   let answer = writes !== undefined && writes in given ? (given[writes] as JsonValue) : undefined;
   if (answer !== undefined && node.inputSchema !== undefined) {
-    // Refused here, before the paused execution is ended for this resume.
+    // Refused here, before the paused run is ended for this resume.
     answer = parseOrThrow(
       node.inputSchema,
       answer,

@@ -21,7 +21,7 @@ export const SessionPayloadSchema = z
     graph: z.string().min(1).max(128),
     runId: z.string().min(1).max(200),
     entryPoint: z.string().min(1).max(64),
-    /** The node the execution paused at. */
+    /** The node the run paused at. */
     node: z.string().min(1).max(64),
     state: z.record(z.string(), z.unknown()),
     visits: z.record(z.string(), z.number().int().nonnegative()),
@@ -35,7 +35,7 @@ export const SessionPayloadSchema = z
 export type SessionPayload = z.output<typeof SessionPayloadSchema>;
 
 /**
- * A paused execution in portable form (JSON): state, paused node, visit counts, path, signed
+ * A paused run in portable form (JSON): state, paused node, visit counts, path, signed
  * with HMAC-SHA256. Resume it with `triggerAndWait(entryPoint, input, ctx, { sessionState })` on
  * any process or machine that has the same key.
  *

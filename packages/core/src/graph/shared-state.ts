@@ -5,11 +5,10 @@ import type { JsonValue } from "../types/agent.js";
 import type { SharedStateView } from "./types.js";
 
 /**
- * What concurrent executions see of the state shared across entry points (the seed's shared
- * buffer):
- * - `isolated`: each execution has its own buffer, seeded from the initial values; nothing an
- *   execution writes is seen by another.
- * - `shared`: one buffer; a write is seen at once by every execution; read-modify-write updates
+ * What concurrent runs of a graph see of the state shared across entry points:
+ * - `isolated`: each run has its own buffer, seeded from the initial values; nothing an
+ *   run writes is seen by another.
+ * - `shared`: one buffer; a write is seen at once by every run; read-modify-write updates
  *   may interleave (last writer wins).
  * - `synchronized`: one buffer, and `update(key, fn)` calls on one key run one at a time, so no
  *   update is lost even when `fn` awaits.
@@ -75,13 +74,13 @@ function view(
   };
 }
 
-/** A fresh buffer of its own (what `isolated` gives each execution). */
+/** A fresh buffer of its own (what `isolated` gives each run). */
 export function isolatedShared(initial: Record<string, unknown> = {}): SharedStateView {
   return view(new Map(Object.entries(copy(initial)) as [string, JsonValue][]), null);
 }
 
 /**
- * The shared state of one graph runtime (this process). Hands each execution a view according
+ * The shared state of one graph runtime (this process). Hands each run a view according
  * to the isolation level.
  */
 export class SharedState {
@@ -103,7 +102,7 @@ export class SharedState {
     );
   }
 
-  /** The view an execution gets. */
+  /** The view a run gets. */
   forExecution(): SharedStateView {
     return this.isolation === "isolated" ? isolatedShared(this.#initial) : this.#view;
   }

@@ -16,8 +16,8 @@ const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * The timer and event entry points of a graph host. Timers fire once per schedule slot across
- * every process sharing the store: each slot's execution has the idempotency key `$timer:<slot>`.
- * Event entry points trigger on typed events, never for an execution their own entry point
+ * every process sharing the store: each slot's run has the idempotency key `$timer:<slot>`.
+ * Event entry points trigger on typed events, never for a run their own entry point
  * caused (directly or through other event entry points), at most `maxDepth` hops deep.
  */
 export class Triggers {
@@ -112,7 +112,7 @@ export class Triggers {
       if (!trigger.events.includes(event.type)) continue;
       if (trigger.from !== undefined && !trigger.from.includes(entryPoint)) continue;
       const chain = this.#host.chainOf(event.runId);
-      // The loop guard: this entry point already caused the execution the event comes from.
+      // The loop guard: this entry point already caused the run the event comes from.
       if (chain.includes(ep.id) || entryPoint === ep.id || chain.length >= trigger.maxDepth)
         continue;
       const input = this.#input(ep, { type: "event", event, entryPoint });

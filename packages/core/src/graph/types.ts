@@ -5,7 +5,7 @@ import type { AgentRuntime } from "../runtime/types.js";
 import type { JsonValue } from "../types/agent.js";
 
 /**
- * The end of a graph: an edge to `END` finishes the execution.
+ * The end of a graph: an edge to `END` finishes the run.
  *
  * @example
  * const edges = [["refund", END]] as const;
@@ -27,7 +27,7 @@ export type StateUpdate<S extends GraphState> = Partial<S>;
 
 /**
  * Combines a key's current value with a node's update of it, e.g. appending to a list. Must be
- * pure: it runs again when an execution replays after a crash.
+ * pure: it runs again when a run replays after a crash.
  *
  * @example
  * const append: Reducer<string[]> = (current, update) => [...(current ?? []), ...update];
@@ -35,7 +35,7 @@ export type StateUpdate<S extends GraphState> = Partial<S>;
 export type Reducer<T = unknown> = (current: T | undefined, update: T) => T;
 
 /**
- * What a node is given besides the state: its identity in the execution, the abort signal, the
+ * What a node is given besides the state: its identity in the run, the abort signal, the
  * primitives of the graph runtime, and the ways a node talks to the client.
  *
  * @example
@@ -47,11 +47,11 @@ export type Reducer<T = unknown> = (current: T | undefined, update: T) => T;
 export interface NodeContext {
   readonly graph: string;
   readonly nodeId: string;
-  /** 1 on the node's first visit in this execution, 2 on the second… */
+  /** 1 on the node's first visit in this run, 2 on the second… */
   readonly visit: number;
-  /** The execution (= durable run) id. */
+  /** The run (= durable run) id. */
   readonly runId: string;
-  /** Aborts when the execution is cancelled, times out or its worker loses the run. */
+  /** Aborts when the run is cancelled, times out or its worker loses the run. */
   readonly signal: AbortSignal;
   /** The node's ExecContext: identity, permissions, deadline, the `graph.node` span. */
   readonly exec: ExecContext;
@@ -63,12 +63,12 @@ export interface NodeContext {
   readonly stateKeys: ReadonlySet<string>;
   /** Answers already given to questions of this visit (what a re-run node applies first). */
   readonly answers: readonly JsonValue[];
-  /** Shared state across executions, as the runtime's isolation level allows (see docs/runner.md). */
+  /** Shared state across runs, as the runtime's isolation level allows (see docs/runner.md). */
   readonly shared: SharedStateView;
   /** Streams text to the client: a CLIENT_OUTPUT_DELTA event. */
   emit(chunk: string): Promise<void>;
   /**
-   * Pauses the execution for a person (CLIENT_INPUT_REQUESTED, then `paused`) and returns the
+   * Pauses the run for a person (CLIENT_INPUT_REQUESTED, then `paused`) and returns the
    * answer `runtime.injectInput` gives; after the answer the node runs again from its start.
    */
   input<T = JsonValue>(request: InputRequest): Promise<T>;
@@ -89,7 +89,7 @@ export interface InputRequest {
   readonly schema?: z.ZodType;
 }
 
-/** Read and write access to the state shared across executions. */
+/** Read and write access to the state shared across runs. */
 export interface SharedStateView {
   get<T = JsonValue>(key: string): T | undefined;
   set(key: string, value: JsonValue): void;
@@ -128,12 +128,12 @@ export interface GraphNode<S extends GraphState = GraphState> {
   readonly writes?: readonly string[];
   /** In a fan-out: a failure of this node does not fail the join (its update is dropped). */
   readonly optional?: boolean;
-  /** Visits of this node in one execution after which the execution fails. */
+  /** Visits of this node in one run after which the run fails. */
   readonly maxVisits?: number;
   /** Seconds one visit may take (the node's `ctx.signal` aborts, the node fails). */
   readonly timeoutSeconds?: number;
   /**
-   * For `injectInput` at this node: validates the answer before the execution resumes
+   * For `injectInput` at this node: validates the answer before the run resumes
    * (input nodes set it from their `schema`).
    */
   readonly inputSchema?: z.ZodType;
@@ -159,12 +159,12 @@ export type EdgeSpec<S extends GraphState = GraphState> =
 
 /** What {@link defineGraph} takes. */
 export interface GraphDefinition<Schema extends StateSchema> {
-  /** The graph's name: also the handler name its executions run under. */
+  /** The graph's name: also the handler name its runs run under. */
   readonly name: string;
   readonly state: Schema;
   readonly nodes: Readonly<Record<string, GraphNode<z.output<Schema>>>>;
   readonly edges: readonly EdgeSpec<z.output<Schema>>[];
-  /** Where executions start unless an entry point names another node. */
+  /** Where runs start unless an entry point names another node. */
   readonly entry: string;
   /** Other nodes entry points may start at (they count as reachable). */
   readonly entries?: readonly string[];
@@ -172,9 +172,9 @@ export interface GraphDefinition<Schema extends StateSchema> {
   readonly reducers?: Readonly<
     Partial<Record<keyof z.output<Schema> & string, (current: never, update: never) => unknown>>
   >;
-  /** Node executions after which an execution fails (default 100). */
+  /** Node runs after which a run fails (default 100). */
   readonly maxSteps?: number;
-  /** What an execution returns as `output` from its final state (default: `null`). */
+  /** What a run returns as `output` from its final state (default: `null`). */
   readonly output?: (state: z.output<Schema>) => JsonValue;
   readonly description?: string;
 }
