@@ -8,7 +8,7 @@ import { RunStatus, type RunRecord } from "../runs/types.js";
 import { checkBacklog, type Stream } from "./entry-streams.js";
 import type { EntryPoint } from "./entry-points.js";
 import type { RunEvent } from "../runs/types.js";
-import type { ExecutionWatcher } from "./run-watcher.js";
+import type { RunWatcher } from "./run-watcher.js";
 import type { GraphExecutor } from "./executor.js";
 import { FIX_STATE, planStart } from "./session-start.js";
 import type { Graph } from "./types.js";
@@ -36,7 +36,7 @@ export interface AdmissionScope {
   /** The runtime's queue (where a superseded paused run is cancelled). */
   readonly queue: RunQueue;
   readonly streams: ReadonlyMap<string, Stream>;
-  readonly watcher: ExecutionWatcher;
+  readonly watcher: RunWatcher;
   readonly sessionKey: () => Promise<Buffer>;
 }
 

@@ -25,7 +25,7 @@ import {
 import { Triggers } from "./triggers.js";
 import { checkAnswer } from "./answers.js";
 import { buildStreams, entryPointInfos, streamCounters, type Stream } from "./entry-streams.js";
-import { ExecutionWatcher } from "./run-watcher.js";
+import { RunWatcher } from "./run-watcher.js";
 import { graphHandler, handlerRuntime } from "./graph-handler.js";
 import { SessionSigner } from "./session-signer.js";
 import { checkStartState } from "./session-start.js";
@@ -62,7 +62,7 @@ export class GraphHost {
   readonly #streams = new Map<string, Stream>();
   readonly #bus: EventBus;
   readonly #shared: SharedState;
-  readonly #watcher: ExecutionWatcher;
+  readonly #watcher: RunWatcher;
   readonly #triggers: Triggers;
   readonly #nodeIds: ReadonlySet<string>;
   readonly #sessions: SessionSigner;
@@ -101,7 +101,7 @@ export class GraphHost {
         (ctx) => this.#onStart(ctx),
       ),
     );
-    this.#watcher = new ExecutionWatcher(
+    this.#watcher = new RunWatcher(
       o.queue,
       this.#nodeIds,
       () => this.#bus.size > 0 || this.#triggers.listens,

@@ -21,9 +21,9 @@ interface Watched {
  * dropped when its run pauses (a resume here watches it again from the resume on) or ends,
  * so the map does not grow with runs that ended, wherever they ended.
  */
-export class ExecutionWatcher {
+export class RunWatcher {
   readonly #watched = new Map<string, Watched>();
-  #stop = ExecutionWatcher.#controller();
+  #stop = RunWatcher.#controller();
 
   constructor(
     private readonly queue: RunQueue,
@@ -75,7 +75,7 @@ export class ExecutionWatcher {
 
   stop(): void {
     this.#stop.abort();
-    this.#stop = ExecutionWatcher.#controller();
+    this.#stop = RunWatcher.#controller();
   }
 
   /**

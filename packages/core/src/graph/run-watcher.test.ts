@@ -70,7 +70,7 @@ async function settle(cond: () => boolean): Promise<void> {
   for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 20));
 }
 
-describe("ExecutionWatcher", () => {
+describe("RunWatcher", () => {
   it("keeps no entry for executions nobody listens to", async () => {
     const runtime = make(false, "quiet.db");
     await runtime.start();
