@@ -1,7 +1,7 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NervaHttpOptions } from "../http/options.js";
-import { readSSEEvents, type SSEEvent } from "../http/sse-client.js";
+import { readSSEEvents, type SSEEvent } from "./sse-reader.js";
 import type { OrchestratorResponse } from "../middleware/types.js";
 import { INTERNAL_SIGNS, describeBadClients } from "./bridge-contract-bad-clients.js";
 import {

@@ -28,3 +28,4 @@ export {
   type TraceSinkContractSpan,
 } from "./trace-sink-contract.js";
 export { INTERNAL_SIGNS, sendRawRequest, type RawAnswer } from "./bridge-contract-bad-clients.js";
+export { readSSEEvents, type ReadSSEOptions, type SSEEvent } from "./sse-reader.js";
