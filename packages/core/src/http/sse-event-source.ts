@@ -73,6 +73,8 @@ export interface SSEEventSource extends AsyncIterableIterator<WireMessage> {
   readonly outcome: SSEOutcome | null;
   /** The consumer is gone: cancels the context, returns the source, ends a pending `next()`. */
   cancel(reason?: string): void;
+  /** Cancels (see `cancel`) and ends the iteration. */
+  return(): Promise<IteratorResult<WireMessage>>;
 }
 
 const CANCELLED = Symbol("cancelled");
