@@ -70,7 +70,9 @@ function shownError(value: JsonValue | undefined): JsonValue {
  * error text; EXECUTION_PAUSED loses the execution's snapshot. The rest is kept as it is.
  *
  * @example
- * for await (const e of runtime.events(id, { afterSeq })) res.write(`id: ${e.seq}\ndata: ${JSON.stringify(clientGraphEvent(e))}\n\n`);
+ * await writeSSE(res, runtime.events(id, { afterSeq: lastEventSeq(req) }), null, {
+ *   message: (e) => ({ id: e.seq, event: e.type, data: clientGraphEvent(e) }),
+ * });
  */
 export function clientGraphEvent(event: GraphEvent): GraphEvent {
   const d = event.data;
