@@ -55,7 +55,7 @@ export function formatSSE(message: SSEMessage & { readonly data: string }): stri
  * `return()` on the source. Resolves (never rejects) with how it ended.
  *
  * An answer's chunks get running ids (1, 2, 3…); a run's events map their `seq` to the id, so a
- * client reconnecting with `Last-Event-ID` (see {@link lastEventSeq}) misses nothing.
+ * client reconnecting with `Last-Event-ID` (see `lastEventSeq`) misses nothing.
  *
  * @example
  * // An answer:
