@@ -149,7 +149,8 @@ class EventSourceImpl<T> implements SSEEventSource {
 
   #message(item: T): WireMessage {
     if (this.#options.message === undefined) {
-      return wire({ id: String(++this.#count), data: item });
+      // A running number needs no check: built as it is.
+      return { id: String(++this.#count), event: "message", data: dataText(item) };
     }
     const message = this.#options.message(item);
     if (typeof message !== "object" || message === null) {
