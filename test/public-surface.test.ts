@@ -339,6 +339,31 @@ describe("@nerva/core root entry", () => {
   }, 60_000);
 });
 
+describe("Server-Sent Events", () => {
+  it("one writer in @nerva/core/http, the reader in /testing, and bridges that add only glue", () => {
+    const sse = (file: string) =>
+      exportsOf(join(root, file)).filter((n) => /SSE|LastEvent|lastEvent/.test(n));
+    expect(sse("packages/core/src/http/index.ts")).toEqual([
+      "SSEEventSource",
+      "SSEEventSourceOptions",
+      "SSEMessage",
+      "SSEOptions",
+      "SSEOutcome",
+      "createSSEEventSource",
+      "lastEventSeq",
+      "writeSSE",
+    ]);
+    expect(sse("packages/core/src/testing/index.ts")).toEqual([
+      "ReadSSEOptions",
+      "SSEEvent",
+      "readSSEEvents",
+    ]);
+    expect(sse("packages/express/src/index.ts")).toEqual(["sendSSE"]);
+    expect(sse("packages/fastify/src/index.ts")).toEqual(["sendSSE"]);
+    expect(sse("packages/nestjs/src/index.ts")).toEqual(["sendSSE", "toSSEObservable"]);
+  }, 60_000);
+});
+
 describe("published tarballs", () => {
   const packed = (pkg: string): string[] => {
     const out = execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], {

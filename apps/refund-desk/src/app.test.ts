@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentRunner } from "@nerva/core";
-import { readSSEEvents } from "@nerva/core/http";
+import { readSSEEvents } from "@nerva/core/testing";
 import { refundDeskApp } from "./app.js";
 import * as desk from "./refund-desk.js";
 
@@ -89,5 +89,9 @@ describe("refund desk over HTTP", () => {
     });
     expect((await fetch(`${url}/refunds/run_nope`)).status).toBe(404);
     expect((await fetch(`${url}/refunds/run_nope/events`)).status).toBe(404);
+    const bad = await fetch(`${url}/refunds/${executionId}/events`, {
+      headers: { "last-event-id": "-1" },
+    });
+    expect(bad.status).toBe(400); // never read as 0: that would replay every event again
   });
 });

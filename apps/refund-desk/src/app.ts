@@ -1,7 +1,8 @@
 // The refund desk over HTTP with @nerva/express: trigger, SSE events (Last-Event-ID = seq), input.
 import express, { type Express } from "express";
-import { clientRun, clientRunEvent, type RunEvent, type GraphHost } from "@nerva/core";
-import { nervaErrorHandler, nervaMiddleware } from "@nerva/express";
+import { ErrorCode, NervaError, clientRun, clientRunEvent, type GraphHost } from "@nerva/core";
+import { lastEventSeq } from "@nerva/core/http";
+import { nervaErrorHandler, nervaMiddleware, sendSSE } from "@nerva/express";
 
 /** The routes of an `api` entry point. Auth is the app's: put yours before nervaMiddleware. */
 export function refundDeskApp(runtime: GraphHost): Express {
@@ -28,20 +29,14 @@ export function refundDeskApp(runtime: GraphHost): Express {
     res.json({ ...clientRun(execution), sessionState: null });
   });
   app.get("/refunds/:id/events", async (req, res) => {
-    const stop = new AbortController();
-    req.on("close", () => stop.abort());
-    const afterSeq = Number(req.get("last-event-id") ?? 0) || 0;
-    const events = runtime.events(req.params.id, { afterSeq, signal: stop.signal });
-    const first = await events.next(); // NOT_FOUND surfaces before the stream starts
-    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store" });
-    // Clients see events without operator data (error texts, worker ids): clientRunEvent.
-    const send = (e: RunEvent) =>
-      res.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(clientRunEvent(e))}\n\n`);
-    if (first.done !== true) {
-      send(first.value);
-      for await (const e of events) if (!send(e)) await new Promise((r) => res.once("drain", r));
-    }
-    res.end();
+    const afterSeq = lastEventSeq(req); // a Last-Event-ID that is not a seq: 400
+    // Checked before the stream starts: an unknown id is still an ordinary 404.
+    if ((await runtime.get(req.params.id)) === null)
+      throw new NervaError(ErrorCode.NOT_FOUND, "No such refund.");
+    // Each event's seq is its id; clients see events without operator data: clientRunEvent.
+    await sendSSE(res, runtime.events(req.params.id, { afterSeq }), null, {
+      message: (e) => ({ id: e.seq, event: e.type, data: clientRunEvent(e) }),
+    });
   });
   app.use(nervaErrorHandler());
   return app;

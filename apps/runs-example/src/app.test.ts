@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SqliteRunStore } from "@nerva/core/sqlite";
+import { readSSEEvents } from "@nerva/core/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createQueue, createServerFor, createWorker } from "./app.js";
 
@@ -27,39 +28,29 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface SSEEvent {
+interface Seen {
   id: number;
   type: string;
 }
 
-/** Reads SSE frames until `stop(event)` says so (or the stream ends), then disconnects. */
+/** Reads SSE events until `stop(event)` says so (or the stream ends), then disconnects. */
 async function follow(
   url: string,
   lastEventId: number | null,
-  stop: (e: SSEEvent) => boolean,
-): Promise<SSEEvent[]> {
+  stop: (e: Seen) => boolean,
+): Promise<Seen[]> {
   const controller = new AbortController();
   const res = await fetch(url, {
     headers: lastEventId === null ? {} : { "last-event-id": String(lastEventId) },
     signal: controller.signal,
   });
   expect(res.status).toBe(200);
-  expect(res.headers.get("content-type")).toBe("text/event-stream");
-  const seen: SSEEvent[] = [];
-  const decoder = new TextDecoder();
-  let buffer = "";
+  expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+  const seen: Seen[] = [];
   try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let end: number;
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        const frame = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const id = Number(/^id: (\d+)$/m.exec(frame)?.[1]);
-        const type = /^event: (.+)$/m.exec(frame)?.[1] as string;
-        seen.push({ id, type });
-        if (stop({ id, type })) return seen;
-      }
+    for await (const e of readSSEEvents(res.body as AsyncIterable<Uint8Array>)) {
+      seen.push({ id: Number(e.id), type: e.event });
+      if (stop({ id: Number(e.id), type: e.event })) return seen;
     }
     return seen;
   } finally {

@@ -14,7 +14,7 @@ import {
   clientRunEvent,
   type RunStore,
 } from "@nerva/core";
-import { toHttpError } from "@nerva/core/http";
+import { lastEventSeq, toHttpError, writeSSE } from "@nerva/core/http";
 
 /** The agent the example runs: loads an order, asks a human to approve, refunds. */
 export function createRuntime(): InProcessRuntime {
@@ -87,47 +87,25 @@ function send(
     .end(JSON.stringify(body));
 }
 
-/** `Last-Event-ID` (or `?afterSeq=`) as the seq to resume after; 0 for a fresh stream. */
-function afterSeqOf(req: IncomingMessage, url: URL): number {
-  const raw = req.headers["last-event-id"] ?? url.searchParams.get("afterSeq") ?? "0";
-  const seq = Number(Array.isArray(raw) ? raw[0] : raw);
-  if (!Number.isSafeInteger(seq) || seq < 0) {
-    throw new NervaError(
-      ErrorCode.INVALID_INPUT,
-      "Invalid Last-Event-ID: must be the id of an event this stream sent.",
-    );
-  }
-  return seq;
-}
-
+/**
+ * A run's events as SSE, each with its seq as the id: a client reconnecting with `Last-Event-ID`
+ * gets what came after it (a value that is not a seq is a 400), at its own pace.
+ */
 async function streamEvents(
   queue: RunQueue,
   id: string,
-  afterSeq: number,
+  req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  const closed = new AbortController();
-  res.on("close", () => closed.abort());
-  const events = queue.events(id, { afterSeq, signal: closed.signal });
-  // The first read comes before the headers: an unknown id is still an ordinary 404.
-  let next = await events.next();
-  res.writeHead(200, {
-    "content-type": "text/event-stream",
-    "cache-control": "no-cache",
-    connection: "keep-alive",
-  });
-  while (next.done !== true && !closed.signal.aborted) {
-    // What a client may see: no worker ids, no error text that is not written for users.
-    const e = clientRunEvent(next.value);
-    const frame = `id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
-    // Pull at the client's pace: a slow reader never grows this process's memory.
-    if (!res.write(frame)) {
-      await new Promise((resolve) => res.once("drain", resolve).once("close", resolve));
-    }
-    next = await events.next();
+  const afterSeq = lastEventSeq(req);
+  // Checked before the stream starts: an unknown id is still an ordinary 404.
+  if ((await queue.get(id)) === null) {
+    throw new NervaError(ErrorCode.NOT_FOUND, `Run "${id}" does not exist.`);
   }
-  await events.return(undefined);
-  res.end();
+  // What a client may see: no worker ids, no error text that is not written for users.
+  await writeSSE(res, queue.events(id, { afterSeq }), null, {
+    message: (e) => ({ id: e.seq, event: e.type, data: clientRunEvent(e) }),
+  });
 }
 
 /**
@@ -173,8 +151,7 @@ async function handle(queue: RunQueue, req: IncomingMessage, res: ServerResponse
     // Not the record itself: it holds the enqueuer's context, the lease and operator error texts.
     return send(res, 200, clientRun(run));
   }
-  if (req.method === "GET" && action === "events")
-    return streamEvents(queue, id, afterSeqOf(req, url), res);
+  if (req.method === "GET" && action === "events") return streamEvents(queue, id, req, res);
   if (req.method === "POST" && action === "resume") {
     const body = await readJson(req);
     return send(res, 200, clientRun(await queue.resume(id, { approved: body.approved === true })));

@@ -66,9 +66,7 @@ describe("runs dashboard", () => {
       expect(await page.textContent("#prompt")).toBe("Refund 42 for order 42? (approved/declined)");
       expect(await page.getAttribute('#graph g[data-node="review"]', "class")).toContain("current");
       expect(await page.getAttribute('#graph g[data-node="lookup"]', "class")).toContain("visited");
-      await expect
-        .poll(() => page.textContent("#events"))
-        .toContain("client_input_requested review");
+      await expect.poll(() => page.textContent("#events")).toContain("run.paused review");
       await expect.poll(() => page.textContent("#executions")).toContain("paused");
       // A wrong answer is refused with the reason, and nothing moves on.
       await page.fill("#answer", "maybe");

@@ -134,7 +134,9 @@ const NO_DATA: Readonly<Record<string, JsonValue>> = Object.freeze({});
  * worker's stderr. Steps, nodes, output and custom events (`ctx.run.emit`) are kept as they are.
  *
  * @example
- * for await (const e of queue.events(id, { afterSeq })) res.write(`id: ${e.seq}\ndata: ${JSON.stringify(clientRunEvent(e))}\n\n`);
+ * await writeSSE(res, queue.events(id, { afterSeq: lastEventSeq(req) }), null, {
+ *   message: (e) => ({ id: e.seq, event: e.type, data: clientRunEvent(e) }),
+ * });
  */
 export function clientRunEvent(event: RunEvent): RunEvent {
   switch (event.type) {

@@ -22,6 +22,4 @@ export {
   type JsonBodyRequest,
   type NervaHttpOptions,
   type NervaIdentity,
-  type SSEOptions,
-  type SSEOutcome,
 } from "@nerva/core/http";

@@ -3,19 +3,20 @@ import { getRequestScope, writeSSE, type SSEOptions, type SSEOutcome } from "@ne
 import type { Response } from "express";
 
 /**
- * Streams `source` (e.g. `orchestrator.stream(message, ctx)`) to the client as Server-Sent Events:
- * SSE headers, one event per chunk flushed as it is produced, a final `done` event, an `error`
- * event if the source throws, and on client disconnect `ctx.cancel()` (the handler's `ctx.signal`
- * aborts) and `return()` on the source. Resolves with how the stream ended; never rejects.
+ * `writeSSE` of `@nerva/core/http` on an Express response, with a failure reported to this
+ * request's `onError`/logger: streams `source` (e.g. `orchestrator.stream(message, ctx)`, or a
+ * run's events mapped by `options.message`) as Server-Sent Events with ids, at the client's pace;
+ * on client disconnect `ctx.cancel()` and `return()` on the source. Resolves with how the stream
+ * ended; never rejects.
  *
  * @example
  * app.post("/chat/stream", (req, res) => sendSSE(res, orchestrator.stream(req.body.message, req.nervaCtx), req.nervaCtx));
  */
-export function sendSSE(
+export function sendSSE<T>(
   res: Response,
-  source: AsyncIterable<unknown>,
+  source: AsyncIterable<T>,
   ctx: ExecContext | null = null,
-  options: SSEOptions = {},
+  options: SSEOptions<T> = {},
 ): Promise<SSEOutcome> {
   const scope = getRequestScope(res.req);
   return writeSSE(res, source, ctx, {

@@ -17,6 +17,4 @@ export {
   type JsonBodyRequest,
   type NervaHttpOptions,
   type NervaIdentity,
-  type SSEOptions,
-  type SSEOutcome,
 } from "@nerva/core/http";

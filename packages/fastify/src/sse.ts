@@ -4,21 +4,22 @@ import type { FastifyReply } from "fastify";
 import { kNervaScope } from "./plugin.js";
 
 /**
- * Streams `source` (e.g. `orchestrator.stream(message, ctx)`) as Server-Sent Events. Takes the
- * response over from Fastify (`reply.hijack()`), keeping the headers set so far (request id,
- * CORS...); one event per chunk as produced, a final `done` event, an `error` event if the source
- * throws, and on client disconnect `ctx.cancel()` plus `return()` on the source. Resolves with how
- * the stream ended; never rejects.
+ * `writeSSE` of `@nerva/core/http` on a Fastify reply: takes the response over from Fastify
+ * (`reply.hijack()`), keeping the headers set so far (request id, CORS...), and reports a failure
+ * to the plugin's `onError`/logger. Streams `source` (e.g. `orchestrator.stream(message, ctx)`, or
+ * a run's events mapped by `options.message`) as Server-Sent Events with ids, at the client's
+ * pace; on client disconnect `ctx.cancel()` plus `return()` on the source. Resolves with how the
+ * stream ended; never rejects.
  *
  * @example
  * app.post("/chat/stream", (request, reply) =>
  *   sendSSE(reply, orchestrator.stream(request.body.message, request.nervaCtx), request.nervaCtx));
  */
-export function sendSSE(
+export function sendSSE<T>(
   reply: FastifyReply,
-  source: AsyncIterable<unknown>,
+  source: AsyncIterable<T>,
   ctx: ExecContext | null = null,
-  options: SSEOptions = {},
+  options: SSEOptions<T> = {},
 ): Promise<SSEOutcome> {
   const scope = (reply.request as { [kNervaScope]?: { report(e: unknown): void } | null })[
     kNervaScope

@@ -1,15 +1,17 @@
 import "reflect-metadata";
 import type { AddressInfo } from "node:net";
 import type { AgentRuntime, ExecContext, Orchestrator } from "@nerva/core";
-import { jsonBodyOf, readSSEEvents, type JsonBodyRequest, type SSEEvent } from "@nerva/core/http";
+import { jsonBodyOf, type JsonBodyRequest } from "@nerva/core/http";
 import {
   BRIDGE_CONTRACT_JWT_SECRET,
   createBridgeContractRoutes,
   describeBridgeContract,
   mintBridgeContractToken,
+  readSSEEvents,
   type BridgeContractRoutes,
   type BridgeContractServer,
   type BridgeContractSetup,
+  type SSEEvent,
 } from "@nerva/core/testing";
 import {
   Controller,

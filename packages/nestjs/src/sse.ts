@@ -4,6 +4,7 @@ import {
   createSSEEventSource,
   getRequestScope,
   writeSSE,
+  type SSEEventSourceOptions,
   type SSEOptions,
   type SSEOutcome,
 } from "@nerva/core/http";
@@ -36,7 +37,10 @@ function nodeResponse(res: ServerResponse | PlatformResponse): ServerResponse {
 }
 
 /** The bridge's `onError` for 5xx errors of this response's request, then the caller's own. */
-function reporter(raw: ServerResponse, options: SSEOptions): (error: unknown) => void {
+function reporter(
+  raw: ServerResponse,
+  options: { onError?: (error: unknown) => void },
+): (error: unknown) => void {
   return (error) => {
     const scope = getRequestScope(raw.req);
     if (scope !== undefined) scope.report(error);
@@ -48,10 +52,11 @@ function reporter(raw: ServerResponse, options: SSEOptions): (error: unknown) =>
 /**
  * Streams `source` (e.g. `orchestrator.stream(message, ctx)`) as Server-Sent Events on the
  * response of a route that takes it with `@Res()`, on either platform (Express's `res`, Fastify's
- * `reply`). The same writer as `@nerva/express` and `@nerva/fastify`: pull-based, so a client that
- * stops reading pauses the producer; one event per chunk, a final `done` event, an `error` event
- * if the source throws (a 5xx goes to the module's `onError` once); on client disconnect
- * `ctx.cancel()` and `return()` on the source. Resolves with how the stream ended; never rejects.
+ * `reply`), through `writeSSE` of `@nerva/core/http`: pull-based, so a client that stops reading
+ * pauses the producer; one event per item with its id (a run's events mapped by
+ * `options.message`), a final `done` event for an answer, an `error` event if the source throws
+ * (a 5xx goes to the module's `onError` once); on client disconnect `ctx.cancel()` and `return()`
+ * on the source. Resolves with how the stream ended; never rejects.
  *
  * @example
  * @Post("chat/stream")
@@ -59,11 +64,11 @@ function reporter(raw: ServerResponse, options: SSEOptions): (error: unknown) =>
  *   return sendSSE(res, this.orchestrator.stream(body.message, ctx), ctx);
  * }
  */
-export function sendSSE(
+export function sendSSE<T>(
   res: unknown,
-  source: AsyncIterable<unknown>,
+  source: AsyncIterable<T>,
   ctx: ExecContext | null = null,
-  options: SSEOptions = {},
+  options: SSEOptions<T> = {},
 ): Promise<SSEOutcome> {
   const raw = nodeResponse(res as ServerResponse | PlatformResponse);
   return writeSSE(raw, source, ctx, { ...options, onError: reporter(raw, options) });
@@ -85,9 +90,11 @@ function writable(raw: ServerResponse): Promise<void> | null {
 
 /**
  * Turns an async iterable of chunks (e.g. `orchestrator.stream(message, ctx)`) into the Observable
- * a NestJS `@Sse()` handler returns: one `message` event per chunk, a final `done` event
- * `{ requestId, result }`, an `error` event `{ status, error }` if it throws (a 5xx goes to the
- * module's `onError` once, then to `options.onError`). Pull-based like {@link sendSSE}: with the
+ * a NestJS `@Sse()` handler returns, from the same event source as {@link sendSSE}: one `message`
+ * event per chunk with a running id (or what `options.message` maps an item to, such as a run's
+ * event with its seq as the id), a final `done` event `{ requestId, result }`, an `error` event
+ * `{ status, error }` if it throws (a 5xx goes to the module's `onError` once, then to
+ * `options.onError`). Pull-based like {@link sendSSE}: with the
  * `ctx` of `@NervaCtx()`, the next chunk is taken only once the response's socket took the
  * previous one, so a client that stops reading pauses the producer. When the client disconnects,
  * Nest unsubscribes: the context is cancelled and the iterator's `return()` is called.
@@ -98,14 +105,15 @@ function writable(raw: ServerResponse): Promise<void> | null {
  *   return toSSEObservable(this.orchestrator.stream(message, ctx), ctx);
  * }
  */
-export function toSSEObservable(
-  source: AsyncIterable<unknown>,
+export function toSSEObservable<T>(
+  source: AsyncIterable<T>,
   ctx: ExecContext | null = null,
-  options: { onError?: (error: unknown) => void } = {},
+  options: Omit<SSEEventSourceOptions<T>, "ctx"> = {},
 ): Observable<MessageEvent> {
   return new Observable<MessageEvent>((subscriber) => {
     const raw = ctx === null ? undefined : rawResponseOf(ctx);
     const events = createSSEEventSource(source, {
+      ...options,
       ctx,
       onError:
         raw === undefined
@@ -119,8 +127,12 @@ export function toSSEObservable(
       for (;;) {
         const step = await events.next();
         if (step.done === true || subscriber.closed) return;
-        const { type, data } = step.value;
-        subscriber.next(type === "message" ? { data } : { type, data });
+        const { id, event, data } = step.value;
+        subscriber.next({
+          data,
+          ...(id === undefined ? {} : { id }),
+          ...(event === "message" ? {} : { type: event }),
+        });
         if (events.outcome !== null) {
           subscriber.complete();
           return;

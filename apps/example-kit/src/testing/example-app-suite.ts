@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import type { Orchestrator } from "@nerva/core";
-import { readSSEEvents, type SSEEvent } from "@nerva/core/http";
+import { readSSEEvents, type SSEEvent } from "@nerva/core/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createModel } from "@nerva/ai-sdk";
 import { scriptedModel } from "@nerva/ai-sdk/testing";

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ErrorCode, ExecContext, NervaError, type GraphHost, type RunStore } from "@nerva/core";
+import { lastEventSeq, writeSSE } from "@nerva/core/http";
 import { describe, shown, times } from "./graph-shape.js";
 import { DASHBOARD_HTML } from "./page.js";
 
@@ -86,7 +87,7 @@ async function executions(
 /**
  * Serves the runs dashboard of a graph runtime: one self-contained page (no CDN) listing
  * executions by entry point and status, each execution's path on the graph with the current node
- * highlighted, its live events, and a form answering a paused input node (`injectInput`). Binds to
+ * highlighted, its live events, and a form answering a paused input node (`resume`). Binds to
  * 127.0.0.1 and refuses other clients unless `allowRemote`.
  *
  * @example
@@ -207,37 +208,22 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
-/** Server-sent events of one execution: replay after Last-Event-ID (the seq), then live. */
+/**
+ * Server-sent events of one execution, each with its seq as the id: replay after Last-Event-ID,
+ * then live, at the page's pace; the tail closes when the page leaves.
+ */
 async function streamEvents(
   runtime: GraphHost,
   id: string,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  const after = Number(req.headers["last-event-id"] ?? 0);
-  const stop = new AbortController();
-  req.on("close", () => stop.abort());
-  res.on("close", () => stop.abort());
-  const events = runtime.events(id, {
-    afterSeq: Number.isInteger(after) && after > 0 ? after : 0,
-    signal: stop.signal,
-  });
-  const first = await events.next();
-  res.writeHead(200, {
-    "content-type": "text/event-stream",
-    "cache-control": "no-store",
-    connection: "keep-alive",
-  });
-  const write = (e: { seq: number; type: string }): boolean =>
-    res.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
-  if (first.done !== true) {
-    write(first.value);
-    for await (const e of events) {
-      // Pull at the client's pace: wait for the socket to drain instead of buffering, or for the
-      // client to go away (no drain ever comes then; the loop ends and closes the tail).
-      if (!write(e)) await new Promise((r) => (res.once("drain", r), res.once("close", r)));
-      if (stop.signal.aborted) break;
-    }
+  const afterSeq = lastEventSeq(req);
+  // Checked before the stream starts: an unknown id is an ordinary 404.
+  if ((await runtime.get(id)) === null) {
+    throw new NervaError(ErrorCode.NOT_FOUND, `No execution ${id}.`);
   }
-  res.end();
+  await writeSSE(res, runtime.events(id, { afterSeq }), null, {
+    message: (e) => ({ id: e.seq, event: e.type, data: e }),
+  });
 }

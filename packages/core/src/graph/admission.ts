@@ -161,7 +161,7 @@ export async function admitExecution(
  * resume is admitted, so that it is answered once: the cancel is the store's atomic step, and
  * its reason names this resume (`token`: the sessionState's signature and the input), so a retry
  * of the same resume goes on (to the same run, by its idempotency key) while a resume with
- * another input, or one after injectInput answered the run or after a cancel, gets
+ * another input, or one after a resume by id answered the run or after a cancel, gets
  * INVALID_STATE.
  */
 async function supersede(queue: RunQueue, id: string, token: string): Promise<void> {
@@ -172,7 +172,7 @@ async function supersede(queue: RunQueue, id: string, token: string): Promise<vo
   if (run.status === RunStatus.CANCELLED && run.error?.message.includes(reason) === true) return;
   throw new NervaError(
     ErrorCode.INVALID_STATE,
-    `Invalid sessionState: run ${id} it was issued for is ${run.status} now, no longer paused; it was answered already (by injectInput or another sessionState resume) or cancelled. A paused run is answered once: resume from the sessionState of its latest pause.`,
+    `Invalid sessionState: run ${id} it was issued for is ${run.status} now, no longer paused; it was answered already (by a resume by its id or another sessionState resume) or cancelled. A paused run is answered once: resume from the sessionState of its latest pause.`,
     { details: { runId: id, status: run.status } },
   );
 }

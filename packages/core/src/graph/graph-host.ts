@@ -332,9 +332,33 @@ export class GraphHost {
    * The typed events of run `id` from the durable log: those after `afterSeq`, then live
    * ones until it ends (or `signal` aborts). What an SSE route serves (Last-Event-ID = seq).
    */
-  async *events(
+  events(
     id: string,
     options: { afterSeq?: number; types?: readonly string[]; signal?: AbortSignal } = {},
+  ): AsyncGenerator<RunEvent, void, undefined> {
+    // An async generator queues return() behind a pending next(): the reader's return() (a
+    // client that left an SSE stream) aborts the wait first, so the tail ends now.
+    const stop = new AbortController();
+    const tail = this.#events(id, options, stop.signal);
+    const wrapped: AsyncGenerator<RunEvent, void, undefined> = {
+      next: () => tail.next(),
+      return: (value?: void | PromiseLike<void>) => {
+        stop.abort();
+        return tail.return(value as void);
+      },
+      throw: (err: unknown) => {
+        stop.abort();
+        return tail.throw(err);
+      },
+      [Symbol.asyncIterator]: () => wrapped,
+    };
+    return wrapped;
+  }
+
+  async *#events(
+    id: string,
+    options: { afterSeq?: number; types?: readonly string[]; signal?: AbortSignal },
+    stopped: AbortSignal,
   ): AsyncGenerator<RunEvent, void, undefined> {
     requireObjectOptions(
       options,
@@ -348,7 +372,10 @@ export class GraphHost {
         { issues: [{ path: "options.types", message: "must be an array" }] },
       );
     }
-    yield* replayEvents(this.#o.queue, await this.#known(id), this.#nodeIds, options);
+    const signal =
+      options.signal === undefined ? stopped : AbortSignal.any([options.signal, stopped]);
+    const run = await this.#known(id);
+    yield* replayEvents(this.#o.queue, run, this.#nodeIds, { ...options, signal });
   }
 
   getEntryPoints(): EntryPointInfo[] {

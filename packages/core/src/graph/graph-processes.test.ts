@@ -1,5 +1,5 @@
 // Graph executions across real processes on a SQLite file: workers SIGKILLed mid-graph (at least
-// 20 times), pause and resume across a process restart by injectInput and by sessionState.
+// 20 times), pause and resume across a process restart by its id and by sessionState.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -40,7 +40,7 @@ describe("graph executions across processes (SQLite)", () => {
   );
 
   it(
-    "pause in one process, resume in another by injectInput and by a sessionState after every process exited",
+    "pause in one process, resume in another by its id and by a sessionState after every process exited",
     { timeout: 120_000 },
     async () => {
       const path = join(dir, "pause.db");

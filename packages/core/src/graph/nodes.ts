@@ -77,7 +77,7 @@ const ArgsAnswerSchema = z.object({ args: z.record(z.string(), z.string()) }).st
  * in-process, subprocess and container handlers all work). The handler's `output` is written
  * under `writes` (default: the node id, when it is a state key), and the keys of its `data` that
  * are state keys are merged too. A `needs_data` / `needs_credentials` result pauses the
- * run at this node; `injectInput(id, node, { args })` answers it and the handler is invoked
+ * run at this node; `host.resume(runId, { args })` answers it and the handler is invoked
  * again with those args merged. Any other non-success result fails the node.
  *
  * @example
@@ -166,7 +166,7 @@ export interface InputNodeOptions<S extends GraphState> extends Omit<NodeOptions
   readonly kind?: string;
   /** The state key the answer is written to. */
   readonly writes: keyof S & string;
-  /** Validates the answer (INVALID_INPUT at `injectInput`). */
+  /** Validates the answer (INVALID_INPUT at `resume`). */
   readonly schema?: z.ZodType;
   /** Extra JSON shown with the question (e.g. choices). */
   readonly data?: (state: S) => Record<string, JsonValue>;
@@ -174,7 +174,7 @@ export interface InputNodeOptions<S extends GraphState> extends Omit<NodeOptions
 
 /**
  * A client-facing node: the run pauses (CLIENT_INPUT_REQUESTED, status `paused`) until a
- * person answers with `runtime.injectInput(runId, nodeId, value)`; the answer is written to
+ * person answers with `host.resume(runId, value)`; the answer is written to
  * `writes`.
  *
  * @example

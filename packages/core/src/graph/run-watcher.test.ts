@@ -107,7 +107,7 @@ describe("RunWatcher", () => {
       );
       expect(done.status).toBe("succeeded");
     }
-    // Paused, then answered by injectInput: its events after the resume reach the bus once.
+    // Paused, then answered by its id: its events after the resume reach the bus once.
     const paused = await runtime.triggerAndWait("default", {}, ExecContext.create(), {
       timeoutSeconds: 10,
     });

@@ -69,7 +69,7 @@ export interface NodeContext {
   emit(chunk: string): Promise<void>;
   /**
    * Pauses the run for a person (CLIENT_INPUT_REQUESTED, then `paused`) and returns the
-   * answer `runtime.injectInput` gives; after the answer the node runs again from its start.
+   * answer `host.resume` gives; after the answer the node runs again from its start.
    */
   input<T = JsonValue>(request: InputRequest): Promise<T>;
   /**
@@ -85,7 +85,7 @@ export interface InputRequest {
   /** e.g. `approval`, `text`, `choice`. */
   readonly kind?: string;
   readonly data?: Record<string, JsonValue>;
-  /** Validates the answer at `injectInput` (INVALID_INPUT) and when the node reads it. */
+  /** Validates the answer at `resume` (INVALID_INPUT) and when the node reads it. */
   readonly schema?: z.ZodType;
 }
 

@@ -48,15 +48,13 @@ export {
 export { jsonBodyOf, type JsonBodyRequest } from "./json-body.js";
 export { HttpErrorCode, HttpRequestError, requestErrorOf } from "./request-errors.js";
 
-// Server-Sent Events: one pull-based event source, the writer on a Node response, the reader
+// Server-Sent Events: the one writer (ids, Last-Event-ID), its pull-based event source
 export {
-  SSEEventSource,
   createSSEEventSource,
-  finalResult,
-  formatSSEEvent,
+  type SSEEventSource,
   type SSEEventSourceOptions,
+  type SSEMessage,
   type SSEOutcome,
-  type SSEStreamEvent,
 } from "./sse-event-source.js";
-export { SSE_HEADERS, writeSSE, type SSEOptions } from "./sse.js";
-export { readSSEEvents, type ReadSSEOptions, type SSEEvent } from "./sse-client.js";
+export { writeSSE, type SSEOptions } from "./sse.js";
+export { lastEventSeq } from "./last-event-id.js";

@@ -2,10 +2,12 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
-import { createSSEEventSource, type SSEStreamEvent } from "./sse-event-source.js";
+import { createSSEEventSource, type SSEEventSource } from "./sse-event-source.js";
 
-async function drain(events: AsyncIterable<SSEStreamEvent>): Promise<SSEStreamEvent[]> {
-  const out: SSEStreamEvent[] = [];
+type Event = SSEEventSource extends AsyncIterator<infer E> ? E : never;
+
+async function drain(events: AsyncIterable<Event>): Promise<Event[]> {
+  const out: Event[] = [];
   for await (const e of events) out.push(e);
   return out;
 }
@@ -37,7 +39,7 @@ describe("createSSEEventSource", () => {
     );
   });
 
-  it("gives a message per chunk, then done with the request id and the returned value", async () => {
+  it("gives a message per chunk with a running id, then done with the request id and the returned value", async () => {
     const ctx = ExecContext.create();
     const source = (async function* () {
       yield "a\nb";
@@ -45,10 +47,11 @@ describe("createSSEEventSource", () => {
       return { status: "success" };
     })();
     expect(await drain(createSSEEventSource(source, { ctx }))).toEqual([
-      { type: "message", data: "a\nb" },
-      { type: "message", data: '{"n":1}' },
+      { id: "1", event: "message", data: "a\nb" },
+      { id: "2", event: "message", data: '{"n":1}' },
       {
-        type: "done",
+        id: "3",
+        event: "done",
         data: JSON.stringify({ requestId: ctx.requestId, result: { status: "success" } }),
       },
     ]);
@@ -63,7 +66,8 @@ describe("createSSEEventSource", () => {
     })();
     const events = createSSEEventSource(source, { onError: (e) => reported.push(e) });
     const all = await drain(events);
-    expect(all.map((e) => e.type)).toEqual(["message", "error"]);
+    expect(all.map((e) => e.event)).toEqual(["message", "error"]);
+    expect(all[1]?.id).toBeUndefined();
     expect(JSON.parse(all[1]?.data ?? "")).toMatchObject({
       status: 500,
       error: { code: "INTERNAL" },
@@ -117,7 +121,31 @@ describe("createSSEEventSource", () => {
       yield deep;
     })();
     const [event] = await drain(createSSEEventSource(source));
-    expect(event?.type).toBe("error");
+    expect(event?.event).toBe("error");
     expect(JSON.parse(event?.data ?? "")).toMatchObject({ status: 500 });
+  });
+
+  it("maps items with options.message and ends with the source, no done event of its own", async () => {
+    const source = (async function* () {
+      yield { seq: 4, type: "run.started" };
+      yield { seq: 5, type: "run.succeeded" };
+      return "ignored";
+    })();
+    const events = createSSEEventSource(source, {
+      message: (e) => ({ id: e.seq, event: e.type, data: { seq: e.seq } }),
+    });
+    expect(await drain(events)).toEqual([
+      { id: "4", event: "run.started", data: '{"seq":4}' },
+      { id: "5", event: "run.succeeded", data: '{"seq":5}' },
+    ]);
+    expect(events.outcome).toBe("done");
+  });
+
+  it("refuses a mapper that returns no message, as an error event", async () => {
+    const source = (async function* () {
+      yield 1;
+    })();
+    const [event] = await drain(createSSEEventSource(source, { message: () => null as never }));
+    expect(event?.event).toBe("error");
   });
 });

@@ -1,14 +1,14 @@
 import type { ServerResponse } from "node:http";
 import type { ExecContext } from "../context/exec-context.js";
-import { createSSEEventSource, formatSSEEvent, type SSEOutcome } from "./sse-event-source.js";
+import {
+  createSSEEventSource,
+  type SSEEventSourceOptions,
+  type SSEMessage,
+  type SSEOutcome,
+} from "./sse-event-source.js";
 
-/**
- * Response headers of a Server-Sent Events stream.
- *
- * @example
- * res.writeHead(200, SSE_HEADERS);
- */
-export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+/** Response headers of a Server-Sent Events stream. */
+const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   "content-type": "text/event-stream; charset=utf-8",
   "cache-control": "no-cache, no-transform",
   connection: "keep-alive",
@@ -17,45 +17,65 @@ export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
 });
 
 /**
- * Options of {@link writeSSE}.
+ * Options of {@link writeSSE}: those of the event source (`message`, `done`, `onError`) and the
+ * heartbeat.
  *
  * @example
- * await writeSSE(res, stream, ctx, { heartbeatSeconds: false });
+ * await writeSSE(res, queue.events(id, { afterSeq }), null, {
+ *   message: (e) => ({ id: e.seq, event: e.type, data: clientRunEvent(e) }),
+ * });
  */
-export interface SSEOptions {
+export interface SSEOptions<T = unknown> extends Omit<SSEEventSourceOptions<T>, "ctx"> {
   /** Seconds between `: ping` comments that keep idle proxies from closing. Default 15; `false`: none. */
   heartbeatSeconds?: number | false;
-  /**
-   * Data of the final `done` event, from what the iterable returned (an async generator's return
-   * value, or the `response` of an `orchestrator.stream()`). Default: `{ requestId, result }`.
-   */
-  done?: (returned: unknown) => unknown;
-  /** Called once with the error a failing iterable threw (after the `error` event was written). */
-  onError?: (error: unknown) => void;
 }
 
 /**
- * Streams `source` to `res` as Server-Sent Events, through {@link createSSEEventSource}: SSE
- * headers (headers already set on `res`, such as the request id, are kept), one event per chunk
- * flushed as produced, a final `done` event, or an `error` event (same body as the JSON error
- * answers) if the iterable throws. Pull-based: the next chunk is taken from `source` only once the
- * socket accepted the previous one (it waits for `drain`), so a client that stops reading pauses
- * the producer instead of growing the heap. On client disconnect: `ctx.cancel()` and `return()` on
- * the iterator. Resolves (never rejects) with how it ended.
+ * The wire form of one event: `event:` (none for `message`), `id:`, then one `data:` line per
+ * line of data (clients join them with `\n`; one space after `data:` keeps a leading space).
+ * Expects a checked message (the event source's): no line break in `id` or `event`.
+ */
+export function formatSSE(message: SSEMessage & { readonly data: string }): string {
+  let out =
+    message.event === undefined || message.event === "message" ? "" : `event: ${message.event}\n`;
+  if (message.id !== undefined) out += `id: ${message.id}\n`;
+  for (const line of message.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
+  return out + "\n";
+}
+
+/**
+ * The one Server-Sent Events writer: streams `source` to `res` through
+ * `createSSEEventSource` — SSE headers (headers already set on `res`, such as the request id, are
+ * kept), one event per item with its `id` and `event` name, flushed as produced, a final `done`
+ * event if configured, or an `error` event (same body as the JSON error answers, no stack or
+ * internal message) if the source throws. Pull-based: the next item is taken from `source` only
+ * once the socket accepted the previous one (it waits for `drain`), so a client that stops reading
+ * pauses the producer instead of growing the heap. Idle, it writes a `: ping` comment every
+ * `heartbeatSeconds`. When the client leaves (even while waiting for `drain`): `ctx.cancel()` and
+ * `return()` on the source. Resolves (never rejects) with how it ended.
+ *
+ * An answer's chunks get running ids (1, 2, 3…); a run's events map their `seq` to the id, so a
+ * client reconnecting with `Last-Event-ID` (see `lastEventSeq`) misses nothing.
  *
  * @example
- * const outcome = await writeSSE(res, orchestrator.stream(message, ctx), ctx);
+ * // An answer:
+ * await writeSSE(res, orchestrator.stream(message, ctx), ctx);
+ * // A run's events, resumable:
+ * await writeSSE(res, queue.events(id, { afterSeq: lastEventSeq(req) }), null, {
+ *   message: (e) => ({ id: e.seq, event: e.type, data: clientRunEvent(e) }),
+ * });
  */
-export async function writeSSE(
+export async function writeSSE<T>(
   res: ServerResponse,
-  source: AsyncIterable<unknown>,
+  source: AsyncIterable<T>,
   ctx: ExecContext | null = null,
-  options: SSEOptions = {},
+  options: SSEOptions<T> = {},
 ): Promise<SSEOutcome> {
   const events = createSSEEventSource(source, {
     ctx,
-    done: options.done,
-    onError: options.onError,
+    ...(options.message === undefined ? {} : { message: options.message }),
+    ...(options.done === undefined ? {} : { done: options.done }),
+    ...(options.onError === undefined ? {} : { onError: options.onError }),
   });
   if (res.destroyed || (res.writableEnded && !res.writableFinished)) {
     events.cancel();
@@ -90,8 +110,12 @@ export async function writeSSE(
   try {
     for (;;) {
       const step = await events.next();
-      if (step.done === true) break;
-      const wire = formatSSEEvent(step.value.data, step.value.type);
+      if (step.done === true) {
+        // The source ended without a final event (or the client left): end what is still open.
+        if (events.outcome === "done" && !res.writableEnded) res.end();
+        break;
+      }
+      const wire = formatSSE(step.value);
       if (events.outcome !== null) {
         // The final event (done or error) ends the response.
         res.end(wire);

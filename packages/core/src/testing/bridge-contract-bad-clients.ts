@@ -4,7 +4,7 @@ import net from "node:net";
 import v8 from "node:v8";
 import { runInNewContext } from "node:vm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { readSSEEvents, type SSEEvent } from "../http/sse-client.js";
+import { readSSEEvents, type SSEEvent } from "./sse-reader.js";
 import {
   BRIDGE_CONTRACT_SECRET,
   FLOOD_CHUNKS,

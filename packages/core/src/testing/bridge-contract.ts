@@ -1,7 +1,7 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NervaHttpOptions } from "../http/options.js";
-import { readSSEEvents, type SSEEvent } from "../http/sse-client.js";
+import { readSSEEvents, type SSEEvent } from "./sse-reader.js";
 import type { OrchestratorResponse } from "../middleware/types.js";
 import { INTERNAL_SIGNS, describeBadClients } from "./bridge-contract-bad-clients.js";
 import {
@@ -426,7 +426,7 @@ export function describeBridgeContract(
           body: JSON.stringify({ message }),
         });
 
-      it("streams chunks as SSE, keeping the request id header, and ends with done", async () => {
+      it("streams chunks as SSE with running ids, keeping the request id header, and ends with done", async () => {
         const res = await post(bearer("dave"), "words one two three");
         expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
         const requestId = res.headers.get("x-request-id");
@@ -439,6 +439,7 @@ export function describeBridgeContract(
           "three ",
         ]);
         expect(events.at(-1)?.event, JSON.stringify(events.at(-1))).toBe("done");
+        expect(events.map((e) => e.id)).toEqual(events.map((_, i) => String(i + 1)));
         const done = JSON.parse(events.at(-1)?.data ?? "null") as {
           requestId: string;
           result: OrchestratorResponse;

@@ -1,5 +1,6 @@
 // Contract suites for implementers of Nerva interfaces: run one against your own runtime, memory
-// store, registry or trace sink from a vitest file. Needs vitest (an optional peer dependency).
+// store, registry or trace sink from a vitest file, and the Server-Sent Events reader a test (or a
+// client) reads a stream with. Needs vitest (an optional peer dependency).
 export { describeRuntimeContract, type RuntimeContractSetup } from "./runtime-contract.js";
 export { describeMemoryContract, type MemoryContractSetup } from "./memory-contract.js";
 export { describeRegistryContract, type RegistryContractSetup } from "./registry-contract.js";
@@ -28,3 +29,4 @@ export {
   type TraceSinkContractSpan,
 } from "./trace-sink-contract.js";
 export { INTERNAL_SIGNS, sendRawRequest, type RawAnswer } from "./bridge-contract-bad-clients.js";
+export { readSSEEvents, type ReadSSEOptions, type SSEEvent } from "./sse-reader.js";
