@@ -1,4 +1,4 @@
-import { ErrorCode, NervaError, isNervaError } from "../errors.js";
+import { ErrorCode, NervaError, errorPolicyOf, isNervaError } from "../errors.js";
 import type { JsonValue } from "../types/agent.js";
 import { toJsonText } from "./json-value.js";
 import type { ClaimedRun, LeaseRef, RunStore } from "./store.js";
@@ -92,16 +92,6 @@ function checkKey(key: unknown, label: string): string {
 function parse<T>(text: string): T {
   return (text === "" ? undefined : JSON.parse(text)) as T;
 }
-
-/** Codes of errors retrying cannot fix. */
-export const PERMANENT: ReadonlySet<string> = new Set([
-  ErrorCode.INVALID_INPUT,
-  ErrorCode.INVALID_OPTIONS,
-  ErrorCode.PERMISSION_DENIED,
-  ErrorCode.POLICY_DENIED,
-  ErrorCode.NOT_FOUND,
-  ErrorCode.UNAUTHENTICATED,
-]);
 
 /** An error seen thrown inside the run, with whether retrying may help. */
 export interface ThrownError {
@@ -376,10 +366,10 @@ export class ActiveRun implements RunContext {
     if (err instanceof RunPaused) return;
     const message = err instanceof Error ? err.message : String(err);
     if (isNervaError(err)) {
-      this.thrown = { code: err.code, message, retriable: !PERMANENT.has(err.code) };
+      const retriable = errorPolicyOf(err.code)?.retriable ?? true;
+      this.thrown = { code: err.code, message, retriable };
     } else {
-      const flag = (err as { retriable?: unknown } | null)?.retriable;
-      this.thrown = { code: "HANDLER_ERROR", message, retriable: flag !== false };
+      this.thrown = { code: "HANDLER_ERROR", message, retriable: true };
     }
   }
 
