@@ -9,7 +9,7 @@ import { ExecContext } from "../context/exec-context.js";
 import { NervaError } from "../errors.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { SqliteRunStore } from "../runs/sqlite-run-store.js";
-import { openDatabase } from "../sqlite/driver.js";
+import { openDatabase } from "../internal/sqlite.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { END, GraphHost, defineGraph, fnNode, inputNode } from "./index.js";
 
