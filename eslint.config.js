@@ -44,7 +44,7 @@ export const coreFloors = [
   ["orchestrator"],
   ["runs"],
   ["graph"],
-  ["http", "viewer", "wire"],
+  ["http", "viewer", "wire", "client-view.ts"],
   ["testing", "sqlite", "redis", "index.ts", "wire.ts"],
 ];
 

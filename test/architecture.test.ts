@@ -33,7 +33,7 @@ describe("ARCHITECTURE.md matches the tree", () => {
 
   it("lists the floors of @nerva/core the lint zones enforce, in their order", () => {
     const rows = [...page.matchAll(/^\| (\d+) +\| ([^|]+)\|/gm)].map((m) =>
-      [...(m[2] as string).matchAll(/`([\w.]+)\/?`/g)].map((n) => n[1]),
+      [...(m[2] as string).matchAll(/`([\w.-]+)\/?`/g)].map((n) => n[1]),
     );
     expect(rows).toEqual(coreFloors);
   });

@@ -63,7 +63,7 @@ describe("SessionSigner", () => {
       expect(paused?.status).toBe("paused");
       expect(paused?.sessionState?.sig).toMatch(/^[A-Za-z0-9_-]{20,}$/);
       const done = await runtime.wait(
-        (await runtime.resume(paused?.sessionState!, "yes", { ctx: ExecContext.create() })).runId,
+        (await runtime.resume(paused!.sessionState!, "yes", { ctx: ExecContext.create() })).runId,
         { timeoutSeconds: 10 },
       );
       expect(done.status).toBe("succeeded");
