@@ -1,5 +1,6 @@
+import { join } from "node:path";
 import js from "@eslint/js";
-import importX from "eslint-plugin-import-x";
+import importX, { createNodeResolver } from "eslint-plugin-import-x";
 import tseslint from "typescript-eslint";
 
 /**
@@ -24,6 +25,51 @@ export const packageBoundaryRules = {
       ],
     },
   ],
+};
+
+/**
+ * The floors of `packages/core/src`, lowest first. A folder (or top-level file) imports only its
+ * own folder and the floors below its own: nothing up, nothing sideways within a floor, so no
+ * cycle between folders. ARCHITECTURE.md ("Floors") says what each floor holds.
+ */
+export const coreFloors = [
+  ["errors.ts"],
+  ["internal"],
+  ["types"],
+  ["context"],
+  ["tracing"],
+  ["runtime"],
+  ["tools", "router", "responder", "registry", "policy"],
+  ["memory", "middleware"],
+  ["orchestrator"],
+  ["runs"],
+  ["graph"],
+  ["http", "viewer", "wire", "client-view.ts"],
+  ["testing", "sqlite", "redis", "index.ts", "wire.ts"],
+];
+
+const coreSrc = join(import.meta.dirname, "packages/core/src");
+
+/** One `import-x/no-restricted-paths` zone per folder: what it may not import. */
+export const coreFloorZones = coreFloors
+  .flatMap((floor, level) => {
+    const above = coreFloors.slice(level).flat();
+    return floor.map((name) => {
+      const names = above.filter((other) => other !== name);
+      const lower = coreFloors.slice(0, level).flat().join(", ") || "nothing";
+      return {
+        target: join(coreSrc, name),
+        from: names.map((other) => join(coreSrc, other)),
+        message: ` ${name} is on floor ${level} of @nerva/core: it may import only ${lower}. Move the type or helper it needs down a floor (ARCHITECTURE.md, "Floors").`,
+      };
+    });
+  })
+  .filter((zone) => zone.from.length > 0);
+
+/** Import-x rules on the core's own (non-test) sources: floors, and no cycle between files. */
+export const coreFloorRules = {
+  "import-x/no-restricted-paths": ["error", { zones: coreFloorZones }],
+  "import-x/no-cycle": ["error", { ignoreExternal: true }],
 };
 
 export default tseslint.config(
@@ -92,5 +138,26 @@ export default tseslint.config(
       "@typescript-eslint/no-floating-promises": "error",
       "@typescript-eslint/no-misused-promises": "error",
     },
+  },
+  {
+    files: ["packages/core/src/**/*.ts", "packages/core/src/**/*.cts"],
+    ignores: ["**/*.test.ts", "**/*.test-support.ts", "**/fixtures/**"],
+    settings: {
+      // no-cycle reads the modules it follows: these are TypeScript.
+      "import-x/extensions": [".ts", ".cts", ".mts", ".js", ".cjs", ".mjs"],
+      "import-x/parsers": { "@typescript-eslint/parser": [".ts", ".cts", ".mts"] },
+      // Sources import each other as `./x.js`; the files are `x.ts`.
+      "import-x/resolver-next": [
+        createNodeResolver({
+          extensions: [".ts", ".cts", ".mts", ".js", ".cjs", ".mjs", ".json", ".node"],
+          extensionAlias: {
+            ".js": [".ts", ".js"],
+            ".cjs": [".cts", ".cjs"],
+            ".mjs": [".mts", ".mjs"],
+          },
+        }),
+      ],
+    },
+    rules: coreFloorRules,
   },
 );

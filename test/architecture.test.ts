@@ -4,6 +4,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { coreFloors } from "../eslint.config.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const page = readFileSync(join(root, "ARCHITECTURE.md"), "utf8");
@@ -28,5 +29,12 @@ describe("ARCHITECTURE.md matches the tree", () => {
       if (subpath === "." || subpath === "./package.json") continue;
       expect(page, subpath).toContain(`@nerva/core/${subpath.slice(2)}`);
     }
+  });
+
+  it("lists the floors of @nerva/core the lint zones enforce, in their order", () => {
+    const rows = [...page.matchAll(/^\| (\d+) +\| ([^|]+)\|/gm)].map((m) =>
+      [...(m[2] as string).matchAll(/`([\w.-]+)\/?`/g)].map((n) => n[1]),
+    );
+    expect(rows).toEqual(coreFloors);
   });
 });

@@ -1,8 +1,11 @@
-// The lint fence: packages import one another only through public entry points.
+// The lint fences: packages import one another only through public entry points, and inside
+// @nerva/core a folder imports only the floors below its own (ARCHITECTURE.md, "Floors").
 import { ESLint } from "eslint";
+import { readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { coreFloors } from "../eslint.config.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 // The snippets linted here are not files on disk, so no TypeScript project holds them: the fence
@@ -60,5 +63,92 @@ describe("package boundary lint rule", () => {
   it("allows relative imports inside a package", async () => {
     const code = 'import { NervaError } from "../errors.js";\nexport const x = NervaError;\n';
     expect(await boundaryErrors(code, "packages/core/src/runtime/example.ts")).toEqual([]);
+  });
+});
+
+async function floorErrors(code: string, file: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: join(root, file) });
+  return (result?.messages ?? [])
+    .filter((m) => m.ruleId === "import-x/no-restricted-paths")
+    .map((m) => m.message);
+}
+
+/** A module of `file` importing a name of `target` (paths inside packages/core/src). */
+const importing = (target: string, name: string) =>
+  `import { ${name} } from "${target}";\nexport const x = ${name};\n`;
+
+describe("floors inside @nerva/core", () => {
+  it("refuses an upward import: the context importing the durable runs", async () => {
+    const errors = await floorErrors(
+      importing("../runs/run-context.js", "ActiveRun"),
+      "packages/core/src/context/example.ts",
+    );
+    expect(errors).toEqual([expect.stringMatching(/context is on floor \d+ .*may import only/)]);
+  });
+
+  it("refuses upward imports from every low floor, type-only ones included", async () => {
+    const cases: [file: string, code: string][] = [
+      ["packages/core/src/errors.ts", importing("./internal/json-limits.js", "checkJsonLimits")],
+      [
+        "packages/core/src/types/example.ts",
+        'import type { Router } from "../router/types.js";\nexport type X = Router;\n',
+      ],
+      ["packages/core/src/tracing/example.ts", importing("../runtime/results.js", "errorResult")],
+      ["packages/core/src/runs/example.ts", importing("../http/status.js", "toHttpError")],
+      ["packages/core/src/runs/redis/example.ts", importing("../../graph/index.js", "defineGraph")],
+      [
+        "packages/core/src/graph/executor/example.ts",
+        importing("../../http/index.js", "toHttpError"),
+      ],
+    ];
+    for (const [file, code] of cases) expect(await floorErrors(code, file), file).toHaveLength(1);
+  });
+
+  it("refuses a sideways import between two folders of one floor", async () => {
+    const errors = await floorErrors(
+      importing("../policy/rate-limiter.js", "RateLimiter"),
+      "packages/core/src/router/example.ts",
+    );
+    expect(errors).toHaveLength(1);
+  });
+
+  it("accepts downward imports and imports inside a folder", async () => {
+    const cases: [file: string, code: string][] = [
+      ["packages/core/src/context/example.ts", importing("../types/agent.js", "agentResult")],
+      ["packages/core/src/context/example.ts", importing("./run-slot.js", "kRunContext")],
+      ["packages/core/src/runs/example.ts", importing("../runtime/results.js", "errorResult")],
+      ["packages/core/src/graph/example.ts", importing("../runs/run-queue.js", "RunQueue")],
+      ["packages/core/src/testing/example.ts", importing("../http/index.js", "toHttpError")],
+      ["packages/core/src/index.ts", importing("./graph/index.js", "defineGraph")],
+    ];
+    for (const [file, code] of cases) expect(await floorErrors(code, file), file).toEqual([]);
+  });
+
+  it("refuses an import cycle between files, and accepts a type-only import back", async () => {
+    // context/exec-context.ts imports context/local.ts: local.ts importing it back is a cycle.
+    const cycles = async (code: string) => {
+      const file = join(root, "packages/core/src/context/local.ts");
+      const [result] = await eslint.lintText(code, { filePath: file });
+      return (result?.messages ?? []).filter((m) => m.ruleId === "import-x/no-cycle");
+    };
+    expect(await cycles(importing("./exec-context.js", "ExecContext"))).toHaveLength(1);
+    const typeOnly =
+      'import type { ExecContext } from "./exec-context.js";\nexport type X = ExecContext;\n';
+    expect(await cycles(typeOnly)).toEqual([]);
+  });
+
+  it("does not fence test files, which may set up whatever they test", async () => {
+    const code = importing("../runs/run-queue.js", "RunQueue");
+    expect(await floorErrors(code, "packages/core/src/context/example.test.ts")).toEqual([]);
+  });
+
+  it("names every folder of packages/core/src on exactly one floor", () => {
+    const named = coreFloors.flat();
+    expect(new Set(named).size).toBe(named.length);
+    const folders = readdirSync(join(root, "packages/core/src"), { withFileTypes: true })
+      .filter((d) => d.isDirectory() || !/\.test\.ts$/.test(d.name))
+      .map((d) => d.name)
+      .filter((n) => !n.startsWith("."));
+    expect([...folders].sort()).toEqual([...named].sort());
   });
 });

@@ -108,5 +108,8 @@ describe("clientRun / clientRunEvent", () => {
     expect(
       clientRunError({ code: "WRONG_HANDLER", message: "exit 2: /opt/x", retriable: false }),
     ).toEqual({ code: "WRONG_HANDLER", message: "no handler accepted it", retriable: false });
+    expect(
+      clientRunError({ code: "UNRECOVERABLE", message: "card 4242 declined", retriable: false }),
+    ).toEqual({ code: "UNRECOVERABLE", message: "the agent failed", retriable: false });
   });
 });

@@ -1,9 +1,9 @@
 // What a client of an app may see of a run — a durable job's, a graph's, a paused request's —
 // its record, its events and its errors without operator data (the enqueuer's wire context,
 // leases and worker ids, error texts that are not written for users, a graph's snapshot).
+import { errorPolicyOf } from "./errors.js";
 import { GraphErrorCode } from "./graph/failure.js";
 import type { GraphRun } from "./graph/graph-run.js";
-import { isClientErrorCode } from "./http/status.js";
 import { clientData, clientError } from "./responder/failure-text.js";
 import {
   RunEventType,
@@ -46,6 +46,7 @@ export interface ClientRun {
 const FIXED_TEXT: Readonly<Record<string, string>> = {
   HANDLER_ERROR: "the agent failed",
   WRONG_HANDLER: "no handler accepted it",
+  UNRECOVERABLE: "the agent failed",
   [GraphErrorCode.MAX_STEPS]: "the run used up its steps",
   [GraphErrorCode.MAX_VISITS]: "a node was visited too often",
   [GraphErrorCode.NODE_FAILED]: "a node failed",
@@ -55,8 +56,8 @@ const FIXED_TEXT: Readonly<Record<string, string>> = {
 
 /**
  * A run's error as a client may see it: the code and message of a typed error a client may read
- * (`isClientErrorCode`: answered 4xx, 503 or 504), else a fixed text (`HANDLER_ERROR`,
- * `WRONG_HANDLER` and a graph's own codes such as `NODE_FAILED` keep their code; any other code
+ * (`ERROR_POLICY[code].expose`), else a fixed text (`HANDLER_ERROR`, `WRONG_HANDLER`,
+ * `UNRECOVERABLE` and a graph's own codes such as `NODE_FAILED` keep their code; any other code
  * becomes `INTERNAL`).
  *
  * @example
@@ -66,7 +67,7 @@ const FIXED_TEXT: Readonly<Record<string, string>> = {
 export function clientRunError<E extends { readonly code: string; readonly message: string }>(
   error: E,
 ): E {
-  if (isClientErrorCode(error.code)) return error;
+  if (errorPolicyOf(error.code)?.expose === true) return error;
   const text = FIXED_TEXT[error.code];
   if (text !== undefined) return { ...error, message: text };
   return { ...error, code: "INTERNAL", message: "the run failed" };

@@ -5,7 +5,14 @@ import ts from "typescript";
 import { afterAll, describe, expect, it } from "vitest";
 import { isExecContext } from "./context/check.js";
 import { ExecContext } from "./context/exec-context.js";
-import { ErrorCode, NervaError, isNervaError } from "./errors.js";
+import {
+  ERROR_POLICY,
+  ErrorCode,
+  NervaError,
+  UnrecoverableError,
+  errorPolicyOf,
+  isNervaError,
+} from "./errors.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -38,10 +45,9 @@ describe("details typed per code", () => {
   });
 });
 
-describe("the HTTP status table covers every code", () => {
-  it("a new ErrorCode without a status fails to compile", () => {
+describe("the error policy covers every code", () => {
+  it("a new ErrorCode without a policy row fails to compile", () => {
     const errorsFile = join(here, "errors.ts");
-    const statusFile = join(here, "http/status.ts");
     const options: ts.CompilerOptions = {
       target: ts.ScriptTarget.ES2022,
       module: ts.ModuleKind.NodeNext,
@@ -62,16 +68,64 @@ describe("the HTTP status table covers every code", () => {
           `export const ErrorCode = {\n  ${extraCode}: "${extraCode}",`,
         );
       };
-      const program = ts.createProgram([statusFile], options, host);
+      const program = ts.createProgram([errorsFile], options, host);
       return ts
         .getPreEmitDiagnostics(program)
-        .filter((d) => d.file?.fileName === statusFile)
+        .filter((d) => d.file?.fileName === errorsFile)
         .map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
     };
     expect(diagnosticsWith(null)).toEqual([]);
     const errors = diagnosticsWith("BRAND_NEW_CODE");
     expect(errors.join("\n")).toMatch(/BRAND_NEW_CODE/);
   }, 60_000);
+
+  it("gives every code a status, a retry verdict and an exposure, exposing only client statuses", () => {
+    for (const code of Object.values(ErrorCode)) {
+      const { status, retriable, expose } = ERROR_POLICY[code];
+      expect(Number.isInteger(status) && status >= 200 && status <= 599, code).toBe(true);
+      expect(typeof retriable, code).toBe("boolean");
+      // A message answered with a 5xx other than 503/504 may carry internals: never exposed.
+      expect(expose, code).toBe(status < 500 || status === 503 || status === 504);
+      expect(errorPolicyOf(code)).toBe(ERROR_POLICY[code]);
+    }
+    expect(Object.isFrozen(ERROR_POLICY) && Object.isFrozen(ERROR_POLICY.TIMEOUT)).toBe(true);
+  });
+
+  it("says a retry cannot help bad input, refusals, missing things and programmer errors", () => {
+    const permanent = Object.values(ErrorCode).filter((c) => !ERROR_POLICY[c].retriable);
+    expect(permanent.sort()).toEqual(
+      [
+        "INVALID_INPUT",
+        "INVALID_OPTIONS",
+        "PERMISSION_DENIED",
+        "POLICY_DENIED",
+        "NOT_FOUND",
+        "UNAUTHENTICATED",
+        "DUPLICATE_HANDLER",
+        "EMPTY_CHAIN",
+        "MISSING_DEPENDENCY",
+        "UNRECOVERABLE",
+      ].sort(),
+    );
+  });
+
+  it("has no row for what is not an ErrorCode", () => {
+    for (const code of ["HANDLER_ERROR", "toString", "__proto__", 42, null, undefined]) {
+      expect(errorPolicyOf(code), String(code)).toBeUndefined();
+    }
+  });
+});
+
+describe("UnrecoverableError", () => {
+  it("is a NervaError with code UNRECOVERABLE, its cause kept, that no retry helps", () => {
+    const cause = new Error("402 from the card processor");
+    const err: unknown = new UnrecoverableError("card declined", { cause });
+    expect(err).toBeInstanceOf(NervaError);
+    expect(err).toBeInstanceOf(UnrecoverableError);
+    expect(isNervaError(err, ErrorCode.UNRECOVERABLE)).toBe(true);
+    expect(err).toMatchObject({ name: "UnrecoverableError", message: "card declined", cause });
+    expect(ERROR_POLICY.UNRECOVERABLE).toEqual({ status: 500, retriable: false, expose: false });
+  });
 });
 
 describe("two installed copies of the package", () => {

@@ -2,7 +2,7 @@ import type { z } from "zod";
 
 /**
  * Every code a {@link NervaError} can carry. Callers branch on `code`, never on the message.
- * Bridges map codes to HTTP statuses (see the bridges' status tables).
+ * What each code means for HTTP, retries and clients is {@link ERROR_POLICY}.
  */
 export const ErrorCode = {
   /** A value handed to Nerva (an AgentInput, a wire document) failed validation. */
@@ -43,8 +43,97 @@ export const ErrorCode = {
   INVALID_STATE: "INVALID_STATE",
   /** A backing store (SQLite file, Redis) cannot be reached or is locked; retry later. */
   UNAVAILABLE: "UNAVAILABLE",
+  /** User code said that no retry can help (it threw an {@link UnrecoverableError}). */
+  UNRECOVERABLE: "UNRECOVERABLE",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/**
+ * What Nerva does with an error of one code, wherever it surfaces.
+ *
+ * @example
+ * const { status, retriable, expose } = ERROR_POLICY[ErrorCode.RATE_LIMITED]; // 429, true, true
+ */
+export interface ErrorPolicy {
+  /** The HTTP status every bridge answers it with. */
+  readonly status: number;
+  /**
+   * Whether another attempt may succeed. `false` fails a durable run, or a graph execution whose
+   * node threw it, at once, whatever attempts remain.
+   */
+  readonly retriable: boolean;
+  /**
+   * Whether its message is written for clients and may be shown to them (in an HTTP answer, a
+   * run's or a response's client view). Otherwise it is operator text: clients see a fixed one.
+   */
+  readonly expose: boolean;
+}
+
+const policy = (status: number, retriable: boolean, expose: boolean): ErrorPolicy =>
+  Object.freeze({ status, retriable, expose });
+
+/**
+ * The one error policy: per {@link ErrorCode}, its HTTP status, whether a retry can help and
+ * whether its message may be shown to a client. Every code has a row (a new code without one
+ * does not compile); the bridges, the run worker, the graph executor and every client view read
+ * it. An exposed code answers below 500, or 503 or 504; the others' messages may carry internals.
+ *
+ * | code | status | retriable | expose |
+ * |---|---|---|---|
+ * | INVALID_INPUT, INVALID_OPTIONS | 400 | no | yes |
+ * | UNAUTHENTICATED | 401 | no | yes |
+ * | PERMISSION_DENIED, POLICY_DENIED | 403 | no | yes |
+ * | NOT_FOUND | 404 | no | yes |
+ * | INVALID_STATE | 409 | yes | yes |
+ * | RATE_LIMITED, BUDGET_EXCEEDED | 429 | yes | yes |
+ * | CANCELLED | 499 | yes | yes |
+ * | CIRCUIT_OPEN, UNAVAILABLE | 503 | yes | yes |
+ * | TIMEOUT | 504 | yes | yes |
+ * | APPROVAL_PENDING | 202 | yes | yes |
+ * | DUPLICATE_HANDLER, EMPTY_CHAIN, MISSING_DEPENDENCY, UNRECOVERABLE | 500 | no | no |
+ * | INTERNAL, LEASE_LOST | 500 | yes | no |
+ *
+ * @example
+ * ERROR_POLICY[ErrorCode.NOT_FOUND]; // { status: 404, retriable: false, expose: true }
+ */
+export const ERROR_POLICY: Readonly<Record<ErrorCode, ErrorPolicy>> = Object.freeze({
+  [ErrorCode.INVALID_INPUT]: policy(400, false, true),
+  [ErrorCode.INVALID_OPTIONS]: policy(400, false, true),
+  [ErrorCode.UNAUTHENTICATED]: policy(401, false, true),
+  [ErrorCode.PERMISSION_DENIED]: policy(403, false, true),
+  [ErrorCode.POLICY_DENIED]: policy(403, false, true),
+  [ErrorCode.NOT_FOUND]: policy(404, false, true),
+  // The state may change (a run pauses a moment later): another attempt may find it right.
+  [ErrorCode.INVALID_STATE]: policy(409, true, true),
+  [ErrorCode.RATE_LIMITED]: policy(429, true, true),
+  [ErrorCode.BUDGET_EXCEEDED]: policy(429, true, true),
+  [ErrorCode.CANCELLED]: policy(499, true, true),
+  [ErrorCode.CIRCUIT_OPEN]: policy(503, true, true),
+  [ErrorCode.UNAVAILABLE]: policy(503, true, true),
+  [ErrorCode.TIMEOUT]: policy(504, true, true),
+  [ErrorCode.APPROVAL_PENDING]: policy(202, true, true),
+  // Programmer and deployment errors: the same code fails the same way until someone fixes it.
+  [ErrorCode.DUPLICATE_HANDLER]: policy(500, false, false),
+  [ErrorCode.EMPTY_CHAIN]: policy(500, false, false),
+  [ErrorCode.MISSING_DEPENDENCY]: policy(500, false, false),
+  [ErrorCode.UNRECOVERABLE]: policy(500, false, false),
+  // Unknown failures may be passing ones; a worker that lost its lease is a server-side condition.
+  [ErrorCode.INTERNAL]: policy(500, true, false),
+  [ErrorCode.LEASE_LOST]: policy(500, true, false),
+} satisfies Record<ErrorCode, ErrorPolicy>);
+
+/**
+ * The {@link ERROR_POLICY} row of `code`, or `undefined` when it is not an {@link ErrorCode}
+ * (a code read from a result's `data`, a store or the wire).
+ *
+ * @example
+ * errorPolicyOf(result.data.code)?.expose === true; // a message a client may read
+ */
+export function errorPolicyOf(code: unknown): ErrorPolicy | undefined {
+  return typeof code === "string" && Object.hasOwn(ERROR_POLICY, code)
+    ? ERROR_POLICY[code as ErrorCode]
+    : undefined;
+}
 
 /** One problem found while validating a value: where it is and what is wrong with it. */
 export interface ValidationIssue {
@@ -111,7 +200,7 @@ const BRAND = Symbol.for("nerva.error");
  * }
  */
 export class NervaError<C extends ErrorCode = ErrorCode> extends Error {
-  override readonly name = "NervaError";
+  override readonly name: string = "NervaError";
   readonly code: C;
   readonly issues: readonly ValidationIssue[];
   /** Machine-readable extras, e.g. `{ retryAfterSeconds: 30 }` for RATE_LIMITED. */
@@ -136,6 +225,27 @@ export class NervaError<C extends ErrorCode = ErrorCode> extends Error {
   }
 }
 Object.defineProperty(NervaError.prototype, BRAND, { value: true });
+
+/**
+ * The one way for user code to say "do not retry this": a durable run whose handler throws it
+ * fails at once (`error.code` UNRECOVERABLE), whatever attempts remain, and so does a graph
+ * execution whose node throws it. Anything else thrown is retried by the run's retry policy,
+ * unless it is a {@link NervaError} whose code {@link ERROR_POLICY} marks not retriable.
+ * Its message is operator text: clients see a fixed one.
+ *
+ * @example
+ * runtime.register("charge", async (input) => {
+ *   const reply = await charge(input.args);
+ *   if (reply.declined) throw new UnrecoverableError("card declined");
+ *   return reply.id;
+ * });
+ */
+export class UnrecoverableError extends NervaError<"UNRECOVERABLE"> {
+  override readonly name: string = "UnrecoverableError";
+  constructor(message: string, options: { cause?: unknown; details?: ExtraDetails } = {}) {
+    super(ErrorCode.UNRECOVERABLE, message, options);
+  }
+}
 
 /** A NervaError whose `details` are narrowed by checking its `code`. */
 export type AnyNervaError<C extends ErrorCode = ErrorCode> = C extends ErrorCode

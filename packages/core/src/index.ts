@@ -2,13 +2,16 @@
 
 // Errors
 export {
+  ERROR_POLICY,
   ErrorCode,
   NervaError,
+  UnrecoverableError,
   isNervaError,
   parseOrThrow,
   type AnyNervaError,
   type ErrorDetails,
   type ErrorDetailsByCode,
+  type ErrorPolicy,
   type NervaErrorOptions,
   type ValidationIssue,
 } from "./errors.js";

@@ -34,7 +34,7 @@ export {
   type MemoryTierWire,
   type MiddlewareStageWire,
   type ToolStatusWire,
-} from "./types/components.js";
+} from "./wire/components.js";
 export {
   ChannelSchema,
   HandlerCandidateSchema,
@@ -50,15 +50,15 @@ export {
   type NamedChannel,
   type ToolSpecInfo,
   type ToolSpecWire,
-} from "./types/component-models.js";
+} from "./wire/component-models.js";
 export {
   PolicyDecisionSchema,
   policyDecisionFromWire,
   policyDecisionToWire,
   type PolicyDecisionWire,
   type ReceivedPolicyDecision,
-} from "./types/policy-decision.js";
-export { wireSchemas } from "./types/wire.js";
+} from "./wire/policy-decision.js";
+export { wireSchemas } from "./wire/schemas.js";
 export {
   EventFrameSchema,
   SpanFrameSchema,

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ErrorCode, ExecContext, NervaError, type GraphHost, type RunStore } from "@nerva/core";
-import { lastEventSeq, writeSSE } from "@nerva/core/http";
+import { lastEventSeq, toHttpError, writeSSE } from "@nerva/core/http";
 import { describe, shown, times } from "./graph-shape.js";
 import { DASHBOARD_HTML } from "./page.js";
 
@@ -23,12 +23,6 @@ export interface Dashboard {
 
 const LOOPBACK = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1", "localhost"]);
 const MAX_BODY = 64 * 1024;
-const STATUS: Record<string, number> = {
-  INVALID_INPUT: 400,
-  NOT_FOUND: 404,
-  INVALID_STATE: 409,
-  RATE_LIMITED: 429,
-};
 
 function send(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
@@ -41,7 +35,9 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 
 function fail(res: ServerResponse, err: unknown): void {
   if (err instanceof NervaError) {
-    send(res, STATUS[err.code] ?? 500, { error: { code: err.code, message: err.message } });
+    // The status and whether the message may be shown come from the one error policy.
+    const { status, body } = toHttpError(err);
+    send(res, status, { error: { code: body.error.code, message: body.error.message } });
   } else {
     // Internals never reach the page.
     send(res, 500, { error: { code: "INTERNAL", message: "The dashboard failed to answer." } });

@@ -23,9 +23,8 @@ import {
   type StreamSink,
   type ToWireOptions,
 } from "./options.js";
-import { guardSink, type TraceSink } from "../tracing/sink.js";
-import type { RunContext } from "../runs/run-context.js";
-import { kRunContext } from "../runs/run-context-key.js";
+import { guardSink, type TraceSink } from "./trace-sink.js";
+import { kRunContext, type RunContext } from "./run-slot.js";
 import { Span, nowMs, spanParentId, type MeasuredSpanInit, type SpanParent } from "./span.js";
 import {
   addUsage,

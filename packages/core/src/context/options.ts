@@ -5,7 +5,7 @@ import { SCOPES, type Scope } from "../types/status.js";
 import { MetadataSchema } from "../types/context-wire.js";
 import { TRACE_ID } from "../types/trace.js";
 import type { Span, SpanKind } from "./span.js";
-import { isTraceSink, type TraceSink } from "../tracing/sink.js";
+import { isTraceSink, type TraceSink } from "./trace-sink.js";
 
 /**
  * Where primitives push output as it is produced (tokens, progress). `push` may return a promise

@@ -8,7 +8,7 @@ import { tokenUsageToWire } from "../types/usage.js";
 import { eventToWire } from "./events.js";
 import { newTraceId } from "./ids.js";
 import type { ExecContext } from "./exec-context.js";
-import type { GuardedSink } from "../tracing/sink.js";
+import type { GuardedSink } from "./trace-sink.js";
 
 /**
  * What every context of one tree shares, never changed. A new trace's id is drawn when first

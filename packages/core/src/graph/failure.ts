@@ -1,4 +1,4 @@
-import { ErrorCode, isNervaError } from "../errors.js";
+import { ErrorCode, errorPolicyOf, isNervaError } from "../errors.js";
 import { RunPaused } from "../runs/run-context.js";
 import type { GraphSnapshot } from "./node-context.js";
 import { AgentNodeError } from "./nodes.js";
@@ -34,15 +34,6 @@ export class GraphFailure extends Error {
   }
 }
 
-const PERMANENT: ReadonlySet<string> = new Set([
-  ErrorCode.INVALID_INPUT,
-  ErrorCode.INVALID_OPTIONS,
-  ErrorCode.PERMISSION_DENIED,
-  ErrorCode.POLICY_DENIED,
-  ErrorCode.NOT_FOUND,
-  ErrorCode.UNAUTHENTICATED,
-]);
-
 /** Whether `err` only unwinds the handler (a pause, a lost lease): not a failure of the node. */
 export function isUnwind(err: unknown): boolean {
   return err instanceof RunPaused || isNervaError(err, ErrorCode.LEASE_LOST);
@@ -59,10 +50,8 @@ export function nodeFailure(err: unknown, nodeId: string): GraphFailure {
     });
   }
   if (isNervaError(err)) {
-    return new GraphFailure(err.code, text, !PERMANENT.has(err.code), nodeId, { cause: err });
+    const retriable = errorPolicyOf(err.code)?.retriable ?? true;
+    return new GraphFailure(err.code, text, retriable, nodeId, { cause: err });
   }
-  const flag = (err as { retriable?: unknown } | null)?.retriable;
-  return new GraphFailure(GraphErrorCode.NODE_FAILED, text, flag !== false, nodeId, {
-    cause: err,
-  });
+  return new GraphFailure(GraphErrorCode.NODE_FAILED, text, true, nodeId, { cause: err });
 }

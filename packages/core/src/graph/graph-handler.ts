@@ -1,5 +1,6 @@
 import type { ExecContext } from "../context/exec-context.js";
-import { ErrorCode, NervaError } from "../errors.js";
+import { ErrorCode, NervaError, UnrecoverableError } from "../errors.js";
+import { ActiveRun } from "../runs/run-context.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import type { AgentInput, JsonValue, PartialAgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
@@ -11,7 +12,8 @@ import type { SharedStateView } from "./types.js";
 /**
  * The handler every run of a graph runs (under the graph's name): the executor inside the
  * run. A completed graph is a success with its snapshot and output in `data`; a failed one an
- * error result whose `data` says the code, the node and whether a retry can help.
+ * error result whose `data` says the code and the node. A failure no retry can help is told to
+ * the run the one way user code tells it too: as an {@link UnrecoverableError}.
  */
 export function graphHandler(
   executor: GraphExecutor,
@@ -32,12 +34,14 @@ export function graphHandler(
     } catch (err) {
       if (isUnwind(err)) throw err;
       const f = err instanceof GraphFailure ? err : nodeFailure(err, start.node ?? graph.entry);
+      if (!f.retriable && ctx.run instanceof ActiveRun) {
+        ctx.run.note(new UnrecoverableError(f.message, { cause: f }));
+      }
       return {
         status: AgentStatus.ERROR,
         error: f.message,
         data: {
           code: f.code,
-          retriable: f.retriable,
           nodeId: f.nodeId,
           ...(f.snapshot === null ? {} : { graph: f.snapshot as unknown as JsonValue }),
         },

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ExecContext } from "../context/exec-context.js";
-import { NervaError } from "../errors.js";
+import { NervaError, UnrecoverableError } from "../errors.js";
 import { rejection } from "../testing/rejection.js";
 import { InMemoryRunStore } from "../runs/in-memory-store.js";
 import { RunQueue } from "../runs/run-queue.js";
@@ -408,7 +408,7 @@ describe("GraphHost", () => {
         s: fnNode(() => ({})),
         x: fnNode(() => ({ a: 1 })),
         y: fnNode(() => {
-          throw Object.assign(new Error("no"), { retriable: false });
+          throw new UnrecoverableError("no");
         }),
         j: fnNode(() => ({})),
       },
@@ -427,7 +427,7 @@ describe("GraphHost", () => {
     });
     expect(failed).toMatchObject({
       status: "failed",
-      error: { code: "NODE_FAILED", message: expect.stringMatching(/Node "y" failed: no/) },
+      error: { code: "UNRECOVERABLE", message: expect.stringMatching(/Node "y" failed: no/) },
     });
   });
 

@@ -115,7 +115,7 @@ function build(plan: Plan) {
         ? inputNode<State>({ prompt: `answer ${id(i)}`, writes: "answer", ...opts })
         : kind === "fail"
           ? fnNode<State>(() => {
-              throw Object.assign(new Error(`${id(i)} fails`), { retriable: false });
+              throw new Error(`${id(i)} fails`);
             }, opts)
           : fnNode<State>(() => ({ n: 1, trail: [id(i)] }), opts);
   });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ErrorCode, NervaError } from "../errors.js";
+import { ErrorCode, NervaError, errorPolicyOf } from "../errors.js";
 import type { AgentInputInit, AgentResult, JsonValue } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 import { authorizeAgent } from "./node-context.js";
@@ -145,7 +145,10 @@ function parseArgs(answer: unknown): Record<string, string> {
 /** A handler invoked by an agent node ended without success. */
 export class AgentNodeError extends Error {
   override readonly name = "AgentNodeError";
-  /** Retrying helps unless the handler said it does not or was the wrong one. */
+  /**
+   * Retrying helps unless the handler was the wrong one or failed with a code no retry can help
+   * (it threw an `UnrecoverableError`, in this process or another; see `ERROR_POLICY`).
+   */
   readonly retriable: boolean;
   constructor(
     readonly handler: string,
@@ -154,7 +157,9 @@ export class AgentNodeError extends Error {
     super(
       `Handler "${handler}" ended ${result.status}${result.error === null ? "" : `: ${result.error}`}`,
     );
-    this.retriable = result.status !== AgentStatus.WRONG_HANDLER && result.data.retriable !== false;
+    this.retriable =
+      result.status !== AgentStatus.WRONG_HANDLER &&
+      errorPolicyOf(result.data.code)?.retriable !== false;
   }
 }
 

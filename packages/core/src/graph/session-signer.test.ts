@@ -9,7 +9,7 @@ import { ExecContext } from "../context/exec-context.js";
 import { NervaError } from "../errors.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { SqliteRunStore } from "../runs/sqlite-run-store.js";
-import { openDatabase } from "../sqlite/driver.js";
+import { openDatabase } from "../internal/sqlite.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { END, GraphHost, defineGraph, fnNode, inputNode } from "./index.js";
 
@@ -63,7 +63,7 @@ describe("SessionSigner", () => {
       expect(paused?.status).toBe("paused");
       expect(paused?.sessionState?.sig).toMatch(/^[A-Za-z0-9_-]{20,}$/);
       const done = await runtime.wait(
-        (await runtime.resume(paused?.sessionState!, "yes", { ctx: ExecContext.create() })).runId,
+        (await runtime.resume(paused!.sessionState!, "yes", { ctx: ExecContext.create() })).runId,
         { timeoutSeconds: 10 },
       );
       expect(done.status).toBe("succeeded");

@@ -35,10 +35,8 @@ export {
 // Errors and results → HTTP
 export {
   HTTP_STATUS_BY_AGENT_STATUS,
-  HTTP_STATUS_BY_ERROR_CODE,
   httpStatusOf,
   httpStatusOfResult,
-  isClientErrorCode,
   toHttpError,
   type HttpErrorBody,
   type HttpErrorResponse,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ErrorCode, NervaError } from "../errors.js";
+import { ErrorCode, NervaError, UnrecoverableError } from "../errors.js";
 import { AgentStatus } from "../types/status.js";
 import { httpStatusOf, httpStatusOfResult, toHttpError } from "./status.js";
 
@@ -23,6 +23,8 @@ describe("NervaError → HTTP status", () => {
     [ErrorCode.INVALID_STATE, 409],
     [ErrorCode.UNAVAILABLE, 503],
     [ErrorCode.LEASE_LOST, 500],
+    [ErrorCode.EMPTY_CHAIN, 500],
+    [ErrorCode.UNRECOVERABLE, 500],
   ];
   it.each(rows)("%s → %i", (code, status) => {
     expect(httpStatusOf(new NervaError(code, "x"))).toBe(status);
@@ -78,6 +80,10 @@ describe("toHttpError", () => {
     expect(JSON.stringify(body)).not.toMatch(/hunter2|secret/);
     expect(body.error.message).toMatch(/r9/);
     expect(toHttpError(new Error("stack details")).body.error.message).not.toMatch(/stack/);
+    const declined = toHttpError(new UnrecoverableError("card 4242 declined by acquirer X"), "r1");
+    expect(declined.status).toBe(500);
+    expect(declined.body.error).toMatchObject({ code: "INTERNAL", requestId: "r1" });
+    expect(JSON.stringify(declined.body)).not.toMatch(/4242|acquirer/);
   });
 
   it("exposes the message of an error with a 4xx status", () => {

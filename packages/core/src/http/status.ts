@@ -1,53 +1,8 @@
 import { STATUS_CODES } from "node:http";
-import { ErrorCode, NervaError, type ValidationIssue } from "../errors.js";
+import { ERROR_POLICY, ErrorCode, NervaError, type ValidationIssue } from "../errors.js";
 import type { AgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 import { HttpErrorCode, requestErrorOf } from "./request-errors.js";
-
-/**
- * HTTP status of each {@link ErrorCode}: every code has one (a new code without a status does not
- * compile). Errors that are not NervaErrors and carry no status of their own answer 500.
- *
- * | code | status |
- * |---|---|
- * | INVALID_INPUT, INVALID_OPTIONS | 400 (body lists the validation issues) |
- * | UNAUTHENTICATED | 401 (`WWW-Authenticate: Bearer`) |
- * | PERMISSION_DENIED, POLICY_DENIED | 403 |
- * | NOT_FOUND | 404 |
- * | INVALID_STATE | 409 |
- * | RATE_LIMITED, BUDGET_EXCEEDED | 429 (`Retry-After` from `details.retryAfterSeconds`) |
- * | CANCELLED | 499 (client closed request) |
- * | CIRCUIT_OPEN | 503 (`Retry-After` from `details.retryAfterSeconds`) |
- * | UNAVAILABLE | 503 (`Retry-After` from `details.retryAfterSeconds`, when set) |
- * | TIMEOUT | 504 |
- * | APPROVAL_PENDING | 202 |
- * | DUPLICATE_HANDLER, EMPTY_CHAIN, MISSING_DEPENDENCY, LEASE_LOST, INTERNAL | 500 |
- *
- * @example
- * HTTP_STATUS_BY_ERROR_CODE[ErrorCode.RATE_LIMITED]; // 429
- */
-export const HTTP_STATUS_BY_ERROR_CODE: Readonly<Record<ErrorCode, number>> = Object.freeze({
-  [ErrorCode.INVALID_INPUT]: 400,
-  [ErrorCode.INVALID_OPTIONS]: 400,
-  [ErrorCode.UNAUTHENTICATED]: 401,
-  [ErrorCode.PERMISSION_DENIED]: 403,
-  [ErrorCode.POLICY_DENIED]: 403,
-  [ErrorCode.NOT_FOUND]: 404,
-  [ErrorCode.INVALID_STATE]: 409,
-  [ErrorCode.RATE_LIMITED]: 429,
-  [ErrorCode.BUDGET_EXCEEDED]: 429,
-  [ErrorCode.CANCELLED]: 499,
-  [ErrorCode.CIRCUIT_OPEN]: 503,
-  [ErrorCode.UNAVAILABLE]: 503,
-  [ErrorCode.TIMEOUT]: 504,
-  [ErrorCode.APPROVAL_PENDING]: 202,
-  [ErrorCode.DUPLICATE_HANDLER]: 500,
-  [ErrorCode.EMPTY_CHAIN]: 500,
-  [ErrorCode.MISSING_DEPENDENCY]: 500,
-  [ErrorCode.INTERNAL]: 500,
-  // A worker that lost its lease is a server-side condition, never a client mistake.
-  [ErrorCode.LEASE_LOST]: 500,
-} satisfies Record<ErrorCode, number>);
 
 /**
  * HTTP status of each {@link AgentStatus}, for routes that answer with an AgentResult. An agent
@@ -78,24 +33,6 @@ export function httpStatusOfResult(result: Pick<AgentResult, "status">): number 
   return HTTP_STATUS_BY_AGENT_STATUS[result.status] ?? 500;
 }
 
-/** Whether a client may read the message of an error answered with `status`: 4xx, 503, 504. */
-function isExposedStatus(status: number): boolean {
-  return status < 500 || status === 503 || status === 504;
-}
-
-/**
- * Whether the message of a {@link NervaError} with `code` is written for clients (its status is a
- * 4xx, 503 or 504), as {@link toHttpError} answers it; other codes' messages are operator text.
- *
- * @example
- * isClientErrorCode("POLICY_DENIED"); // true
- * isClientErrorCode("INTERNAL"); // false
- */
-export function isClientErrorCode(code: unknown): boolean {
-  if (typeof code !== "string" || !Object.hasOwn(HTTP_STATUS_BY_ERROR_CODE, code)) return false;
-  return isExposedStatus(HTTP_STATUS_BY_ERROR_CODE[code as ErrorCode]);
-}
-
 /** The 4xx/5xx status an error carries itself (`status`, `statusCode` or Nest's `getStatus()`). */
 function ownStatus(err: unknown): number | undefined {
   if (typeof err !== "object" || err === null) return undefined;
@@ -110,15 +47,15 @@ function ownStatus(err: unknown): number | undefined {
 }
 
 /**
- * The HTTP status for anything thrown: a NervaError by its code (see
- * {@link HTTP_STATUS_BY_ERROR_CODE}), another error by its own `status`/`statusCode` when it is a
+ * The HTTP status for anything thrown: a NervaError by its code (`ERROR_POLICY[code].status`,
+ * see {@link ERROR_POLICY}), another error by its own `status`/`statusCode` when it is a
  * 4xx/5xx, otherwise 500.
  *
  * @example
  * httpStatusOf(new NervaError(ErrorCode.TIMEOUT, "too slow")); // 504
  */
 export function httpStatusOf(err: unknown): number {
-  if (err instanceof NervaError) return HTTP_STATUS_BY_ERROR_CODE[err.code] ?? 500;
+  if (err instanceof NervaError) return ERROR_POLICY[err.code]?.status ?? 500;
   return ownStatus(err) ?? 500;
 }
 
@@ -161,8 +98,10 @@ function retryAfterSeconds(details: Readonly<Record<string, unknown>>): number |
 }
 
 /**
- * Turns anything thrown into the status, headers and JSON body the bridges send. The message of a
- * 500 is never exposed (it may carry internals): the client gets a generic text and the request id.
+ * Turns anything thrown into the status, headers and JSON body the bridges send. A NervaError's
+ * message, issues and details are sent only when its code's policy exposes them
+ * (`ERROR_POLICY[code].expose`); another error's message only with a 4xx. Otherwise (it may carry
+ * internals) the client gets a generic text and the request id.
  *
  * @example
  * const { status, headers, body } = toHttpError(err, ctx.requestId);
@@ -173,8 +112,9 @@ export function toHttpError(thrown: unknown, requestId: string | null = null): H
   const err = requestErrorOf(thrown);
   const status = httpStatusOf(err);
   const headers: Record<string, string> = {};
-  const exposed = isExposedStatus(status);
   if (err instanceof NervaError) {
+    // A code from another installed copy of this package that this one does not know is not shown.
+    const exposed = ERROR_POLICY[err.code]?.expose === true;
     if (status === 429 || status === 503) {
       const after = retryAfterSeconds(err.details);
       if (after !== undefined) headers["retry-after"] = String(after);

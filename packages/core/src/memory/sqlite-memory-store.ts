@@ -7,7 +7,7 @@ import {
   TABLE_PREFIX,
   type SqliteDatabase,
   type SqliteStatement,
-} from "../sqlite/driver.js";
+} from "../internal/sqlite.js";
 import type { JsonValue } from "../types/agent.js";
 import { checkItemMetadata, closedError } from "./in-memory-store.js";
 import { cosine, topK } from "./similarity.js";

@@ -9,7 +9,7 @@ import {
   TABLE_PREFIX,
   type SqliteDatabase,
   type SqliteStatement,
-} from "../sqlite/driver.js";
+} from "../internal/sqlite.js";
 import {
   applyInvocation,
   byKindThenName,

@@ -1,4 +1,4 @@
-import { isClientErrorCode } from "../http/status.js";
+import { errorPolicyOf } from "../errors.js";
 import type { AgentResult, JsonValue } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 
@@ -8,9 +8,9 @@ import { AgentStatus } from "../types/status.js";
  * worker's stderr — it stays on the `runtime.invoke` span and in the `AgentResult` the server
  * holds, and clients get a fixed sentence instead (the request id in the answer finds the rest).
  * Shown as they are: the `error` of a `needs_data`/`needs_credentials` result (it says what the
- * user must provide), and of a result whose `data.code` is a client error code (a typed refusal
- * such as `POLICY_DENIED`, or a `NervaError` with a 4xx code the handler threw; see
- * {@link isClientErrorCode}). Put anything else the user should read about a failure in the
+ * user must provide), and of a result whose `data.code` is a code whose message clients may read
+ * (a typed refusal such as `POLICY_DENIED`, or a `NervaError` with a 4xx code the handler threw;
+ * `ERROR_POLICY[code].expose`). Put anything else the user should read about a failure in the
  * result's `output`.
  *
  * @example
@@ -21,7 +21,7 @@ export function clientError(result: Pick<AgentResult, "status" | "error" | "data
   if (
     own !== null &&
     result.status !== AgentStatus.SUCCESS &&
-    isClientErrorCode(result.data.code)
+    errorPolicyOf(result.data.code)?.expose === true
   ) {
     return own;
   }

@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
 import { messageOf } from "../runtime/results.js";
-import { runWithDeadline } from "../tools/deadline.js";
+import { runWithDeadline } from "../runtime/deadline.js";
 import {
   HandlerDescriptionsSchema,
   checkClassifyArgs,

@@ -1,14 +1,14 @@
 // One attempt of a claimed run, from its refusal checks through the handler (or chain) to the
 // fenced write that ends it; the Runner (runner.ts) claims runs and hands each one here.
 import type { ExecContext } from "../context/exec-context.js";
-import { ErrorCode, isNervaError } from "../errors.js";
+import { ErrorCode, errorPolicyOf, isNervaError } from "../errors.js";
 import { thrownResult } from "../runtime/results.js";
 import type { AgentRuntime } from "../runtime/types.js";
 import { ValidatedInput, type AgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 import { retryDelaySeconds } from "./backoff.js";
 import { watchLocalCancel } from "./cancel-watchers.js";
-import { PERMANENT, RunPaused, type ActiveRun, type ThrownError } from "./run-context.js";
+import { RunPaused, type ActiveRun, type ThrownError } from "./run-context.js";
 import { inRunSpan } from "./run-span.js";
 import type { ClaimedRun, RunOutcome, RunStore } from "./store.js";
 import { RunStatus, type RunError } from "./types.js";
@@ -46,8 +46,6 @@ export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
     signal?.addEventListener("abort", done, { once: true });
   });
 
-const ERROR_CODES: ReadonlySet<string> = new Set(Object.values(ErrorCode));
-
 /** Why an attempt failed, and whether another attempt may help. */
 export function classifyFailure(result: AgentResult, thrown: ThrownError | null): RunError {
   const message = result.error ?? `Handler "${result.handler}" ended with status ${result.status}.`;
@@ -57,15 +55,14 @@ export function classifyFailure(result: AgentResult, thrown: ThrownError | null)
   if (result.status === AgentStatus.WRONG_HANDLER) {
     return { code: "WRONG_HANDLER", message, retriable: false };
   }
-  if (result.data.retriable === false) return { code: "HANDLER_ERROR", message, retriable: false };
   if (thrown !== null && message.includes(thrown.message)) {
     return { code: thrown.code, message, retriable: thrown.retriable };
   }
-  // A NervaError the handler threw outside a step: the runtime kept its code in data.code.
+  // A NervaError the handler threw outside a step (or in another process): the runtime kept its
+  // code in data.code.
   const code = result.data.code;
-  if (typeof code === "string" && ERROR_CODES.has(code)) {
-    return { code, message, retriable: !PERMANENT.has(code) };
-  }
+  const policy = errorPolicyOf(code);
+  if (policy !== undefined) return { code: code as string, message, retriable: policy.retriable };
   return { code: "HANDLER_ERROR", message, retriable: true };
 }
 

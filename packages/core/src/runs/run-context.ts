@@ -1,57 +1,11 @@
-import { ErrorCode, NervaError, isNervaError } from "../errors.js";
+import { ErrorCode, NervaError, errorPolicyOf, isNervaError } from "../errors.js";
 import type { JsonValue } from "../types/agent.js";
 import { toJsonText } from "./json-value.js";
 import type { ClaimedRun, LeaseRef, RunStore } from "./store.js";
 import { RESERVED_EVENT_PREFIXES, RunEventType, type RunPause } from "./types.js";
+import type { RunContext, WaitForInputOptions } from "../context/run-slot.js";
 
-/** What a paused question carries (see {@link RunContext.waitForInput}). */
-export interface WaitForInputOptions {
-  /** Shown to whoever answers, e.g. "Refund 42.00?". */
-  prompt?: string;
-  /** What is asked, e.g. "approval" (the default) or "text". */
-  kind?: string;
-  /** Anything the answerer needs, as JSON. */
-  data?: Record<string, JsonValue>;
-}
-
-/**
- * The durable run a handler executes in, as `ctx.run` (`null` outside a run). Every write is
- * fenced: once another worker took the run over, it throws `NervaError` LEASE_LOST and the
- * handler's `ctx.signal` aborts.
- *
- * @example
- * runtime.register("refund_agent", async (input, ctx) => {
- *   const order = await ctx.run!.step("load-order", () => loadOrder(input.args.orderId));
- *   return (await ctx.run!.step("refund", () => refund(order, ctx.signal))).id;
- * });
- */
-export interface RunContext {
-  readonly runId: string;
-  /** 1-based attempt number (retries count; reclaims and resumes do not). */
-  readonly attempt: number;
-  /** The fence of this worker's lease; it grows with every claim. */
-  readonly fence: number;
-  /**
-   * Runs `fn` once and commits its JSON result before returning it. Any later execution of the
-   * run, on any worker, gets the committed value without running `fn`. A key used twice in one
-   * execution becomes `key#2`, `key#3`…; so a key has no `#` (and does not start with `$`):
-   * INVALID_INPUT otherwise.
-   */
-  step<T>(key: string, fn: () => T | Promise<T>): Promise<T>;
-  /**
-   * The answer given to `queue.resume(id, value, { key })`. Without one yet, the run pauses,
-   * this call throws (let it propagate: the handler unwinds) and the lease is released; after
-   * the resume the handler runs again, its committed steps skipped, and this call returns.
-   * The key follows the rules of step keys; used again, it becomes `key#2`, `key#3`…
-   */
-  waitForInput<T = JsonValue>(key: string, options?: WaitForInputOptions): Promise<T>;
-  /** Saves a state that later executions read with {@link lastCheckpoint}. */
-  checkpoint(state: JsonValue): Promise<void>;
-  /** The last checkpoint saved by any execution of this run, or `null`. */
-  lastCheckpoint<T = JsonValue>(): T | null;
-  /** Appends a custom event (`run.`, `step.` and `output.` are reserved). */
-  emit(type: string, data?: Record<string, JsonValue>): Promise<void>;
-}
+export type { RunContext, WaitForInputOptions } from "../context/run-slot.js";
 
 /** Thrown by `waitForInput` after the run paused: unwinds the handler. Not an agent failure. */
 export class RunPaused extends Error {
@@ -92,16 +46,6 @@ function checkKey(key: unknown, label: string): string {
 function parse<T>(text: string): T {
   return (text === "" ? undefined : JSON.parse(text)) as T;
 }
-
-/** Codes of errors retrying cannot fix. */
-export const PERMANENT: ReadonlySet<string> = new Set([
-  ErrorCode.INVALID_INPUT,
-  ErrorCode.INVALID_OPTIONS,
-  ErrorCode.PERMISSION_DENIED,
-  ErrorCode.POLICY_DENIED,
-  ErrorCode.NOT_FOUND,
-  ErrorCode.UNAUTHENTICATED,
-]);
 
 /** An error seen thrown inside the run, with whether retrying may help. */
 export interface ThrownError {
@@ -376,10 +320,10 @@ export class ActiveRun implements RunContext {
     if (err instanceof RunPaused) return;
     const message = err instanceof Error ? err.message : String(err);
     if (isNervaError(err)) {
-      this.thrown = { code: err.code, message, retriable: !PERMANENT.has(err.code) };
+      const retriable = errorPolicyOf(err.code)?.retriable ?? true;
+      this.thrown = { code: err.code, message, retriable };
     } else {
-      const flag = (err as { retriable?: unknown } | null)?.retriable;
-      this.thrown = { code: "HANDLER_ERROR", message, retriable: flag !== false };
+      this.thrown = { code: "HANDLER_ERROR", message, retriable: true };
     }
   }
 

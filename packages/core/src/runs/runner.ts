@@ -18,7 +18,7 @@ import {
   type Execution,
 } from "./run-attempt.js";
 import { ActiveRun } from "./run-context.js";
-import { kRunContext } from "./run-context-key.js";
+import { kRunContext } from "../context/run-slot.js";
 import { RunQueue } from "./run-queue.js";
 import type { ClaimedRun, RunStore } from "./store.js";
 import { RunStatus, type RunError } from "./types.js";

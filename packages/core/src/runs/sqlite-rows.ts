@@ -1,4 +1,4 @@
-import type { SqliteDatabase } from "../sqlite/driver.js";
+import type { SqliteDatabase } from "../internal/sqlite.js";
 import type { JsonValue } from "../types/agent.js";
 import {
   claimableAt,

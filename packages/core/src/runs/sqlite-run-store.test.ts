@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { describeRunStoreContract } from "../testing/run-store-contract.js";
-import { openDatabase } from "../sqlite/driver.js";
+import { openDatabase } from "../internal/sqlite.js";
 import { ExecContext } from "../context/exec-context.js";
 import { rejection } from "../testing/rejection.js";
 import { RunQueue } from "./run-queue.js";

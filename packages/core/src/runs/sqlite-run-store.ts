@@ -5,7 +5,7 @@ import {
   setUpDatabase,
   TABLE_PREFIX,
   type SqliteDatabase,
-} from "../sqlite/driver.js";
+} from "../internal/sqlite.js";
 import type { JsonValue } from "../types/agent.js";
 import { decodeCursor, encodeCursor } from "./list-cursor.js";
 import { RunRows } from "./sqlite-rows.js";

@@ -1,5 +1,5 @@
 import { ErrorCode, NervaError } from "../errors.js";
-import type { SqliteDatabase } from "../sqlite/driver.js";
+import type { SqliteDatabase } from "../internal/sqlite.js";
 
 /**
  * The schema version this code writes. A file with a newer one is refused, never rewritten; an

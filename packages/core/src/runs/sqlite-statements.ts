@@ -1,5 +1,5 @@
 import { ErrorCode, NervaError } from "../errors.js";
-import type { SqliteDatabase } from "../sqlite/driver.js";
+import type { SqliteDatabase } from "../internal/sqlite.js";
 import type { runTables } from "./sqlite-schema.js";
 import { RunStatus, type RunRecord } from "./types.js";
 

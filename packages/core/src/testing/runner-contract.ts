@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
-import { ErrorCode, NervaError } from "../errors.js";
+import { ErrorCode, NervaError, UnrecoverableError } from "../errors.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { Runner } from "../runs/runner.js";
@@ -133,7 +133,7 @@ export function describeRunnerContract(label: string, setup: Setup): void {
       expect((starts[2] as RunEvent).at - (retrying[1] as RunEvent).at).toBeGreaterThanOrEqual(390);
     });
 
-    it("fails at once on unknown handlers, bad input inside steps and retriable:false errors", async () => {
+    it("fails at once on unknown handlers, bad input inside steps and UnrecoverableErrors", async () => {
       const { queue, ctx } = await start((rt) => {
         rt.register("bad_step", async (_i, c) => {
           await c.run!.step("date", () => new Date() as unknown as string);
@@ -141,7 +141,7 @@ export function describeRunnerContract(label: string, setup: Setup): void {
         });
         rt.register("permanent", async (_i, c) => {
           await c.run!.step("call", () => {
-            throw Object.assign(new Error("card declined"), { retriable: false });
+            throw new UnrecoverableError("card declined");
           });
         });
       });
@@ -174,7 +174,11 @@ export function describeRunnerContract(label: string, setup: Setup): void {
       expect(b).toMatchObject({ status: "failed", attempt: 1, error: { code: "INVALID_INPUT" } });
       expect(b.error?.message).toMatch(/value of step "date".*Date/);
       const c = await queue.wait(permanent.id, { timeoutSeconds: 10 });
-      expect(c).toMatchObject({ status: "failed", attempt: 1, error: { retriable: false } });
+      expect(c).toMatchObject({
+        status: "failed",
+        attempt: 1,
+        error: { code: "UNRECOVERABLE", retriable: false },
+      });
     });
 
     it("ends exhausted runs failed (the dead-letter list) and redrives them with their steps", async () => {

@@ -3,7 +3,7 @@ import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { checkContext } from "../runtime/guard.js";
 import { messageOf } from "../runtime/results.js";
-import { runWithDeadline } from "./deadline.js";
+import { runWithDeadline } from "../runtime/deadline.js";
 import {
   deniedResult,
   discoverAllowed,

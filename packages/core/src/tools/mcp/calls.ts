@@ -2,7 +2,7 @@ import type { ExecContext } from "../../context/exec-context.js";
 import { jsonLimitViolation } from "../../internal/json-limits.js";
 import { messageOf } from "../../runtime/results.js";
 import type { Attributes } from "../../types/trace.js";
-import { runWithDeadline, type DeadlineOutcome } from "../deadline.js";
+import { runWithDeadline, type DeadlineOutcome } from "../../runtime/deadline.js";
 import { describeLimit, endedResult, toolResult } from "../results.js";
 import { ToolStatus, type ToolCallOptions, type ToolResult } from "../types.js";
 import type { LogParams, McpConnection, ProgressParams } from "./connection.js";

@@ -1,5 +1,5 @@
 import { ErrorCode, NervaError } from "../errors.js";
-import { requireOptional } from "../internal/optional-dependency.js";
+import { requireOptional } from "./optional-dependency.js";
 
 /** The part of a better-sqlite3 statement Nerva uses (kept structural: no type dependency). */
 export interface SqliteStatement {

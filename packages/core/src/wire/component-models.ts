@@ -6,7 +6,7 @@ import { checkUntrustedJson } from "../internal/json-limits.js";
 import type { ChannelSpec } from "../responder/types.js";
 import type { RouteCandidate } from "../router/types.js";
 import type { JsonSchema, ToolInfo } from "../tools/types.js";
-import { JsonValueSchema } from "./agent.js";
+import { JsonValueSchema } from "../types/agent.js";
 
 const name = z.string().min(1).max(256);
 

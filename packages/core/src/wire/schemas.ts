@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { AgentInputSchema, AgentResultSchema } from "./agent.js";
+import { AgentInputSchema, AgentResultSchema } from "../types/agent.js";
 import { ChannelSchema, HandlerCandidateSchema, ToolSpecSchema } from "./component-models.js";
 import {
   ComponentKindSchema,
@@ -8,13 +8,13 @@ import {
   MiddlewareStageSchema,
   ToolStatusSchema,
 } from "./components.js";
-import { ExecContextSchema } from "./context-wire.js";
+import { ExecContextSchema } from "../types/context-wire.js";
 import { EventFrameSchema, SpanFrameSchema } from "../runtime/protocol/frames.js";
-import { PermissionsSchema } from "./permissions.js";
+import { PermissionsSchema } from "../types/permissions.js";
 import { PolicyDecisionSchema } from "./policy-decision.js";
-import { AGENT_STATUSES, SCOPES } from "./status.js";
-import { EventSchema, SpanSchema } from "./trace.js";
-import { TokenUsageSchema } from "./usage.js";
+import { AGENT_STATUSES, SCOPES } from "../types/status.js";
+import { EventSchema, SpanSchema } from "../types/trace.js";
+import { TokenUsageSchema } from "../types/usage.js";
 import { z as zod } from "zod";
 
 const AgentStatusSchema = zod

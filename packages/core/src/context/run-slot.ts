@@ -1,0 +1,58 @@
+// What `ctx.run` is: the interface of the durable run a request executes in and the request-local
+// slot holding it. They sit with the context, which reads the slot; the implementation (ActiveRun,
+// with its store and transition code) stays in runs/, above, and is never loaded on a request's
+// path by the context.
+import type { JsonValue } from "../types/agent.js";
+import { ContextKey } from "./local.js";
+
+/** What a paused question carries (see {@link RunContext.waitForInput}). */
+export interface WaitForInputOptions {
+  /** Shown to whoever answers, e.g. "Refund 42.00?". */
+  prompt?: string;
+  /** What is asked, e.g. "approval" (the default) or "text". */
+  kind?: string;
+  /** Anything the answerer needs, as JSON. */
+  data?: Record<string, JsonValue>;
+}
+
+/**
+ * The durable run a handler executes in, as `ctx.run` (`null` outside a run). Every write is
+ * fenced: once another worker took the run over, it throws `NervaError` LEASE_LOST and the
+ * handler's `ctx.signal` aborts.
+ *
+ * @example
+ * runtime.register("refund_agent", async (input, ctx) => {
+ *   const order = await ctx.run!.step("load-order", () => loadOrder(input.args.orderId));
+ *   return (await ctx.run!.step("refund", () => refund(order, ctx.signal))).id;
+ * });
+ */
+export interface RunContext {
+  readonly runId: string;
+  /** 1-based attempt number (retries count; reclaims and resumes do not). */
+  readonly attempt: number;
+  /** The fence of this worker's lease; it grows with every claim. */
+  readonly fence: number;
+  /**
+   * Runs `fn` once and commits its JSON result before returning it. Any later execution of the
+   * run, on any worker, gets the committed value without running `fn`. A key used twice in one
+   * execution becomes `key#2`, `key#3`…; so a key has no `#` (and does not start with `$`):
+   * INVALID_INPUT otherwise.
+   */
+  step<T>(key: string, fn: () => T | Promise<T>): Promise<T>;
+  /**
+   * The answer given to `queue.resume(id, value, { key })`. Without one yet, the run pauses,
+   * this call throws (let it propagate: the handler unwinds) and the lease is released; after
+   * the resume the handler runs again, its committed steps skipped, and this call returns.
+   * The key follows the rules of step keys; used again, it becomes `key#2`, `key#3`…
+   */
+  waitForInput<T = JsonValue>(key: string, options?: WaitForInputOptions): Promise<T>;
+  /** Saves a state that later executions read with {@link lastCheckpoint}. */
+  checkpoint(state: JsonValue): Promise<void>;
+  /** The last checkpoint saved by any execution of this run, or `null`. */
+  lastCheckpoint<T = JsonValue>(): T | null;
+  /** Appends a custom event (`run.`, `step.` and `output.` are reserved). */
+  emit(type: string, data?: Record<string, JsonValue>): Promise<void>;
+}
+
+/** The request-local slot holding the durable run a request executes in (see `ctx.run`). */
+export const kRunContext = new ContextKey<RunContext>("nerva.run");
