@@ -16,14 +16,16 @@ import type { ToolCallOptions, ToolInfo, ToolManager, ToolResult } from "../tool
 import type { AgentInput, AgentInputInit, AgentResult } from "../types/agent.js";
 
 /**
- * What an {@link Orchestrator} is built from. Only `router` and `runtime` are required; every
- * other primitive is skipped when absent.
+ * What an {@link Orchestrator} is built from. Only `runtime` is required; without a `router`
+ * every message goes to the runtime's only handler, and every other primitive is skipped when
+ * absent.
  *
  * @example
  * const orchestrator = new Orchestrator({ router, runtime, tools, memory, responder, registry, policy, middleware: [new LoggingMiddleware()] });
  */
 export interface OrchestratorOptions {
-  readonly router: Router;
+  /** Picks the handler of each message; needed when the runtime has more than one. */
+  readonly router?: Router;
   readonly runtime: AgentRuntime;
   readonly tools?: ToolManager;
   readonly memory?: Memory;
