@@ -14,7 +14,8 @@ describe("Orchestrator without a router", () => {
     const response = await orchestrator.handle("hi", ctx);
     expect(response).toMatchObject({ text: "Echo: hi", handler: "echo" });
     const chunks: string[] = [];
-    for await (const c of orchestrator.stream("there", ExecContext.create())) chunks.push(String(c));
+    for await (const c of orchestrator.stream("there", ExecContext.create()))
+      chunks.push(String(c));
     expect(chunks.join("")).toContain("Echo: there");
   });
 

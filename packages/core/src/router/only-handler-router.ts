@@ -19,7 +19,11 @@ export function onlyHandlerRouter(runtime: AgentRuntime): Router {
           { issues: [{ path: "options.router", message: "required with more than one handler" }] },
         );
       }
-      const best: RouteCandidate = { name: names[0] as string, score: 1, reason: "the only handler" };
+      const best: RouteCandidate = {
+        name: names[0] as string,
+        score: 1,
+        reason: "the only handler",
+      };
       return { candidates: [best], best };
     },
   };

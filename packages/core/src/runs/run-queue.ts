@@ -1,6 +1,7 @@
 import { namedEvent } from "./event-names.js";
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
+import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { createAgentInput, type AgentInputInit } from "../types/agent.js";
 import { toJsonText } from "./json-value.js";
@@ -119,7 +120,8 @@ export class RunQueue {
     );
     // The run joins the enqueuer's trace under this span: its id is persisted with the run
     // (the context's span_id), and the worker that executes it nests its spans there.
-    const span = o.ctx.startSpan(
+    const ctx = o.ctx ?? ExecContext.create();
+    const span = ctx.startSpan(
       "runs.enqueue",
       { "run.queue": this.name, handler: (o.handlers ?? [o.handler as string]).join(",") },
       CLIENT,
@@ -136,7 +138,7 @@ export class RunQueue {
         priority: o.priority,
         timeoutSeconds: o.timeoutSeconds ?? null,
         idempotencyKey: o.idempotencyKey ?? null,
-        context: { ...o.ctx.toWire(), span_id: span.id, cancelled: false },
+        context: { ...ctx.toWire(), span_id: span.id, cancelled: false },
         delayMs: Math.round(o.delaySeconds * 1000),
       }));
     } catch (err) {
