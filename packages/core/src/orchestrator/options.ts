@@ -37,6 +37,8 @@ const OptionsSchema = z
   .object({
     router: implementing<Router>("Router", ["classify"]).optional(),
     runtime: implementing<AgentRuntime>("AgentRuntime", ["invoke", "delegate"]),
+    /** Registered on the runtime by the constructor (see OrchestratorOptions.agents). */
+    agents: z.record(z.string(), z.unknown()).optional(),
     tools: implementing<ToolManager>("ToolManager", ["discover", "call"]).optional(),
     memory: implementing<Memory>("Memory", ["recall", "store"]).optional(),
     responder: implementing<Responder>("Responder", ["format", "formatChunk"]).optional(),
@@ -89,7 +91,7 @@ function needsScope(impl: { readonly spanless?: boolean }): boolean {
 }
 
 /** Validates the options of `new Orchestrator(options)`; INVALID_OPTIONS names the field. */
-export function wire(options: OrchestratorOptions): Wiring {
+export function wire(options: OrchestratorOptions & { readonly runtime: AgentRuntime }): Wiring {
   const o = parseOrThrow(
     OptionsSchema,
     options,

@@ -33,4 +33,23 @@ describe("Orchestrator without a router", () => {
       message: expect.stringMatching(/has 2 \(a, b\)\. Register one handler, or pass a router/),
     });
   });
+
+  it("takes its agents by name, each with the kit, instead of a runtime", async () => {
+    const orchestrator = new Orchestrator({
+      agents: {
+        echo: async (input, _ctx, kit) =>
+          `Echo: ${input.message} (${typeof kit.tools.call === "function" ? "kit" : "none"})`,
+      },
+    });
+    expect(orchestrator.runtime.handlerNames()).toEqual(["echo"]);
+    const response = await orchestrator.handle("hi", ExecContext.create());
+    expect(response).toMatchObject({ text: "Echo: hi (kit)", handler: "echo" });
+    expect(() => new Orchestrator({})).toThrow(/exactly one of runtime .* or agents/);
+    expect(
+      () => new Orchestrator({ runtime: new InProcessRuntime(), agents: { a: async () => "a" } }),
+    ).toThrow(/exactly one of runtime .* or agents/);
+    expect(() => new Orchestrator({ agents: { a: "nope" as never } })).toThrow(
+      /options\.agents\.a: each agent is a function/,
+    );
+  });
 });
