@@ -104,6 +104,8 @@ export type WaitOptions = z.input<typeof WaitOptionsSchema>;
 export const EventsOptionsSchema = z
   .object({
     afterSeq: z.number().int().min(0).default(0),
+    /** `false`: end at the last event written when asked, instead of following live ones. */
+    follow: z.boolean().default(true),
     signal: z
       .custom<AbortSignal>((v) => v instanceof AbortSignal, "must be an AbortSignal")
       .optional(),

@@ -290,20 +290,25 @@ export class RunQueue {
       options,
       ErrorCode.INVALID_INPUT,
       "options",
-      "Pass { afterSeq?: number >= 0, signal?: AbortSignal }.",
+      "Pass { afterSeq?: number >= 0, follow?: boolean, signal?: AbortSignal }.",
     );
     const signal = o.signal === undefined ? stopped : AbortSignal.any([o.signal, stopped]);
     let after = o.afterSeq;
-    if ((await this.store.get(id)) === null) throw runNotFound(id);
+    const asked = await this.store.get(id);
+    if (asked === null) throw runNotFound(id);
+    // Not following: the history as it was when asked, every page of it, nothing after.
+    const last = o.follow ? Number.POSITIVE_INFINITY : asked.lastSeq;
     for (;;) {
-      if (signal.aborted) return;
+      if (signal.aborted || after >= last) return;
       const batch = await this.store.readEvents(id, after, EVENT_PAGE);
       for (const event of batch) {
+        if (event.seq > last) return;
         yield namedEvent(event);
         after = event.seq;
         if (FINAL_EVENT_TYPES.has(event.type) && (await this.#endsAt(id, event.seq))) return;
       }
       if (batch.length === EVENT_PAGE) continue;
+      if (!o.follow) return;
       if (batch.length === 0) {
         const run = await this.store.get(id);
         if (run === null || (isFinalStatus(run.status) && run.lastSeq <= after)) return;
