@@ -64,6 +64,13 @@ export class InMemoryRunStore implements RunStore {
   readonly #byKey = new Map<string, string>();
   readonly #events = new Wakeups();
   readonly #work = new Wakeups();
+  /**
+   * The pending and running runs of each queue: what claims look through, and what a list of
+   * pending or running runs reads, so neither walks every run the store ever held.
+   */
+  readonly #live = new Map<string, Set<Entry>>();
+  /** Waiters for a run's status to change, keyed by run id. */
+  readonly #statuses = new Wakeups();
   #closed = false;
 
   async create(init: NewRun): Promise<{ run: RunRecord; created: boolean }> {
@@ -85,6 +92,7 @@ export class InMemoryRunStore implements RunStore {
       this.#byKey.set(`${init.queue}\u0000${init.idempotencyKey}`, init.id);
     }
     this.#apply(entry, t);
+    this.#index(entry);
     return { run: entry.run, created: true };
   }
 
@@ -94,7 +102,9 @@ export class InMemoryRunStore implements RunStore {
 
   async list(query: RunListQuery): Promise<RunPage> {
     const after = decodeCursor(query.cursor ?? null);
-    const runs = [...this.#runs.values()]
+    const live = query.status === RunStatus.PENDING || query.status === RunStatus.RUNNING;
+    const entries = live ? (this.#live.get(query.queue) ?? []) : this.#runs.values();
+    const runs = [...entries]
       .map((e) => e.run)
       .filter((r) => matchesQuery(r, query, after))
       .sort(newerFirst);
@@ -114,9 +124,8 @@ export class InMemoryRunStore implements RunStore {
       const now = Date.now();
       let best: Entry | null = null;
       let nextDue = Infinity;
-      for (const entry of this.#runs.values()) {
+      for (const entry of this.#live.get(request.queue) ?? []) {
         const r = entry.run;
-        if (r.queue !== request.queue) continue;
         if (isClaimable(r, now)) {
           if (best === null || claimOrder(r, best.run) < 0) best = entry;
         } else if (r.status === RunStatus.PENDING) {
@@ -258,8 +267,10 @@ export class InMemoryRunStore implements RunStore {
       if (r.queue !== queue || !isFinalStatus(r.status) || (r.finishedAt ?? Infinity) >= beforeMs)
         continue;
       this.#runs.delete(id);
+      this.#live.get(r.queue)?.delete(entry);
       if (r.idempotencyKey !== null) this.#byKey.delete(`${r.queue}\u0000${r.idempotencyKey}`);
       this.#events.wake(id);
+      this.#statuses.wake(id);
       count += 1;
     }
     return count;
@@ -279,13 +290,24 @@ export class InMemoryRunStore implements RunStore {
   ): Promise<void> {
     const entry = this.#runs.get(runId);
     if (entry === undefined || entry.run.lastSeq > afterSeq || this.#closed) return;
-    await this.#events.wait(runId, options.timeoutMs ?? Infinity, options.signal);
+    await this.#statuses.wait(runId, options.timeoutMs ?? Infinity, options.signal);
+  }
+
+  async waitForStatusChange(
+    runId: string,
+    status: RunStatus,
+    options: { signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<void> {
+    const entry = this.#runs.get(runId);
+    if (entry === undefined || entry.run.status !== status || this.#closed) return;
+    await this.#statuses.wait(runId, options.timeoutMs ?? Infinity, options.signal);
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     this.#events.wakeAll();
     this.#work.wakeAll();
+    this.#statuses.wakeAll();
   }
 
   #entry(runId: string): Entry {
@@ -300,10 +322,28 @@ export class InMemoryRunStore implements RunStore {
     return entry;
   }
 
+  /** Keeps `entry` in its queue's live set while it is pending or running. */
+  #index(entry: Entry): void {
+    const { queue, status } = entry.run;
+    let live = this.#live.get(queue);
+    if (status === RunStatus.PENDING || status === RunStatus.RUNNING) {
+      if (live === undefined) this.#live.set(queue, (live = new Set()));
+      live.add(entry);
+    } else if (live !== undefined) {
+      live.delete(entry);
+      if (live.size === 0) this.#live.delete(queue);
+    }
+  }
+
   #apply(entry: Entry, t: Transition): void {
+    const before = entry.run.status;
     entry.run = t.run;
     for (const e of t.events) entry.events.push(runEvent(entry.run.id, e));
     if (t.events.length > 0) this.#events.wake(entry.run.id);
+    if (t.run.status !== before) {
+      this.#statuses.wake(entry.run.id);
+      this.#index(entry);
+    }
     if (entry.run.status === RunStatus.PENDING) {
       this.#work.wake(entry.run.queue);
     }

@@ -186,10 +186,14 @@ export class RunQueue {
       if (o.signal?.aborted === true) {
         throw new NervaError(ErrorCode.CANCELLED, `Waiting for run ${id} was cancelled.`);
       }
-      await this.store.waitForEvents(id, run.lastSeq, {
-        timeoutMs: Math.min(left, 30_000),
-        ...(o.signal === undefined ? {} : { signal: o.signal }),
-      });
+      const wake = { timeoutMs: Math.min(left, 30_000), signal: o.signal };
+      // Only a status change can end this wait: a store that wakes on those alone spares the
+      // waiter a read after every step of the run.
+      if (this.store.waitForStatusChange !== undefined) {
+        await this.store.waitForStatusChange(id, run.status, wake);
+      } else {
+        await this.store.waitForEvents(id, run.lastSeq, wake);
+      }
     }
   }
 

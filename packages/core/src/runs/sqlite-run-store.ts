@@ -48,6 +48,7 @@ import {
 } from "./transitions.js";
 import {
   RunEventType,
+  type RunStatus,
   type RunError,
   type RunEvent,
   type RunPage,
@@ -206,7 +207,7 @@ export class SqliteRunStore implements RunStore {
       const got = this.#rows.atomic(() => take(now));
       if (got === "again") continue;
       if (got !== null) {
-        this.#waiters.events.wake(got.run.id);
+        this.#waiters.wake(got.run);
         return got;
       }
       if (now >= deadline) return null;
@@ -307,7 +308,10 @@ export class SqliteRunStore implements RunStore {
         }
         return rows.map((r) => r.id);
       });
-      for (const id of ids) this.#waiters.events.wake(id);
+      for (const id of ids) {
+        this.#waiters.events.wake(id);
+        this.#waiters.statuses.wake(id);
+      }
       total += ids.length;
       if (ids.length < 500) return total;
     }
@@ -338,6 +342,22 @@ export class SqliteRunStore implements RunStore {
       const left = deadline - Date.now();
       if (left <= 0) return;
       await this.#waiters.waitFor(this.#waiters.events, runId, left, options.signal);
+    }
+  }
+
+  async waitForStatusChange(
+    runId: string,
+    status: RunStatus,
+    options: { signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<void> {
+    const deadline = Date.now() + (options.timeoutMs ?? Infinity);
+    for (;;) {
+      if (this.#closed || options.signal?.aborted === true) return;
+      const row = this.#s.status.get(runId) as [string] | undefined;
+      if (row === undefined || row[0] !== status) return;
+      const left = deadline - Date.now();
+      if (left <= 0) return;
+      await this.#waiters.waitFor(this.#waiters.statuses, runId, left, options.signal);
     }
   }
 

@@ -391,6 +391,41 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       expect(Date.now() - quiet).toBeGreaterThanOrEqual(80);
     });
 
+    it("wakes a status waiter on a status change, not on events that keep the status", async () => {
+      const { store } = await make();
+      if (store.waitForStatusChange === undefined) return; // optional: RunQueue.wait falls back
+      const { run } = await store.create(newRun());
+      // A status other than the run's: at once.
+      await store.waitForStatusChange(run.id, RunStatus.RUNNING, { timeoutMs: 5_000 });
+      await store.waitForStatusChange("run_missing", RunStatus.PENDING, { timeoutMs: 5_000 });
+      let woke = false;
+      const claimWait = store
+        .waitForStatusChange(run.id, RunStatus.PENDING, { timeoutMs: 5_000 })
+        .then(() => (woke = true));
+      await sleep(30);
+      expect(woke).toBe(false);
+      const lease = ((await claimOf(store)) as { lease: LeaseRef }).lease;
+      await claimWait;
+      woke = false;
+      const finishWait = store
+        .waitForStatusChange(run.id, RunStatus.RUNNING, { timeoutMs: 5_000 })
+        .then(() => (woke = true));
+      await startAndCommit(store, lease, "a", "1", Date.now());
+      await store.append(lease, "app.tick", { i: 1 });
+      await sleep(30);
+      expect(woke).toBe(false);
+      const started = Date.now();
+      await store.finish(lease, {
+        status: RunStatus.SUCCEEDED,
+        result: { status: "success", output: "", data: {}, error: null, handler: "echo" },
+      });
+      await finishWait;
+      expect(Date.now() - started).toBeLessThan(1_000);
+      const quiet = Date.now();
+      await store.waitForStatusChange(run.id, RunStatus.SUCCEEDED, { timeoutMs: 100 });
+      expect(Date.now() - quiet).toBeGreaterThanOrEqual(80);
+    });
+
     it("redrives a failed run with fresh attempts and its steps", async () => {
       const { store } = await make();
       const { run } = await store.create(newRun());
