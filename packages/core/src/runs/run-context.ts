@@ -177,11 +177,17 @@ export class ActiveRun implements RunContext {
    * rules, made unique like a user key, its errors remembered like a step's.
    */
   derivedStep<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
-    return this.#guard(() => this.memo<T>(this.unique("s", key), fn));
+    return this.#guard(() => this.memo<T>(this.unique("s", key), fn, false));
   }
 
-  /** `step` without the key rules and without making the key unique, for the Runner's own keys. */
-  async memo<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+  /**
+   * `step` without the key rules and without making the key unique, for the Runner's own keys.
+   * `copy`: whether a value committed now is returned as a copy read back from its JSON (what a
+   * user's step gets, so it never shares objects with what its function returned) or as it is
+   * (Nerva's own steps, whose values it builds and drops itself: the check before the commit
+   * already made sure it reads back equal).
+   */
+  async memo<T>(key: string, fn: () => T | Promise<T>, copy = true): Promise<T> {
     const done = this.#steps.get(key);
     if (done !== undefined) return parse<T>(done);
     if (this.#store.commitStartedStep === undefined) {
@@ -190,15 +196,16 @@ export class ActiveRun implements RunContext {
       this.#deferStart(key);
     }
     let committed: string;
+    let value: T;
+    let text: string;
     try {
-      let value: T;
       try {
         value = await fn();
       } catch (err) {
         this.note(err);
         throw err;
       }
-      const text =
+      text =
         value === undefined
           ? ""
           : toJsonText(
@@ -214,7 +221,7 @@ export class ActiveRun implements RunContext {
       throw err;
     }
     this.#steps.set(key, committed);
-    return parse<T>(committed);
+    return copy || committed !== text ? parse<T>(committed) : value;
   }
 
   /**
