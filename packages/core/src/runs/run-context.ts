@@ -89,6 +89,10 @@ function checkKey(key: unknown, label: string): string {
   return key;
 }
 
+function isPromiseLike<T>(v: T | Promise<T>): v is Promise<T> {
+  return typeof (v as { then?: unknown } | null)?.then === "function";
+}
+
 function parse<T>(text: string): T {
   return (text === "" ? undefined : JSON.parse(text)) as T;
 }
@@ -177,7 +181,7 @@ export class ActiveRun implements RunContext {
    * rules, made unique like a user key, its errors remembered like a step's.
    */
   derivedStep<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
-    return this.#guard(() => this.memo<T>(this.unique("s", key), fn, false));
+    return this.memo<T>(this.unique("s", key), fn, false);
   }
 
   /**
@@ -190,21 +194,20 @@ export class ActiveRun implements RunContext {
   async memo<T>(key: string, fn: () => T | Promise<T>, copy = true): Promise<T> {
     const done = this.#steps.get(key);
     if (done !== undefined) return parse<T>(done);
-    if (this.#store.commitStartedStep === undefined) {
-      await this.#write(() => this.#store.append(this.lease, RunEventType.STEP_STARTED, { key }));
-    } else {
-      this.#deferStart(key);
-    }
     let committed: string;
     let value: T;
     let text: string;
     try {
-      try {
-        value = await fn();
-      } catch (err) {
-        this.note(err);
-        throw err;
+      if (this.#store.commitStartedStep === undefined) {
+        await this.#write(() =>
+          this.#store.append(this.lease, RunEventType.STEP_STARTED, { key }),
+        );
+      } else {
+        this.#deferStart(key);
       }
+      const answer = fn();
+      // A synchronous answer is committed without waiting a turn of the microtask queue.
+      value = isPromiseLike(answer) ? await answer : answer;
       text =
         value === undefined
           ? ""
@@ -216,6 +219,7 @@ export class ActiveRun implements RunContext {
             );
       committed = await this.#write(() => this.#commit(key, text), false);
     } catch (err) {
+      this.note(err);
       // A step that failed still shows in the history as started, as when its start came first.
       await this.writeStarts().catch(() => undefined);
       throw err;
