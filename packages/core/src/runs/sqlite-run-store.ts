@@ -48,7 +48,7 @@ import {
 } from "./transitions.js";
 import {
   RunEventType,
-  type RunStatus,
+  RunStatus,
   type RunError,
   type RunEvent,
   type RunPage,
@@ -121,6 +121,8 @@ export class SqliteRunStore implements RunStore {
   }
 
   readonly #listSql: string;
+  /** The list statements prepared so far, by SQL (a few filter combinations). */
+  readonly #lists = new Map<string, ReturnType<SqliteDatabase["prepare"]>>();
 
   async create(init: NewRun): Promise<{ run: RunRecord; created: boolean }> {
     const result = this.#rows.atomic(() => {
@@ -147,6 +149,8 @@ export class SqliteRunStore implements RunStore {
     if (query.status !== undefined) {
       sql += " AND status = ?";
       params.push(query.status);
+      // A pending run is always claimable at some time: the live index holds it.
+      if (query.status === RunStatus.PENDING) sql += " AND claimable_at IS NOT NULL";
     }
     if (query.userId !== undefined) {
       sql += " AND user_id = ?";
@@ -163,7 +167,12 @@ export class SqliteRunStore implements RunStore {
     }
     sql += " ORDER BY created_at DESC, id DESC LIMIT ?";
     params.push(query.limit + 1);
-    const rows = this.#db.prepare(sql).all(...params) as RunRow[];
+    let statement = this.#lists.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql);
+      this.#lists.set(sql, statement);
+    }
+    const rows = statement.all(...params) as RunRow[];
     const runs = rows.slice(0, query.limit).map(toRecord);
     const last = runs[runs.length - 1];
     return {
