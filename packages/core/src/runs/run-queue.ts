@@ -2,6 +2,7 @@ import { z } from "zod";
 import { newTraceId } from "../context/ids.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { createAgentInput, type AgentInputInit } from "../types/agent.js";
+import { plainEnqueue, plainInput } from "./enqueue-check.js";
 import { toJsonText } from "./json-value.js";
 import {
   EnqueueOptionsSchema,
@@ -98,14 +99,10 @@ export class RunQueue {
    * const run = await queue.enqueue({ handler: "refund_agent", input: { message: "refund" }, ctx, idempotencyKey: "refund-42" });
    */
   async enqueue(options: EnqueueOptions): Promise<RunRecord> {
-    const o = parseOrThrow(
-      EnqueueOptionsSchema,
-      options,
-      ErrorCode.INVALID_INPUT,
-      "options",
-      FIX_ENQUEUE,
-    );
-    const input = createAgentInput(o.input as AgentInputInit);
+    const o =
+      plainEnqueue(options) ??
+      parseOrThrow(EnqueueOptionsSchema, options, ErrorCode.INVALID_INPUT, "options", FIX_ENQUEUE);
+    const input = plainInput(o.input) ?? createAgentInput(o.input as AgentInputInit);
     const wireInput = {
       message: input.message,
       args: { ...input.args },
