@@ -34,7 +34,10 @@ describe("enqueue checks that skip the schemas", () => {
   });
 
   it("read a plain input as AgentInputSchema does, and leave the rest to it", () => {
-    for (const i of [{ message: "m" }, { message: "m", args: { a: "b" }, tools: [], history: [] }]) {
+    for (const i of [
+      { message: "m" },
+      { message: "m", args: { a: "b" }, tools: [], history: [] },
+    ]) {
       expect({ ...plainInput(i) }).toEqual(AgentInputSchema.parse(i));
     }
     for (const i of [

@@ -199,9 +199,7 @@ export class ActiveRun implements RunContext {
     let text: string;
     try {
       if (this.#store.commitStartedStep === undefined) {
-        await this.#write(() =>
-          this.#store.append(this.lease, RunEventType.STEP_STARTED, { key }),
-        );
+        await this.#write(() => this.#store.append(this.lease, RunEventType.STEP_STARTED, { key }));
       } else {
         this.#deferStart(key);
       }
