@@ -43,6 +43,10 @@ function checkKey(key: unknown, label: string): string {
   return key;
 }
 
+function isPromiseLike<T>(v: T | Promise<T>): v is Promise<T> {
+  return typeof (v as { then?: unknown } | null)?.then === "function";
+}
+
 function parse<T>(text: string): T {
   return (text === "" ? undefined : JSON.parse(text)) as T;
 }
@@ -121,28 +125,32 @@ export class ActiveRun implements RunContext {
    * rules, made unique like a user key, its errors remembered like a step's.
    */
   derivedStep<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
-    return this.#guard(() => this.memo<T>(this.unique("s", key), fn));
+    return this.memo<T>(this.unique("s", key), fn, false);
   }
 
-  /** `step` without the key rules and without making the key unique, for the Runner's own keys. */
-  async memo<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+  /**
+   * `step` without the key rules and without making the key unique, for the Runner's own keys.
+   * `copy`: whether a value committed now is returned as a copy read back from its JSON (what a
+   * user's step gets, so it never shares objects with what its function returned) or as it is
+   * (Nerva's own steps, whose values it builds and drops itself: the check before the commit
+   * already made sure it reads back equal).
+   */
+  async memo<T>(key: string, fn: () => T | Promise<T>, copy = true): Promise<T> {
     const done = this.#steps.get(key);
     if (done !== undefined) return parse<T>(done);
-    if (this.#store.commitStartedStep === undefined) {
-      await this.#write(() => this.#store.append(this.lease, RunEventType.STEP_STARTED, { key }));
-    } else {
-      this.#deferStart(key);
-    }
     let committed: string;
+    let value: T;
+    let text: string;
     try {
-      let value: T;
-      try {
-        value = await fn();
-      } catch (err) {
-        this.note(err);
-        throw err;
+      if (this.#store.commitStartedStep === undefined) {
+        await this.#write(() => this.#store.append(this.lease, RunEventType.STEP_STARTED, { key }));
+      } else {
+        this.#deferStart(key);
       }
-      const text =
+      const answer = fn();
+      // A synchronous answer is committed without waiting a turn of the microtask queue.
+      value = isPromiseLike(answer) ? await answer : answer;
+      text =
         value === undefined
           ? ""
           : toJsonText(
@@ -153,12 +161,13 @@ export class ActiveRun implements RunContext {
             );
       committed = await this.#write(() => this.#commit(key, text), false);
     } catch (err) {
+      this.note(err);
       // A step that failed still shows in the history as started, as when its start came first.
       await this.writeStarts().catch(() => undefined);
       throw err;
     }
     this.#steps.set(key, committed);
-    return parse<T>(committed);
+    return copy || committed !== text ? parse<T>(committed) : value;
   }
 
   /**

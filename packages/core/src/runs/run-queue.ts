@@ -1,9 +1,10 @@
-import { namedEvent } from "./event-names.js";
-import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { ExecContext } from "../context/exec-context.js";
+import { newTraceId } from "../context/ids.js";
+import { namedEvent } from "./event-names.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { createAgentInput, type AgentInputInit } from "../types/agent.js";
+import { plainEnqueue, plainInput } from "./enqueue-check.js";
 import { toJsonText } from "./json-value.js";
 import {
   EnqueueOptionsSchema,
@@ -33,13 +34,17 @@ import {
 } from "./types.js";
 
 const FIX_ENQUEUE =
-  "See EnqueueOptions: { handler | handlers, input: { message }, ctx, idempotencyKey?, priority?, delaySeconds?, timeoutSeconds?, retry? }.";
+  "See EnqueueOptions: { handler | handlers, input: { message }, ctx?, idempotencyKey?, priority?, delaySeconds?, timeoutSeconds?, retry? }.";
 const FINAL = RUN_STATUSES.filter(isFinalStatus);
 const EVENT_PAGE = 500;
 
-/** A new run id: sortable by creation time, 128 bits of randomness after it. */
+/**
+ * A new run id: sortable by creation time, 80 bits of randomness after it (from the pooled
+ * crypto source request and trace ids are drawn from: a `randomBytes` call per run costs more
+ * than the rest of an enqueue in memory).
+ */
 export function newRunId(): string {
-  return `run_${Date.now().toString(36).padStart(9, "0")}${randomBytes(10).toString("hex")}`;
+  return `run_${Date.now().toString(36).padStart(9, "0")}${newTraceId().slice(0, 20)}`;
 }
 
 function checkId(id: unknown): string {
@@ -96,14 +101,10 @@ export class RunQueue {
    * const run = await queue.enqueue({ handler: "refund_agent", input: { message: "refund" }, ctx, idempotencyKey: "refund-42" });
    */
   async enqueue(options: EnqueueOptions): Promise<RunRecord> {
-    const o = parseOrThrow(
-      EnqueueOptionsSchema,
-      options,
-      ErrorCode.INVALID_INPUT,
-      "options",
-      FIX_ENQUEUE,
-    );
-    const input = createAgentInput(o.input as AgentInputInit);
+    const o =
+      plainEnqueue(options) ??
+      parseOrThrow(EnqueueOptionsSchema, options, ErrorCode.INVALID_INPUT, "options", FIX_ENQUEUE);
+    const input = plainInput(o.input) ?? createAgentInput(o.input as AgentInputInit);
     const wireInput = {
       message: input.message,
       args: { ...input.args },
@@ -189,10 +190,14 @@ export class RunQueue {
       if (o.signal?.aborted === true) {
         throw new NervaError(ErrorCode.CANCELLED, `Waiting for run ${id} was cancelled.`);
       }
-      await this.store.waitForEvents(id, run.lastSeq, {
-        timeoutMs: Math.min(left, 30_000),
-        ...(o.signal === undefined ? {} : { signal: o.signal }),
-      });
+      const wake = { timeoutMs: Math.min(left, 30_000), signal: o.signal };
+      // Only a status change can end this wait: a store that wakes on those alone spares the
+      // waiter a read after every step of the run.
+      if (this.store.waitForStatusChange !== undefined) {
+        await this.store.waitForStatusChange(id, run.status, wake);
+      } else {
+        await this.store.waitForEvents(id, run.lastSeq, wake);
+      }
     }
   }
 
