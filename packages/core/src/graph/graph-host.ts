@@ -278,6 +278,7 @@ export class GraphHost {
     const value = checkAnswer(this.graph, run, answer);
     const resumed = await this.#o.queue.resume(runId, value ?? null, {
       key: run.pause?.key as string,
+      ...(options.ctx === undefined ? {} : { ctx: options.ctx }),
     });
     // Its events from the run.resumed this resume wrote (the record's last event) on.
     this.#watcher.watch(resumed, resumed.lastSeq - 1);

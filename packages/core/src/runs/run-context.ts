@@ -3,7 +3,7 @@ import type { JsonValue } from "../types/agent.js";
 import { toJsonText } from "./json-value.js";
 import type { ClaimedRun, LeaseRef, RunStore } from "./store.js";
 import { RESERVED_EVENT_PREFIXES, RunEventType, type RunPause } from "./types.js";
-import type { RunContext, WaitForInputOptions } from "../context/run-slot.js";
+import type { RunAnswerers, RunContext, WaitForInputOptions } from "../context/run-slot.js";
 
 export type { RunContext, WaitForInputOptions } from "../context/run-slot.js";
 
@@ -239,11 +239,13 @@ export class ActiveRun implements RunContext {
       }
       const data = options.data ?? {};
       toJsonText(data, "options.data", this.#maxBytes, "Pass a plain JSON object.");
+      const answeredBy = checkAnswerers(options.answeredBy);
       return this.ask<T>(this.unique("i", key), {
         key,
         prompt,
         kind: options.kind ?? "approval",
         data,
+        ...(answeredBy === undefined ? {} : { answeredBy }),
       });
     });
   }
@@ -384,4 +386,37 @@ export function recordEvent(
   data: Record<string, JsonValue>,
 ): Promise<void> {
   return run instanceof ActiveRun ? run.record(type, data) : run.emit(type, data);
+}
+
+const NAMES = /^[^\n]{1,200}$/;
+
+/** `answeredBy` as given, checked: lists of 1-100 names (users or roles), at least one name. */
+function checkAnswerers(given: unknown): RunAnswerers | undefined {
+  if (given === undefined) return undefined;
+  const bad = (why: string): NervaError =>
+    new NervaError(
+      ErrorCode.INVALID_INPUT,
+      `Invalid options.answeredBy: ${why}. Pass { users?: ["user id"], roles?: ["approver"] } with at least one name.`,
+      { issues: [{ path: "options.answeredBy", message: why }] },
+    );
+  if (typeof given !== "object" || given === null || Array.isArray(given)) {
+    throw bad("must be an object");
+  }
+  const { users, roles, ...rest } = given as Record<string, unknown>;
+  if (Object.keys(rest).length > 0) throw bad(`unknown key ${Object.keys(rest)[0]}`);
+  const list = (v: unknown, name: string): string[] | undefined => {
+    if (v === undefined) return undefined;
+    if (
+      !Array.isArray(v) ||
+      v.length > 100 ||
+      !v.every((x) => typeof x === "string" && NAMES.test(x))
+    ) {
+      throw bad(`${name} must be a list of at most 100 non-empty names`);
+    }
+    return [...(v as string[])];
+  };
+  const u = list(users, "users");
+  const r = list(roles, "roles");
+  if ((u?.length ?? 0) + (r?.length ?? 0) === 0) throw bad("names nobody");
+  return { ...(u === undefined ? {} : { users: u }), ...(r === undefined ? {} : { roles: r }) };
 }

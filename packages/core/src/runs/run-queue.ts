@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ExecContext } from "../context/exec-context.js";
+import type { RunAnswerers } from "../context/run-slot.js";
 import { newTraceId } from "../context/ids.js";
 import { namedEvent } from "./event-names.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
@@ -60,7 +61,10 @@ function checkId(id: unknown): string {
 
 const ChainAnswerSchema = z.object({ args: z.record(z.string(), z.string()) }).strict();
 const CancelOptionsSchema = z.object({ reason: z.string().max(1000).nullable().optional() });
-const ResumeOptionsSchema = z.object({ key: z.string().min(1).nullable().optional() });
+const ResumeOptionsSchema = z.object({
+  key: z.string().min(1).nullable().optional(),
+  ctx: z.custom<ExecContext>((v) => v instanceof ExecContext, "must be an ExecContext").optional(),
+});
 const CLIENT: StartSpanOptions = Object.freeze({ kind: "client" });
 
 /**
@@ -231,18 +235,24 @@ export class RunQueue {
    * @example
    * await queue.resume(run.id, { approved: true }, { key: "approve" });
    */
-  async resume(id: string, value: unknown, options: { key?: string } = {}): Promise<RunRecord> {
+  async resume(
+    id: string,
+    value: unknown,
+    options: { key?: string; ctx?: ExecContext } = {},
+  ): Promise<RunRecord> {
     checkId(id);
-    const key =
-      parseOrThrow(
-        ResumeOptionsSchema,
-        options,
-        ErrorCode.INVALID_INPUT,
-        "options",
-        "Pass { key?: the non-empty pause key the run waits for }.",
-      ).key ?? null;
+    const o = parseOrThrow(
+      ResumeOptionsSchema,
+      options,
+      ErrorCode.INVALID_INPUT,
+      "options",
+      "Pass { key?: the non-empty pause key the run waits for, ctx?: the answerer's ExecContext }.",
+    );
+    const key = o.key ?? null;
     const text = toJsonText(value ?? null, "value", this.maxStepBytes, "Resume with plain JSON.");
-    const waiting = (await this.store.get(id))?.pause?.key ?? "";
+    const pause = (await this.store.get(id))?.pause ?? null;
+    if (pause?.answeredBy !== undefined) checkAnswerer(id, pause.answeredBy, o.ctx);
+    const waiting = pause?.key ?? "";
     if (waiting.startsWith("$chain/")) {
       parseOrThrow(
         ChainAnswerSchema,
@@ -380,4 +390,26 @@ export class RunQueue {
     );
     return this.store.prune(this.name, Date.now() - o.olderThanSeconds * 1000);
   }
+}
+
+/**
+ * Refuses (PERMISSION_DENIED, before anything changes) an answer to a pause that names who may
+ * answer, from a context that is not one of them or from no context at all.
+ */
+function checkAnswerer(id: string, who: RunAnswerers, ctx: ExecContext | undefined): void {
+  const user = ctx?.userId ?? null;
+  const byUser = user !== null && (who.users ?? []).includes(user);
+  const byRole = ctx !== undefined && (who.roles ?? []).some((r) => ctx.permissions.hasRole(r));
+  if (byUser || byRole) return;
+  const names = [
+    ...(who.users ?? []).map((u) => `user ${u}`),
+    ...(who.roles ?? []).map((r) => `role ${r}`),
+  ].join(", ");
+  throw new NervaError(
+    ErrorCode.PERMISSION_DENIED,
+    ctx === undefined
+      ? `Run ${id} waits for an answer from ${names}: pass the answerer's context, resume(id, value, { ctx }).`
+      : `Run ${id} waits for an answer from ${names}; ${user === null ? "this context has no user" : `user ${user}`} is not one of them.`,
+    { details: { runId: id } },
+  );
 }
