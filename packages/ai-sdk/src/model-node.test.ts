@@ -123,7 +123,7 @@ describe("modelNode", () => {
       { timeoutSeconds: 10 },
     );
     expect(done).toMatchObject({
-      status: "completed",
+      status: "succeeded",
       state: { question: "what are fjords?", answer: "Fjords are deep." },
       path: ["ask#1"],
     });
@@ -149,7 +149,7 @@ describe("modelNode", () => {
     expect(chat!.usage).toMatchObject({ promptTokens: 12, completionTokens: 3 });
   });
 
-  it("offers the runtime's tools through the node's kit: permissions and the policy apply, each call is a TOOL_CALL event", async () => {
+  it("offers the runtime's tools through the node's kit: permissions and the policy apply, each call is a tool.started and tool.completed event", async () => {
     const ran: string[] = [];
     const tools = new FunctionToolManager();
     for (const name of ["lookup_order", "refund"]) {
@@ -199,7 +199,7 @@ describe("modelNode", () => {
       ExecContext.create(),
       { timeoutSeconds: 10 },
     );
-    expect(done.status).toBe("completed");
+    expect(done.status).toBe("succeeded");
     expect(done.state["answer"]).toBe("Order 7 is 42; I may not refund it.");
     expect(ran).toEqual(["lookup_order:7"]);
     const sent = upstream.requests.slice(before);
@@ -278,7 +278,7 @@ describe("modelNode", () => {
       ExecContext.create(),
       { timeoutSeconds: 10 },
     );
-    expect(done.status).toBe("completed");
+    expect(done.status).toBe("succeeded");
     expect(done.state["triage"]).toEqual({ urgent: true, team: "billing" });
   });
 
@@ -424,7 +424,7 @@ describe("modelNode across a worker crash", () => {
       try {
         const done = await client.wait(id, { timeoutSeconds: 30 });
         expect(done).toMatchObject({
-          status: "completed",
+          status: "succeeded",
           state: { question: "say it once", answer: "Only once." },
         });
         expect(answered()).toBe(2); // the node ran again on the second worker...
