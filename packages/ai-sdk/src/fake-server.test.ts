@@ -165,7 +165,7 @@ describe.each([
     const ctx = ExecContext.create({ timeoutSeconds: 2 });
     const started = performance.now();
     const err = await rejection(
-      createModel(make(), { retry: { maxRetries: 3 } }).generate(ctx, { prompt: "hi" }),
+      createModel(make(), { retry: { maxAttempts: 4 } }).generate(ctx, { prompt: "hi" }),
     );
     expect(performance.now() - started).toBeLessThan(1000);
     expect(err.code).toBe("RATE_LIMITED");
@@ -178,6 +178,35 @@ describe.each([
     expect(ctx.events.filter((e) => e.name === "llm.retry")).toHaveLength(0);
   });
 
+  it("a retry-after above maxDelaySeconds fails RATE_LIMITED at once, with no further request", async () => {
+    server.enqueue({ status: 429, headers: { "retry-after": "5" } });
+    const before = server.requests.length;
+    const ctx = ExecContext.create();
+    const started = performance.now();
+    const err = await rejection(
+      createModel(make(), { retry: { maxAttempts: 4, maxDelaySeconds: 1 } }).generate(ctx, {
+        prompt: "hi",
+      }),
+    );
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(err.code).toBe("RATE_LIMITED");
+    expect(err.details["retryAfterSeconds"]).toBe(5);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(server.requests.length - before).toBe(1);
+    expect(ctx.events.filter((e) => e.name === "llm.retry")).toHaveLength(0);
+  });
+
+  it("backs off by the runs' formula: initialDelaySeconds × backoffFactor^(n-1), less jitter", async () => {
+    server.enqueue({ status: 500 }, { status: 500 }, { text: "ok" });
+    const ctx = ExecContext.create();
+    const model = createModel(make(), {
+      retry: { maxAttempts: 3, initialDelaySeconds: 0.02, backoffFactor: 3, jitter: 0 },
+    });
+    await model.generate(ctx, { prompt: "hi" });
+    const delays = ctx.events.filter((e) => e.name === "llm.retry").map((e) => e.attributes["delay_ms"]);
+    expect(delays).toEqual([20, 60]);
+  });
+
   it("retries 429 (honouring retry-after-ms) and 500, then succeeds; each attempt is a chat span", async () => {
     server.enqueue(
       { status: 429, headers: { "retry-after-ms": "30" } },
@@ -187,7 +216,7 @@ describe.each([
     const before = server.requests.length;
     const ctx = ExecContext.create({ timeoutSeconds: 10 });
     const model = createModel(make(), {
-      retry: { maxRetries: 3, initialDelayMs: 10, maxDelayMs: 20 },
+      retry: { maxAttempts: 4, initialDelaySeconds: 0.01, maxDelaySeconds: 0.05 },
     });
     const { text } = await model.generate(ctx, { prompt: "hi" });
     expect(text).toBe("finally");
@@ -212,21 +241,20 @@ describe.each([
     );
     const { chunks, sink } = collector();
     const ctx = ExecContext.create({ stream: sink });
-    await createModel(make(), { retry: { initialDelayMs: 5, maxDelayMs: 5 } }).stream(ctx, {
+    await createModel(make(), { retry: { initialDelaySeconds: 0.005 } }).stream(ctx, {
       prompt: "x",
     });
     expect(chunks).toEqual(["a", "b"]);
     expect(ctx.events.filter((e) => e.name === "llm.retry")).toHaveLength(1);
   });
 
-  it("gives up after maxRetries with INTERNAL naming provider, model and status", async () => {
+  it("gives up after maxAttempts tries in all with INTERNAL naming provider, model and status", async () => {
     server.enqueue({ status: 500 }, { status: 502 });
     const ctx = ExecContext.create();
     const err = await rejection(
-      createModel(make(), { retry: { maxRetries: 1, initialDelayMs: 1, maxDelayMs: 1 } }).generate(
-        ctx,
-        { prompt: "x" },
-      ),
+      createModel(make(), { retry: { maxAttempts: 2, initialDelaySeconds: 0.001 } }).generate(ctx, {
+        prompt: "x",
+      }),
     );
     expect(err.code).toBe("INTERNAL");
     expect(err.message).toMatch(new RegExp(`${provider}/gpt-4o-mini.*HTTP 502`));
@@ -297,7 +325,7 @@ describe("errors", () => {
     const model = createModel(
       createOpenAICompatible({ name: "fake", baseURL: url }).chatModel("m"),
       {
-        retry: { maxRetries: 1, initialDelayMs: 1, maxDelayMs: 1 },
+        retry: { maxAttempts: 2, initialDelaySeconds: 0.001 },
       },
     );
     const ctx = ExecContext.create();

@@ -373,8 +373,11 @@ describe("options and models", () => {
 
   it("refuses what is not a model, bad options and bad call options", async () => {
     expect(() => createModel({} as never)).toThrow(/LanguageModel/);
-    expect(() => createModel(mock(), { retry: { maxRetries: -1 } })).toThrow(
-      /options\.retry\.maxRetries/,
+    expect(() => createModel(mock(), { retry: { maxAttempts: 0 } })).toThrow(
+      /options\.retry\.maxAttempts/,
+    );
+    expect(() => createModel(mock(), { retry: { maxRetries: 2 } as never })).toThrow(
+      /options\.retry.*maxRetries/,
     );
     expect(() => createModel(mock(), { nope: 1 } as never)).toThrow(/INVALID|Unrecognized|options/);
     const model = createModel(mock({ doGenerate: textResult("x") }));

@@ -22,6 +22,7 @@ import {
   CALL_OPTIONS_FIX,
   CallOptionsSchema,
   MODEL_OPTIONS_FIX,
+  modelRetryPolicy,
   ModelOptionsSchema,
   isPlainCall,
 } from "./options.js";
@@ -176,7 +177,7 @@ class BoundModel implements NervaModel {
  * @example
  * import { openai } from "@ai-sdk/openai";
  * const prices = new PriceTable({ "openai/gpt-4o-mini": { input: 0.15, output: 0.6, cachedInput: 0.075 } });
- * const model = createModel(openai.chat("gpt-4o-mini"), { prices, retry: { maxRetries: 3 } });
+ * const model = createModel(openai.chat("gpt-4o-mini"), { prices, retry: { maxAttempts: 4 } });
  * const { text, usage } = await model.generate(ctx, { system: "Be brief.", prompt: "Hi" });
  */
 export function createModel(model: LanguageModel, options: ModelOptions = {}): NervaModel {
@@ -187,6 +188,7 @@ export function createModel(model: LanguageModel, options: ModelOptions = {}): N
     "options",
     MODEL_OPTIONS_FIX,
   );
+  const retry = modelRetryPolicy(o.retry);
   let provider: string;
   let modelId: string;
   if (typeof model === "string") {
@@ -222,7 +224,7 @@ export function createModel(model: LanguageModel, options: ModelOptions = {}): N
     label: { provider, model: modelId },
     key,
     prices,
-    retry: o.retry,
+    retry,
     recordContent: o.recordContent,
     random: o.random ?? Math.random,
     // Read when an error is quoted, so a key the provider loads later (or rotates) is masked too.

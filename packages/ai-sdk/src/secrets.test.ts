@@ -77,7 +77,7 @@ describe.each(Object.entries(KEYS))("a key shaped as %s, echoed by the provider"
           { status: 500, errorMessage: echo(key) },
           { status: 401, errorMessage: echo(key) },
         );
-        const model = createModel(make(), { retry: { maxRetries: 1, initialDelayMs: 0 } });
+        const model = createModel(make(), { retry: { maxAttempts: 2, initialDelaySeconds: 0 } });
         const ctx = ExecContext.create();
         const call = streaming
           ? model.stream(ctx, { prompt: "hi" })
@@ -103,7 +103,7 @@ describe("secrets the model does not show", () => {
     });
     server.enqueue({ status: 400, errorMessage: echo(key) });
     const unmasked = await rejection(
-      createModel(hidden, { retry: { maxRetries: 0 } }).generate(ExecContext.create(), {
+      createModel(hidden, { retry: { maxAttempts: 1 } }).generate(ExecContext.create(), {
         prompt: "hi",
       }),
     );
@@ -112,7 +112,7 @@ describe("secrets the model does not show", () => {
     server.enqueue({ status: 400, errorMessage: echo(key) });
     const ctx = ExecContext.create();
     const err = await rejection(
-      createModel(hidden, { retry: { maxRetries: 0 }, secrets: [key] }).generate(ctx, {
+      createModel(hidden, { retry: { maxAttempts: 1 }, secrets: [key] }).generate(ctx, {
         prompt: "hi",
       }),
     );
