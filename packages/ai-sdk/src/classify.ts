@@ -66,13 +66,16 @@ export function llmClassify(
     const output = z.object({
       candidates: z.array(z.object({ name: z.enum(names), score: z.number(), reason: z.string() })),
     });
-    const { object } = await model.generate(ctx, {
-      system,
-      prompt: promptFor(message, handlers),
-      output,
-      maxOutputTokens: o.maxOutputTokens,
-      temperature: o.temperature,
-    });
+    const { object } = await model.generate(
+      {
+        system,
+        prompt: promptFor(message, handlers),
+        output,
+        maxOutputTokens: o.maxOutputTokens,
+        temperature: o.temperature,
+      },
+      ctx,
+    );
     return object;
   };
 }

@@ -57,7 +57,7 @@ describe.each([
     });
     const model = createModel(make(), { prices });
     const ctx = ExecContext.create();
-    const { text, usage } = await model.generate(ctx, { prompt: "Where is Oslo?" });
+    const { text, usage } = await model.generate({ prompt: "Where is Oslo?" }, ctx);
     expect(text).toBe("Oslo is in Norway.");
     expect(usage).toMatchObject({
       inputTokens: 1000,
@@ -93,7 +93,7 @@ describe.each([
     });
     const model = createModel(make(), { prices });
     const ctx = ExecContext.create();
-    await ctx.span("agent", (inner) => model.generate(inner, { prompt: "Where is Oslo?" }));
+    await ctx.span("agent", (inner) => model.generate({ prompt: "Where is Oslo?" }, inner));
     const chat = ctx.spans.find((s) => s.name === "chat")!;
     const agent = ctx.spans.find((s) => s.name === "agent")!;
     expect(chat.usage).toMatchObject({
@@ -112,9 +112,12 @@ describe.each([
     server.enqueue({ chunks, usage: { promptTokens: 12, completionTokens: 8 } });
     const { chunks: got, sink } = collector();
     const ctx = ExecContext.create({ stream: sink });
-    const { text, usage } = await createModel(make(), { prices }).stream(ctx, {
-      prompt: "A story",
-    });
+    const { text, usage } = await createModel(make(), { prices }).stream(
+      {
+        prompt: "A story",
+      },
+      ctx,
+    );
     expect(got).toEqual(chunks);
     expect(text).toBe(chunks.join(""));
     expect(usage).toMatchObject({ inputTokens: 12, outputTokens: 8, estimated: false });
@@ -141,7 +144,7 @@ describe.each([
       },
     });
     const arrived = server.nextRequest();
-    const call = createModel(make(), { prices }).stream(ctx, { prompt: "Count words" });
+    const call = createModel(make(), { prices }).stream({ prompt: "Count words" }, ctx);
     const request = await arrived;
     const err = await rejection(call);
     const settledAt = performance.now();
@@ -165,7 +168,7 @@ describe.each([
     const ctx = ExecContext.create({ timeoutSeconds: 2 });
     const started = performance.now();
     const err = await rejection(
-      createModel(make(), { retry: { maxAttempts: 4 } }).generate(ctx, { prompt: "hi" }),
+      createModel(make(), { retry: { maxAttempts: 4 } }).generate({ prompt: "hi" }, ctx),
     );
     expect(performance.now() - started).toBeLessThan(1000);
     expect(err.code).toBe("RATE_LIMITED");
@@ -184,9 +187,12 @@ describe.each([
     const ctx = ExecContext.create();
     const started = performance.now();
     const err = await rejection(
-      createModel(make(), { retry: { maxAttempts: 4, maxDelaySeconds: 1 } }).generate(ctx, {
-        prompt: "hi",
-      }),
+      createModel(make(), { retry: { maxAttempts: 4, maxDelaySeconds: 1 } }).generate(
+        {
+          prompt: "hi",
+        },
+        ctx,
+      ),
     );
     expect(performance.now() - started).toBeLessThan(1000);
     expect(err.code).toBe("RATE_LIMITED");
@@ -202,8 +208,10 @@ describe.each([
     const model = createModel(make(), {
       retry: { maxAttempts: 3, initialDelaySeconds: 0.02, backoffFactor: 3, jitter: 0 },
     });
-    await model.generate(ctx, { prompt: "hi" });
-    const delays = ctx.events.filter((e) => e.name === "llm.retry").map((e) => e.attributes["delay_ms"]);
+    await model.generate({ prompt: "hi" }, ctx);
+    const delays = ctx.events
+      .filter((e) => e.name === "llm.retry")
+      .map((e) => e.attributes["delay_ms"]);
     expect(delays).toEqual([20, 60]);
   });
 
@@ -218,7 +226,7 @@ describe.each([
     const model = createModel(make(), {
       retry: { maxAttempts: 4, initialDelaySeconds: 0.01, maxDelaySeconds: 0.05 },
     });
-    const { text } = await model.generate(ctx, { prompt: "hi" });
+    const { text } = await model.generate({ prompt: "hi" }, ctx);
     expect(text).toBe("finally");
     expect(server.requests.length - before).toBe(3);
     const retries = ctx.events.filter((e) => e.name === "llm.retry");
@@ -241,9 +249,12 @@ describe.each([
     );
     const { chunks, sink } = collector();
     const ctx = ExecContext.create({ stream: sink });
-    await createModel(make(), { retry: { initialDelaySeconds: 0.005 } }).stream(ctx, {
-      prompt: "x",
-    });
+    await createModel(make(), { retry: { initialDelaySeconds: 0.005 } }).stream(
+      {
+        prompt: "x",
+      },
+      ctx,
+    );
     expect(chunks).toEqual(["a", "b"]);
     expect(ctx.events.filter((e) => e.name === "llm.retry")).toHaveLength(1);
   });
@@ -252,9 +263,12 @@ describe.each([
     server.enqueue({ status: 500 }, { status: 502 });
     const ctx = ExecContext.create();
     const err = await rejection(
-      createModel(make(), { retry: { maxAttempts: 2, initialDelaySeconds: 0.001 } }).generate(ctx, {
-        prompt: "x",
-      }),
+      createModel(make(), { retry: { maxAttempts: 2, initialDelaySeconds: 0.001 } }).generate(
+        {
+          prompt: "x",
+        },
+        ctx,
+      ),
     );
     expect(err.code).toBe("INTERNAL");
     expect(err.message).toMatch(new RegExp(`${provider}/gpt-4o-mini.*HTTP 502`));
@@ -271,7 +285,7 @@ describe("usage never disappears", () => {
     );
     server.enqueue({ text: "abcdefgh", usage: { promptTokens: 99, completionTokens: 99 } });
     const ctx = ExecContext.create();
-    const { usage } = await model.stream(ctx, { prompt: "12345678" });
+    const { usage } = await model.stream({ prompt: "12345678" }, ctx);
     expect(server.requests.at(-1)!.includeUsage).toBe(false);
     expect(usage.estimated).toBe(true);
     expect(usage.outputTokens).toBe(2);
@@ -281,7 +295,7 @@ describe("usage never disappears", () => {
   it("a deadline mid-stream settles TIMEOUT at once and charges the estimate", async () => {
     server.enqueue({ text: "slow ".repeat(100), hangAfterChunks: 3 });
     const ctx = ExecContext.create({ timeoutSeconds: 0.3 });
-    const err = await rejection(createModel(compatible()).stream(ctx, { prompt: "go" }));
+    const err = await rejection(createModel(compatible()).stream({ prompt: "go" }, ctx));
     expect(err.code).toBe("TIMEOUT");
     expect(performance.now() - ctx.createdAt).toBeLessThan(5_000); // settled, not hung
     expect(ctx.tokenUsage.completionTokens).toBe(Math.ceil("slow ".repeat(3).length / 4));
@@ -293,7 +307,7 @@ describe("cancellation of a generate call", () => {
     server.enqueue({ text: "late", delayMs: 3_000 });
     const ctx = ExecContext.create();
     const arrived = server.nextRequest();
-    const call = createModel(compatible()).generate(ctx, { prompt: "x".repeat(40) });
+    const call = createModel(compatible()).generate({ prompt: "x".repeat(40) }, ctx);
     const request = await arrived;
     const cancelledAt = performance.now();
     ctx.cancel("the user left");
@@ -329,7 +343,7 @@ describe("errors", () => {
       },
     );
     const ctx = ExecContext.create();
-    const err = await rejection(model.generate(ctx, { prompt: "x" }));
+    const err = await rejection(model.generate({ prompt: "x" }, ctx));
     expect(isNervaError(err, "INTERNAL")).toBe(true);
     expect(err.message).toContain("fake/m");
     expect(ctx.events.filter((e) => e.name === "llm.retry")).toHaveLength(1);

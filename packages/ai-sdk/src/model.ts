@@ -115,12 +115,12 @@ class BoundModel implements NervaModel {
     return this.#resolved;
   }
 
-  generate(ctx: ExecContext, options: CallOptions): Promise<ModelResult<never>> {
-    return this.#call(ctx, options, false) as Promise<ModelResult<never>>;
+  generate(call: CallOptions, ctx: ExecContext): Promise<ModelResult<never>> {
+    return this.#call(ctx, call, false) as Promise<ModelResult<never>>;
   }
 
-  stream(ctx: ExecContext, options: CallOptions): Promise<ModelResult<never>> {
-    return this.#call(ctx, options, true) as Promise<ModelResult<never>>;
+  stream(call: CallOptions, ctx: ExecContext): Promise<ModelResult<never>> {
+    return this.#call(ctx, call, true) as Promise<ModelResult<never>>;
   }
 
   async #call(
@@ -129,9 +129,12 @@ class BoundModel implements NervaModel {
     streaming: boolean,
   ): Promise<ModelResult<unknown>> {
     if (!isExecContext(ctx)) {
+      const swapped = isExecContext(options);
       throw new NervaError(
         ErrorCode.INVALID_INPUT,
-        "Invalid ctx: must be an ExecContext. Create one with ExecContext.create({ ... }).",
+        swapped
+          ? `Invalid ctx: the context goes last. Call model.${streaming ? "stream" : "generate"}(call, ctx).`
+          : "Invalid ctx: must be an ExecContext. Create one with ExecContext.create({ ... }).",
         { issues: [{ path: "ctx", message: "must be an ExecContext" }] },
       );
     }
@@ -178,7 +181,7 @@ class BoundModel implements NervaModel {
  * import { openai } from "@ai-sdk/openai";
  * const prices = new PriceTable({ "openai/gpt-4o-mini": { input: 0.15, output: 0.6, cachedInput: 0.075 } });
  * const model = createModel(openai.chat("gpt-4o-mini"), { prices, retry: { maxAttempts: 4 } });
- * const { text, usage } = await model.generate(ctx, { system: "Be brief.", prompt: "Hi" });
+ * const { text, usage } = await model.generate({ system: "Be brief.", prompt: "Hi" }, ctx);
  */
 export function createModel(model: LanguageModel, options: ModelOptions = {}): NervaModel {
   const o = parseOrThrow(

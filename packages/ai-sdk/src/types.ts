@@ -76,7 +76,7 @@ export interface CallOptions<S extends z.ZodType | undefined = z.ZodType | undef
  * (with `output`); `usage` what Nerva charged for every provider call of it, estimates included.
  *
  * @example
- * const { text, usage, steps } = await model.generate(ctx, { prompt: "Hi" });
+ * const { text, usage, steps } = await model.generate({ prompt: "Hi" }, ctx);
  */
 export interface ModelResult<O = undefined> {
   readonly text: string;
@@ -91,9 +91,9 @@ export interface ModelResult<O = undefined> {
  * SDK's `generateText`/`streamText`. Made by {@link createModel}.
  *
  * @example
- * const { text } = await model.generate(ctx, { prompt: "Say hi" });
- * const { object } = await model.generate(ctx, { prompt: "Capital of Norway?", output: z.object({ city: z.string() }) });
- * await model.stream(ctx, { prompt: "Tell a story" }); // deltas go to ctx.stream
+ * const { text } = await model.generate({ prompt: "Say hi" }, ctx);
+ * const { object } = await model.generate({ prompt: "Capital of Norway?", output: z.object({ city: z.string() }) }, ctx);
+ * await model.stream({ prompt: "Tell a story" }, ctx); // deltas go to ctx.stream
  */
 export interface NervaModel {
   /** Normalised provider name (`openai.chat` → `openai`). */
@@ -104,13 +104,13 @@ export interface NervaModel {
   /** The model as passed to `createModel`. */
   readonly model: LanguageModel;
   generate<S extends z.ZodType>(
+    call: CallOptions<S> & { readonly output: S },
     ctx: ExecContext,
-    options: CallOptions<S> & { readonly output: S },
   ): Promise<ModelResult<z.output<S>>>;
-  generate(ctx: ExecContext, options: CallOptions<undefined>): Promise<ModelResult>;
+  generate(call: CallOptions<undefined>, ctx: ExecContext): Promise<ModelResult>;
   stream<S extends z.ZodType>(
+    call: CallOptions<S> & { readonly output: S },
     ctx: ExecContext,
-    options: CallOptions<S> & { readonly output: S },
   ): Promise<ModelResult<z.output<S>>>;
-  stream(ctx: ExecContext, options: CallOptions<undefined>): Promise<ModelResult>;
+  stream(call: CallOptions<undefined>, ctx: ExecContext): Promise<ModelResult>;
 }

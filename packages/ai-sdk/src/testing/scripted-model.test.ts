@@ -79,6 +79,6 @@ describe("scriptedModel", () => {
     const model = createModel(
       scriptedModel({ rules: [{ when: /hello/i, reply: (m) => `Hi! (${m.length})` }] }),
     );
-    expect((await model.generate(ExecContext.create(), { prompt: "hello" })).text).toBe("Hi! (5)");
+    expect((await model.generate({ prompt: "hello" }, ExecContext.create())).text).toBe("Hi! (5)");
   });
 });

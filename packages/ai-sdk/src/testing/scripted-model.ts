@@ -101,7 +101,7 @@ const matches = (rule: ScriptRule, message: string): boolean =>
  *
  * @example
  * const model = createModel(scriptedModel({ rules: [{ when: /hello/i, reply: "Hi there!" }] }));
- * const { text } = await model.generate(ctx, { prompt: "hello" }); // "Hi there!"
+ * const { text } = await model.generate({ prompt: "hello" }, ctx); // "Hi there!"
  */
 export function scriptedModel(options: ScriptedModelOptions = {}): LanguageModelV3 {
   const rules = options.rules ?? FLIGHT_RULES;
