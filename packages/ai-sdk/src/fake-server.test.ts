@@ -129,7 +129,7 @@ describe.each([
   });
 
   it("cancel mid-stream: the server sees the socket close and the call settles, each within 100 ms, with the estimate charged", async () => {
-    server.enqueue({ text: "word ".repeat(200), chunkDelayMs: 20 });
+    server.enqueue({ text: "word ".repeat(200), chunkDelaySeconds: 0.02 });
     const { chunks, sink } = collector();
     let cancelledAt = 0;
     const ctx = ExecContext.create({
@@ -304,7 +304,7 @@ describe("usage never disappears", () => {
 
 describe("cancellation of a generate call", () => {
   it("ctx.cancel() while the provider thinks: CANCELLED within 100 ms, the socket closed, the prompt charged", async () => {
-    server.enqueue({ text: "late", delayMs: 3_000 });
+    server.enqueue({ text: "late", delaySeconds: 3 });
     const ctx = ExecContext.create();
     const arrived = server.nextRequest();
     const call = createModel(compatible()).generate({ prompt: "x".repeat(40) }, ctx);

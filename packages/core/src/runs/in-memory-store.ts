@@ -108,7 +108,7 @@ export class InMemoryRunStore implements RunStore {
 
   async claim(request: ClaimRequest): Promise<ClaimedRun | null> {
     if (this.#closed) throw closedStore();
-    const deadline = Date.now() + request.waitMs;
+    const deadline = Date.now() + request.waitSeconds * 1000;
     for (;;) {
       if (this.#closed || request.signal?.aborted === true) return null;
       const now = Date.now();
@@ -126,7 +126,7 @@ export class InMemoryRunStore implements RunStore {
         }
       }
       if (best !== null) {
-        const t = claimRun(best.run, request.workerId, request.leaseMs, now);
+        const t = claimRun(best.run, request.workerId, Math.round(request.leaseSeconds * 1000), now);
         this.#apply(best, t);
         if (!t.claimed) continue;
         return {
@@ -143,9 +143,9 @@ export class InMemoryRunStore implements RunStore {
     }
   }
 
-  async heartbeat(lease: LeaseRef, leaseMs: number): Promise<{ cancelRequested: boolean }> {
+  async heartbeat(lease: LeaseRef, leaseSeconds: number): Promise<{ cancelRequested: boolean }> {
     const entry = this.#held(lease);
-    entry.run = heartbeatRun(entry.run, lease, leaseMs, Date.now());
+    entry.run = heartbeatRun(entry.run, lease, Math.round(leaseSeconds * 1000), Date.now());
     return { cancelRequested: entry.run.cancelRequested };
   }
 
@@ -218,8 +218,9 @@ export class InMemoryRunStore implements RunStore {
     return entry.run;
   }
 
-  async retry(lease: LeaseRef, delayMs: number, error: RunError): Promise<RunRecord> {
+  async retry(lease: LeaseRef, delaySeconds: number, error: RunError): Promise<RunRecord> {
     const entry = this.#held(lease);
+    const delayMs = Math.round(delaySeconds * 1000);
     this.#apply(entry, retryRun(entry.run, lease, delayMs, error, Date.now()));
     return entry.run;
   }
@@ -251,11 +252,11 @@ export class InMemoryRunStore implements RunStore {
     return entry.run;
   }
 
-  async prune(queue: string, beforeMs: number): Promise<number> {
+  async prune(queue: string, finishedBeforeAt: number): Promise<number> {
     let count = 0;
     for (const [id, entry] of this.#runs) {
       const r = entry.run;
-      if (r.queue !== queue || !isFinalStatus(r.status) || (r.finishedAt ?? Infinity) >= beforeMs)
+      if (r.queue !== queue || !isFinalStatus(r.status) || (r.finishedAt ?? Infinity) >= finishedBeforeAt)
         continue;
       this.#runs.delete(id);
       if (r.idempotencyKey !== null) this.#byKey.delete(`${r.queue}\u0000${r.idempotencyKey}`);
@@ -275,11 +276,12 @@ export class InMemoryRunStore implements RunStore {
   async waitForEvents(
     runId: string,
     afterSeq: number,
-    options: { signal?: AbortSignal; timeoutMs?: number },
+    options: { signal?: AbortSignal; timeoutSeconds?: number },
   ): Promise<void> {
     const entry = this.#runs.get(runId);
     if (entry === undefined || entry.run.lastSeq > afterSeq || this.#closed) return;
-    await this.#events.wait(runId, options.timeoutMs ?? Infinity, options.signal);
+    const timeoutMs = (options.timeoutSeconds ?? Infinity) * 1000;
+    await this.#events.wait(runId, timeoutMs, options.signal);
   }
 
   async close(): Promise<void> {

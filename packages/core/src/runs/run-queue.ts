@@ -137,7 +137,7 @@ export class RunQueue {
         timeoutSeconds: o.timeoutSeconds ?? null,
         idempotencyKey: o.idempotencyKey ?? null,
         context: { ...o.ctx.toWire(), span_id: span.id, cancelled: false },
-        delayMs: Math.round(o.delaySeconds * 1000),
+        delaySeconds: o.delaySeconds,
       }));
     } catch (err) {
       span.end("error", err instanceof Error ? err.message : String(err));
@@ -188,7 +188,7 @@ export class RunQueue {
         throw new NervaError(ErrorCode.CANCELLED, `Waiting for run ${id} was cancelled.`);
       }
       await this.store.waitForEvents(id, run.lastSeq, {
-        timeoutMs: Math.min(left, 30_000),
+        timeoutSeconds: Math.min(left, 30_000) / 1000,
         ...(o.signal === undefined ? {} : { signal: o.signal }),
       });
     }
@@ -197,7 +197,7 @@ export class RunQueue {
   /**
    * Cancels the run: a pending or paused run ends `cancelled` at once; the worker of a running
    * one aborts its `ctx.signal` at once (a worker in this process on the same store object, or one
-   * in any process when the store can notify it: SQLite within `pollMs`, Redis by pub/sub; other
+   * in any process when the store can notify it: SQLite within `pollSeconds`, Redis by pub/sub; other
    * stores at the worker's next heartbeat) and it ends `cancelled`. A finished run stays.
    *
    * @example
@@ -306,7 +306,7 @@ export class RunQueue {
         const run = await this.store.get(id);
         if (run === null || (isFinalStatus(run.status) && run.lastSeq <= after)) return;
       }
-      await this.store.waitForEvents(id, after, { timeoutMs: 30_000, signal });
+      await this.store.waitForEvents(id, after, { timeoutSeconds: 30, signal });
     }
   }
 
