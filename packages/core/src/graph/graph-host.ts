@@ -78,7 +78,7 @@ export class GraphHost {
       options,
       ErrorCode.INVALID_OPTIONS,
       "options",
-      "Pass { graph: defineGraph(...), runtime: AgentRuntime, queue: RunQueue, entryPoints?, tools?, memory?, policy?, concurrency?, leaseSeconds?, heartbeatSeconds?, runner? or traceSink? }.",
+      "Pass { graph: defineGraph(...), runtime: AgentRuntime, queue: RunQueue, entryPoints?, tools?, memory?, policy?, runner?: a Runner or { concurrency?, leaseSeconds?, heartbeatSeconds?, workerId?, traceSink? } }.",
     );
     this.#o = o;
     this.#report = safeListener(o.onError, "the GraphHost's onError");

@@ -40,8 +40,7 @@ describe("SessionSigner", () => {
       graph,
       runtime: new InProcessRuntime(),
       queue: new RunQueue({ store, name: "s" }),
-      leaseSeconds: 30,
-      heartbeatSeconds: 10,
+      runner: { leaseSeconds: 30, heartbeatSeconds: 10 },
     });
     const other = openDatabase(path, "path", "test");
     try {

@@ -109,6 +109,41 @@ export const EventsOptionsSchema = z
 /** Options of {@link RunQueue.events}. */
 export type EventsOptions = z.input<typeof EventsOptionsSchema>;
 
+const runnerOwnShape = {
+  concurrency: z.number().int().min(1).max(1000).default(1),
+  leaseSeconds: positiveSeconds.default(30),
+  heartbeatSeconds: positiveSeconds.default(10),
+  workerId: z.string().min(1).max(200).optional(),
+  /** How long one claim call waits for work before looking again (bounded by heartbeatSeconds). */
+  idleWaitSeconds: positiveSeconds.optional(),
+  /**
+   * Where the spans and events of the runs this worker executes go. Each run joins the
+   * enqueuer's trace, under its `runs.enqueue` span (persisted with the run).
+   */
+  traceSink: z
+    .custom<TraceSink>(isTraceSink, "must be a TraceSink (an object with onSpanEnd)")
+    .nullable()
+    .optional(),
+};
+
+const heartbeatBelowLease = (o: { heartbeatSeconds: number; leaseSeconds: number }) =>
+  o.heartbeatSeconds < o.leaseSeconds;
+const HEARTBEAT_BELOW_LEASE = {
+  message: "must be less than leaseSeconds, so a live worker renews its lease before it expires",
+  path: ["heartbeatSeconds"],
+};
+
+/**
+ * A Runner's own options, without the queue and runtime it works on: what a host that builds
+ * its runners (GraphHost) takes, with the Runner's names and defaults.
+ */
+export const RunnerOwnOptionsSchema = z
+  .object(runnerOwnShape)
+  .strict()
+  .refine(heartbeatBelowLease, HEARTBEAT_BELOW_LEASE);
+/** Options of a {@link Runner} other than `queue` and `runtime`. */
+export type RunnerOwnOptions = z.input<typeof RunnerOwnOptionsSchema>;
+
 export const RunnerOptionsSchema = z
   .object({
     queue: z.custom<object>((v) => typeof v === "object" && v !== null, "must be a RunQueue"),
@@ -120,25 +155,9 @@ export const RunnerOptionsSchema = z
         typeof (v as AgentRuntime).handlerNames === "function",
       "must be an AgentRuntime",
     ),
-    concurrency: z.number().int().min(1).max(1000).default(1),
-    leaseSeconds: positiveSeconds.default(30),
-    heartbeatSeconds: positiveSeconds.default(10),
-    workerId: z.string().min(1).max(200).optional(),
-    /** How long one claim call waits for work before looking again (bounded by heartbeatSeconds). */
-    idleWaitSeconds: positiveSeconds.optional(),
-    /**
-     * Where the spans and events of the runs this worker executes go. Each run joins the
-     * enqueuer's trace, under its `runs.enqueue` span (persisted with the run).
-     */
-    traceSink: z
-      .custom<TraceSink>(isTraceSink, "must be a TraceSink (an object with onSpanEnd)")
-      .nullable()
-      .optional(),
+    ...runnerOwnShape,
   })
   .strict()
-  .refine((o) => o.heartbeatSeconds < o.leaseSeconds, {
-    message: "must be less than leaseSeconds, so a live worker renews its lease before it expires",
-    path: ["heartbeatSeconds"],
-  });
+  .refine(heartbeatBelowLease, HEARTBEAT_BELOW_LEASE);
 /** Options of {@link Runner}. */
 export type RunnerOptions = z.input<typeof RunnerOptionsSchema>;

@@ -88,6 +88,17 @@ export class RunQueue {
   }
 
   /**
+   * A queue on the same store with the same options (`maxStepBytes`, `retry`, `maxReclaims`)
+   * under another name: how a GraphHost makes one queue per entry point from the one it is given.
+   *
+   * @example
+   * const urgent = queue.withName(`${queue.name}.urgent`);
+   */
+  withName(name: string): RunQueue {
+    return new RunQueue({ ...this.#options, name });
+  }
+
+  /**
    * Queues a run of `handler` (or the chain `handlers`) with `input`, as the identity of `ctx`.
    * With an `idempotencyKey` already used in this queue, returns that run instead.
    *
