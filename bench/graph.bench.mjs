@@ -3,6 +3,11 @@
 // on a file in the system temp folder (each node visit = one step, committed with the state after
 // it). Also reported: the process's CPU time per node over the same span (user + system), which
 // other work on the machine inflates less than the wall time.
+// Then the chains of issue 21 §5 (graph-chain.mjs): N distinct trivial nodes in a line, each
+// adding 1 to a counter, trigger → completed through triggerAndWait, median and p99 of many
+// executions: the 20-node chain end to end, and the 200-node chain per node (first node's start
+// to last node's end, divided by 200; end to end per node beside it). Baseline: the same node
+// functions called in a loop, in the same run.
 // Run: pnpm bench (or: pnpm build && node --expose-gc bench/run.mjs graph)
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,6 +24,7 @@ import {
   fnNode,
 } from "@nerva/core";
 import { SqliteRunStore } from "@nerva/core/sqlite";
+import { loopNs as chainLoopNs, pct, runChain } from "./graph-chain.mjs";
 
 const NODES = 500;
 const ROUNDS = 40;
@@ -78,7 +84,7 @@ async function executor(store) {
       await new Promise((r) => setTimeout(r, 20));
       result = await runtime.get(id);
     }
-    if (result.status !== "completed" || result.state.n !== NODES)
+    if (result.status !== "succeeded" || result.state.n !== NODES)
       throw new Error(JSON.stringify(result.error));
     perNode.push(Number(lastEnd - firstStart) / NODES);
     cpuPerNode.push((cpuUs * 1000) / NODES);
@@ -94,6 +100,39 @@ const memory = await executor(new InMemoryRunStore());
 const dir = mkdtempSync(join(tmpdir(), "nerva-graph-bench-"));
 const sqlite = new SqliteRunStore({ path: join(dir, "runs.db") });
 const sqliteRun = await executor(sqlite);
+
+// The chains, on a fresh store each (the SQLite ones in the same temp folder).
+const ms = (us) => +(us / 1000).toFixed(3);
+const us = (ns) => +(ns / 1000).toFixed(2);
+const loop20 = chainLoopNs(20);
+const loop200 = chainLoopNs(200);
+const chain20 = async (store, rounds) => {
+  const r = await runChain(store, 20, { rounds, warmup: Math.ceil(rounds / 4) });
+  const median = pct(r.totalUs, 50);
+  return {
+    median_ms: ms(median),
+    p99_ms: ms(pct(r.totalUs, 99)),
+    ratio_to_loop: Math.round((median * 1000) / loop20.medianNs),
+  };
+};
+const chain200 = async (store, rounds) => {
+  const r = await runChain(store, 200, { rounds, warmup: Math.ceil(rounds / 4) });
+  const node = pct(r.perNodeNs, 50);
+  return {
+    per_node_us: us(node),
+    per_node_p99_us: us(pct(r.perNodeNs, 99)),
+    end_to_end_per_node_us: +(pct(r.totalUs, 50) / 200).toFixed(2),
+    ratio_to_loop: Math.round(node / (loop200.medianNs / 200)),
+  };
+};
+const chains = {
+  loop_20_us: us(loop20.medianNs),
+  chain20_memory: await chain20(new InMemoryRunStore(), 2000),
+  chain20_sqlite: await chain20(new SqliteRunStore({ path: join(dir, "chain20.db") }), 500),
+  loop_200_per_node_ns: +(loop200.medianNs / 200).toFixed(1),
+  chain200_memory: await chain200(new InMemoryRunStore(), 200),
+  chain200_sqlite: await chain200(new SqliteRunStore({ path: join(dir, "chain200.db") }), 60),
+};
 await sqlite.close();
 rmSync(dir, { recursive: true, force: true });
 
@@ -108,5 +147,6 @@ console.log(
     sqlite_per_node_ns: +sqliteRun.wallNs.toFixed(0),
     sqlite_added_per_node_us: +((sqliteRun.wallNs - loopNs) / 1000).toFixed(2),
     sqlite_cpu_per_node_us: +(sqliteRun.cpuNs / 1000).toFixed(2),
+    ...chains,
   }),
 );

@@ -29,7 +29,9 @@ describe("docs/runs.md", () => {
 
   it("describes every event type", () => {
     const table = page.slice(page.indexOf("| type"), page.indexOf("## Retention"));
-    const listed = new Set([...table.matchAll(/`((?:run|step|output)\.\w+)`/g)].map((m) => m[1]));
+    const listed = new Set(
+      [...table.matchAll(/`((?:run|step|node|tool|output)\.\w+)`/g)].map((m) => m[1]),
+    );
     expect([...listed].sort()).toEqual(Object.values(core.RunEventType).sort());
   });
 });

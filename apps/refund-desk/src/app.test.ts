@@ -89,7 +89,7 @@ describe("refund desk over HTTP", () => {
     });
     expect((await fetch(`${url}/refunds/run_nope`)).status).toBe(404);
     expect((await fetch(`${url}/refunds/run_nope/events`)).status).toBe(404);
-    const bad = await fetch(`${url}/refunds/${executionId}/events`, {
+    const bad = await fetch(`${url}/refunds/${runId}/events`, {
       headers: { "last-event-id": "-1" },
     });
     expect(bad.status).toBe(400); // never read as 0: that would replay every event again

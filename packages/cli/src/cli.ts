@@ -23,7 +23,7 @@ const USAGE = `Usage:
 --store is a SQLite file that exists (nerva run creates it), or a Redis URL (redis://host:port)
 for a queue on RedisRunStore; with Redis, --prefix names the key prefix the app's store uses
 (default "nerva"). A graph's queues are <graph>.<entry point>; without --queue, runs list shows
-every queue of a SQLite file. Resuming an execution of a graph takes its agent module (--module),
+every queue of a SQLite file. Resuming a run of a graph takes its agent module (--module),
 whose schema checks the answer. The dashboard executes runs only with --workers.`;
 
 /** Codes that say the environment failed, not the command line. */
@@ -42,7 +42,7 @@ function exitCode(err: unknown): number {
 }
 
 /**
- * Runs one command line. Exit codes: 0 done, 1 the execution (or the environment: a port in use,
+ * Runs one command line. Exit codes: 0 done, 1 the run (or the environment: a port in use,
  * an unreachable store) failed, 2 bad usage or input. Every error is one line on stderr.
  */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {

@@ -26,7 +26,7 @@ export async function dashboardCommand(
   const runner = await AgentRunner.load(path, {
     ...(typeof values.store === "string" ? { store: { sqlite: values.store } } : {}),
     // The page never shows a sessionState: a key of this process's own keeps the runtime from
-    // writing one into the store the first time it reads a paused execution.
+    // writing one into the store the first time it reads a paused run.
     sessionKey: randomBytes(32).toString("base64url"),
   });
   try {

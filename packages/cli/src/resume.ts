@@ -5,7 +5,7 @@ import { importAgentModule } from "./agent-module.js";
 /** A pause key of a node visit: `review#1` or `$node/review#1`, a later question `…#1#2`. */
 const NODE_PAUSE = /^(?:\$node\/)?([A-Za-z_][A-Za-z0-9_-]{0,63})#[1-9][0-9]*(?:#[1-9][0-9]*)?$/;
 
-/** The node an execution of a graph waits at, when `run` is one paused at a node. */
+/** The node a run of a graph waits at, when `run` is one paused at a node. */
 function graphPause(run: RunRecord): string | null {
   const snapshot = run.pause?.data.graph;
   if (typeof snapshot !== "object" || snapshot === null || Array.isArray(snapshot)) return null;
@@ -14,7 +14,7 @@ function graphPause(run: RunRecord): string | null {
 }
 
 /**
- * Answers paused run `id` with `value`. An execution of a graph is answered through its agent
+ * Answers paused run `id` with `value`. A run of a graph is answered through its agent
  * module (`--module`), so the paused node's schema checks the value before anything changes;
  * without the module its schema is unknown and the answer is refused.
  */
@@ -32,7 +32,7 @@ export async function resumeChecked(
     if (typeof values.module === "string") {
       throw new NervaError(
         ErrorCode.INVALID_INPUT,
-        `Run ${id} is not an execution of a graph paused at a node (it is ${run.status}): drop --module.`,
+        `Run ${id} is not a run of a graph paused at a node (it is ${run.status}): drop --module.`,
       );
     }
     return queue.resume(id, value, key);
@@ -41,7 +41,7 @@ export async function resumeChecked(
   if (typeof values.module !== "string") {
     throw new NervaError(
       ErrorCode.INVALID_INPUT,
-      `Run ${id} is an execution of graph "${graph}" waiting at node "${node}", whose schema checks the answer: pass its agent module, e.g. nerva runs resume ${id} --store ${shellWord(String(values.store))} --value ${shellWord(String(values.value))} --module agents/${graph}.ts`,
+      `Run ${id} is a run of graph "${graph}" waiting at node "${node}", whose schema checks the answer: pass its agent module, e.g. nerva runs resume ${id} --store ${shellWord(String(values.store))} --value ${shellWord(String(values.value))} --module agents/${graph}.ts`,
     );
   }
   if (values.key !== undefined && values.key !== run.pause?.key) {
@@ -56,7 +56,7 @@ export async function resumeChecked(
     if (runner.runtime.graph.name !== graph) {
       throw new NervaError(
         ErrorCode.INVALID_INPUT,
-        `--module ${values.module} holds graph "${runner.runtime.graph.name}", but run ${id} is an execution of graph "${graph}": pass that graph's module.`,
+        `--module ${values.module} holds graph "${runner.runtime.graph.name}", but run ${id} is a run of graph "${graph}": pass that graph's module.`,
       );
     }
     await runner.runtime.resume(id, value);

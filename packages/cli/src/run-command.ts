@@ -44,7 +44,7 @@ function answers(io: CliIo): {
   };
 }
 
-/** What to say when an execution waits for input and stdin has no answer. */
+/** What to say when a run waits for input and stdin has no answer. */
 function noAnswer(
   id: string,
   node: string,
@@ -59,7 +59,7 @@ function noAnswer(
       : typeof configured === "object" && configured !== null
         ? configured.sqlite
         : null;
-  const waits = `execution ${id} waits for input at "${node}" and stdin has no answer.`;
+  const waits = `run ${id} waits for input at "${node}" and stdin has no answer.`;
   if (file === null) {
     return `${waits} Answer interactively or pipe the answer; to answer later, run it with --store runs.db (without one its runs live in memory and end with this process).`;
   }
@@ -92,7 +92,7 @@ export async function runCommand(
   try {
     const entry = typeof values.entry === "string" ? values.entry : undefined;
     const id = await runner.trigger(entry ?? runner.getEntryPoints()[0]?.id ?? "default", input);
-    io.stderr.write(`[nerva] execution ${id}\n`);
+    io.stderr.write(`[nerva] run ${id}\n`);
     for await (const e of runner.runtime.events(id)) {
       if (e.type === RunEventType.NODE_STARTED) progress.node(String(e.data.node));
       else if (e.type === RunEventType.NODE_COMPLETED) progress.completed();
@@ -131,9 +131,7 @@ export async function runCommand(
       return 0;
     }
     progress.breakLine();
-    io.stderr.write(
-      `nerva: execution ${id} ended ${done?.status}: ${done?.error?.message ?? ""}\n`,
-    );
+    io.stderr.write(`nerva: run ${id} ended ${done?.status}: ${done?.error?.message ?? ""}\n`);
     return 1;
   } finally {
     progress.stop();

@@ -94,7 +94,7 @@ describe("nerva run off a terminal", () => {
     const db = join(dir, "later answers.db");
     const none = nerva(["run", fixture, "--input", '{"orderId":"4"}', "--store", db]);
     expect(none.status).toBe(2);
-    const id = /execution (run_\w+)/.exec(none.stderr)?.[1] as string;
+    const id = /run (run_\w+)/.exec(none.stderr)?.[1] as string;
     const hint = none.stderr.trimEnd().split("\n").at(-1) as string;
     expect(hint).toContain(
       `nerva runs resume ${id} --store '${db}' --value JSON --module ${fixture}`,
@@ -123,7 +123,7 @@ describe("nerva runs", () => {
     const db = join(dir, "runs.db");
     const paused = nerva(["run", fixture, "--input", '{"orderId":"5"}', "--store", db]);
     expect(paused.status).toBe(2);
-    const id = /execution (run_\w+)/.exec(paused.stderr)?.[1] as string;
+    const id = /run (run_\w+)/.exec(paused.stderr)?.[1] as string;
     const list = nerva(["runs", "list", "--store", db, "--queue", "refund_desk.default"]);
     expect(list.stdout).toMatch(new RegExp(`${id}\\s+paused\\s+refund_desk\\s+default`));
     expect(list.stdout).toContain("waiting at $node/review#1");
@@ -135,8 +135,12 @@ describe("nerva runs", () => {
     });
     const events = nerva(["runs", "events", id, "--store", db]);
     expect(events.stdout).toMatch(/^1\trun\.enqueued/m);
-    expect(events.stdout).toMatch(/\tstep\.completed\t\{"key":"\$node\/lookup#1"\}/);
-    expect(events.stdout).toMatch(/\tgraph\.input_requested\t/);
+    // The same events every reader gets: a node visit is node.started / node.completed.
+    expect(events.stdout).toMatch(
+      /\tnode\.completed\t\{"node":"lookup","visit":1,"key":"lookup#1"\}/,
+    );
+    expect(events.stdout).toMatch(/\trun\.paused\t\{"key":"\$node\/review#1","prompt":/);
+    expect(events.stdout).not.toMatch(/\tstep\./);
     const resumed = nerva([
       "runs",
       "resume",

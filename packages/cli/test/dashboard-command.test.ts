@@ -16,9 +16,9 @@ const dir = mkdtempSync(join(tmpdir(), "nerva-dashboard-cli-"));
 beforeAll(requireBuild);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Reads the dashboard's SSE stream of execution `id` until `type` arrives. */
+/** Reads the dashboard's SSE stream of run `id` until `type` arrives. */
 async function waitForEvent(url: string, id: string, type: string): Promise<void> {
-  const res = await fetch(new URL(`/api/executions/${id}/events`, url));
+  const res = await fetch(new URL(`/api/runs/${id}/events`, url));
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   const decoder = new TextDecoder();
   let text = "";
@@ -83,9 +83,9 @@ describe("nerva dashboard", () => {
     const viewer = await start(["dashboard", fixture, "--store", db, "--port", "0"], /(http:\S+)/);
     try {
       const url = viewer.match[1] as string;
-      const list = (await (await fetch(new URL("/api/executions", url))).json()) as unknown[];
+      const list = (await (await fetch(new URL("/api/runs", url))).json()) as unknown[];
       expect(list).toHaveLength(1);
-      const one = await fetch(new URL(`/api/executions/${paused.runId}`, url));
+      const one = await fetch(new URL(`/api/runs/${paused.runId}`, url));
       expect(((await one.json()) as { status: string }).status).toBe("paused");
     } finally {
       viewer.child.kill("SIGINT");
@@ -97,7 +97,7 @@ describe("nerva dashboard", () => {
   it("executes runs only with --workers, and says which it does", { timeout: 60_000 }, async () => {
     const db = join(dir, "viewer.db");
     const paused = nerva(["run", fixture, "--input", '{"orderId":"6"}', "--store", db]);
-    const id = /execution (run_\w+)/.exec(paused.stderr)?.[1] as string;
+    const id = /run (run_\w+)/.exec(paused.stderr)?.[1] as string;
     const viewer = await start(["dashboard", fixture, "--store", db, "--port", "0"], /(http:\S+)/);
     try {
       const url = viewer.match[1] as string;
@@ -105,12 +105,12 @@ describe("nerva dashboard", () => {
       expect(await (await fetch(new URL("/api/graph", url))).json()).toMatchObject({
         workers: false,
       });
-      // Answered elsewhere, the execution waits for a worker: this viewer does not run it.
+      // Answered elsewhere, the run waits for a worker: this viewer does not run it.
       const resumed = nerva([
         ...["runs", "resume", id, "--store", db, "--value", '"approved"', "--module", fixture],
       ]);
       expect(resumed.status).toBe(0);
-      const seen = (await (await fetch(new URL(`/api/executions/${id}`, url))).json()) as {
+      const seen = (await (await fetch(new URL(`/api/runs/${id}`, url))).json()) as {
         status: string;
       };
       expect(seen.status).toBe("pending");

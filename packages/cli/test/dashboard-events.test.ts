@@ -1,4 +1,4 @@
-// The dashboard's event stream of one execution over real HTTP: each event's seq is its SSE id,
+// The dashboard's event stream of one run over real HTTP: each event's seq is its SSE id,
 // a reconnect with Last-Event-ID gets exactly the rest, and the stream closes what it reads from
 // when the page leaves, also while the server waits for a socket that never drains.
 import http from "node:http";
@@ -97,7 +97,7 @@ async function paused(chunks: number): Promise<string> {
   return id;
 }
 
-const eventsUrl = (id: string) => new URL(`/api/executions/${id}/events`, dashboard.url);
+const eventsUrl = (id: string) => new URL(`/api/runs/${id}/events`, dashboard.url);
 
 async function until(check: () => boolean, what: string): Promise<void> {
   const deadline = Date.now() + 5_000;
@@ -151,7 +151,7 @@ describe("the dashboard's event stream", () => {
       last = tail().pulled;
       await new Promise((r) => setTimeout(r, 150));
     }
-    // Stalled on a full socket, well before the end of the execution's events.
+    // Stalled on a full socket, well before the end of the run's events.
     expect(tail().pulled).toBeLessThan(60);
     expect(tail().returned).toBe(false);
     req.destroy();

@@ -1,5 +1,5 @@
 // The runs dashboard in real headless Chromium (Debian's chromium, driven by playwright-core):
-// trigger an execution, watch it pause, answer in the form, see it complete. Saves the screenshot
+// trigger a run, watch it pause, answer in the form, see it complete. Saves the screenshot
 // docs/images/runs-dashboard*.png when NERVA_SCREENSHOTS=1 (else to a temp folder).
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -49,7 +49,7 @@ afterAll(async () => {
 
 describe("runs dashboard", () => {
   it(
-    "triggers an execution, shows it paused at the input node, answers in the form, shows it completed",
+    "triggers a run, shows it paused at the input node, answers in the form, shows it completed",
     { timeout: 60_000 },
     async () => {
       const page = await browser.newPage({ viewport: { width: 1280, height: 760 } });
@@ -67,7 +67,7 @@ describe("runs dashboard", () => {
       expect(await page.getAttribute('#graph g[data-node="review"]', "class")).toContain("current");
       expect(await page.getAttribute('#graph g[data-node="lookup"]', "class")).toContain("visited");
       await expect.poll(() => page.textContent("#events")).toContain("run.paused review");
-      await expect.poll(() => page.textContent("#executions")).toContain("paused");
+      await expect.poll(() => page.textContent("#runs")).toContain("paused");
       // A wrong answer is refused with the reason, and nothing moves on.
       await page.fill("#answer", "maybe");
       await page.click("#answer-button");
@@ -79,11 +79,11 @@ describe("runs dashboard", () => {
         path: join(shots, "runs-dashboard-paused.png"),
       });
       await page.click("#answer-button");
-      await expect.poll(() => page.textContent("#status"), { timeout: 20_000 }).toBe("completed");
+      await expect.poll(() => page.textContent("#status"), { timeout: 20_000 }).toBe("succeeded");
       await expect.poll(() => page.textContent("#events")).toContain("run.succeeded");
       expect(await page.textContent("#state")).toContain('"refund": "refunded order 42"');
       expect(await page.getAttribute('#graph g[data-node="refund"]', "class")).toContain("visited");
-      await expect.poll(() => page.textContent("#executions")).toContain("completed");
+      await expect.poll(() => page.textContent("#runs")).toContain("succeeded");
       await page.screenshot({
         path: join(shots, "runs-dashboard.png"),
       });
@@ -104,9 +104,9 @@ describe("runs dashboard", () => {
       code: "UNAVAILABLE",
       message: expect.stringContaining(`port ${taken} is already in use`),
     });
-    const res = await fetch(new URL("/api/executions/run_nope", dashboard.url));
+    const res = await fetch(new URL("/api/runs/run_nope", dashboard.url));
     expect(res.status).toBe(404);
-    const bad = await fetch(new URL("/api/executions", dashboard.url), {
+    const bad = await fetch(new URL("/api/runs", dashboard.url), {
       method: "POST",
       body: "{not json",
     });
@@ -138,7 +138,7 @@ describe("runs dashboard as a person sees it", () => {
     const page = await browser.newPage();
     let release = () => {};
     const held = new Promise<void>((r) => (release = r));
-    await page.route("**/api/executions", async (route) => {
+    await page.route("**/api/runs", async (route) => {
       await held;
       await route.continue();
     });
@@ -147,7 +147,7 @@ describe("runs dashboard as a person sees it", () => {
     expect(await page.textContent("#empty")).toMatch(/Loading/);
     expect(await page.isVisible("#empty")).toBe(true);
     release();
-    await expect.poll(() => page.textContent("#empty")).toBe("No executions yet.");
+    await expect.poll(() => page.textContent("#empty")).toBe("No runs yet.");
     await page.close();
   });
 
@@ -156,7 +156,7 @@ describe("runs dashboard as a person sees it", () => {
     { timeout: 60_000 },
     async () => {
       const orderId = "A".repeat(400);
-      const res = await fetch(new URL("/api/executions", seen.url), {
+      const res = await fetch(new URL("/api/runs", seen.url), {
         method: "POST",
         body: JSON.stringify({ entryPoint: "default", input: { orderId } }),
       });

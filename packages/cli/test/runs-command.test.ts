@@ -11,11 +11,11 @@ const dir = mkdtempSync(join(tmpdir(), "nerva-runs-"));
 beforeAll(requireBuild);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** A SQLite file with one execution of the refund desk paused at review; returns its id. */
+/** A SQLite file with one run of the refund desk paused at review; returns its id. */
 function pausedRun(db: string, orderId = "5"): string {
   const paused = nerva(["run", fixture, "--input", JSON.stringify({ orderId }), "--store", db]);
   expect(paused.status).toBe(2);
-  return /execution (run_\w+)/.exec(paused.stderr)?.[1] as string;
+  return /run (run_\w+)/.exec(paused.stderr)?.[1] as string;
 }
 
 function show(db: string, id: string): { status: string; lastSeq: number } {

@@ -1,5 +1,5 @@
 // What the dashboard's API says about a graph (its shape, the answers its input nodes allow) and
-// about an execution (its result for the page, with when it was created and last changed).
+// about a run (its result for the page, with when it was created and last changed).
 import type { GraphHost, RunRecord, RunStore } from "@nerva/core";
 
 /** The JSON Schema of an input node's answer, or `null` when it has none that JSON can say. */
@@ -51,7 +51,7 @@ export async function times(
   return { createdAt: run.createdAt, updatedAt: last?.at ?? run.createdAt };
 }
 
-/** An execution for the page: no sessionState, with its times. */
+/** A run for the page: no sessionState, with its times. */
 export async function shown(runtime: GraphHost, store: RunStore, id: string): Promise<unknown> {
   const run = await store.get(id);
   const r = run === null ? null : await runtime.get(id);

@@ -1,4 +1,4 @@
-// The script of the runs dashboard page (inlined by page.ts). Text from executions is always set
+// The script of the runs dashboard page (inlined by page.ts). Text from runs is always set
 // with textContent, never as HTML.
 export const DASHBOARD_SCRIPT = String.raw`
 "use strict";
@@ -93,7 +93,7 @@ function showAllowed(node) {
   }
 }
 
-function showExecution(x) {
+function showRun(x) {
   $("exec-id").textContent = x.runId;
   const status = $("status");
   status.textContent = x.status; status.className = "badge s-" + x.status;
@@ -121,7 +121,7 @@ async function select(id) {
   for (const tr of document.querySelectorAll("tr[data-id]")) tr.classList.toggle("selected", tr.dataset.id === id);
   $("events").textContent = "";
   if (source) source.close();
-  source = new EventSource("/api/executions/" + encodeURIComponent(id) + "/events");
+  source = new EventSource("/api/runs/" + encodeURIComponent(id) + "/events");
   const onEvent = (msg) => {
     const e = JSON.parse(msg.data);
     if (e.type === "node.started") current = e.data.node;
@@ -142,15 +142,15 @@ async function select(id) {
 
 async function refreshSelected() {
   if (!selected) return;
-  showExecution(await api("/api/executions/" + encodeURIComponent(selected)));
+  showRun(await api("/api/runs/" + encodeURIComponent(selected)));
 }
 
 async function refreshList() {
-  const list = await api("/api/executions");
+  const list = await api("/api/runs");
   list.sort((a, b) => a.entryPoint.localeCompare(b.entryPoint) || a.status.localeCompare(b.status) || b.createdAt - a.createdAt);
-  const body = $("executions");
+  const body = $("runs");
   body.textContent = "";
-  $("empty").textContent = "No executions yet.";
+  $("empty").textContent = "No runs yet.";
   $("empty").hidden = list.length > 0;
   for (const x of list) {
     const tr = document.createElement("tr");
@@ -175,7 +175,7 @@ $("trigger-form").onsubmit = async (ev) => {
   ev.preventDefault();
   let input;
   try { input = JSON.parse($("trigger-input").value || "{}"); } catch { alert("The start state must be JSON."); return; }
-  const { runId } = await api("/api/executions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ entryPoint: $("trigger-entry").value, input }) });
+  const { runId } = await api("/api/runs", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ entryPoint: $("trigger-entry").value, input }) });
   await refreshList();
   await select(runId);
 };
@@ -186,9 +186,9 @@ $("answer-form").onsubmit = async (ev) => {
   let value; try { value = JSON.parse(raw); } catch { value = raw; }
   try {
     $("answer-error").textContent = "";
-    const x = await api("/api/executions/" + encodeURIComponent(selected) + "/input", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ nodeId: $("answer-form").dataset.node, value }) });
+    const x = await api("/api/runs/" + encodeURIComponent(selected) + "/input", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ nodeId: $("answer-form").dataset.node, value }) });
     $("answer").value = "";
-    showExecution(x);
+    showRun(x);
   } catch (err) {
     $("answer-error").textContent = String(err.message || err);
   }
@@ -204,7 +204,7 @@ $("answer-form").onsubmit = async (ev) => {
   try {
     await refreshList();
   } catch (err) {
-    $("empty").textContent = "The executions could not be loaded: " + String(err.message || err);
+    $("empty").textContent = "The runs could not be loaded: " + String(err.message || err);
   }
   setInterval(() => { refreshList().catch(() => undefined); }, 1000);
 })();

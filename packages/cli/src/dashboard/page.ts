@@ -1,5 +1,5 @@
 // The runs dashboard: one self-contained page (inline CSS and script, no CDN, no build step).
-// Text from executions is always set with textContent, never as HTML (see page-script.ts).
+// Text from runs is always set with textContent, never as HTML (see page-script.ts).
 import { DASHBOARD_SCRIPT } from "./page-script.js";
 
 export const DASHBOARD_HTML = `<!doctype html>
@@ -49,15 +49,15 @@ export const DASHBOARD_HTML = `<!doctype html>
     <button id="trigger-button" type="submit">Trigger</button>
   </form>
 </header>
-<p id="workers" hidden>This dashboard does not execute runs: executions triggered or answered here wait for a worker of the app (<code>nerva dashboard --workers</code> runs them in the dashboard's process).</p>
+<p id="workers" hidden>This dashboard does not execute runs: runs triggered or answered here wait for a worker of the app (<code>nerva dashboard --workers</code> runs them in the dashboard's process).</p>
 <main>
   <section>
-    <h2>Executions</h2>
-    <table><thead><tr><th>entry point</th><th>status</th><th>id</th></tr></thead><tbody id="executions"></tbody></table>
-    <p id="empty" class="muted">Loading executions…</p>
+    <h2>Runs</h2>
+    <table><thead><tr><th>entry point</th><th>status</th><th>id</th></tr></thead><tbody id="runs"></tbody></table>
+    <p id="empty" class="muted">Loading runs…</p>
   </section>
   <section>
-    <h2>Execution <span id="exec-id" class="muted">(select one)</span> <span id="status"></span></h2>
+    <h2>Run <span id="exec-id" class="muted">(select one)</span> <span id="status"></span></h2>
     <div id="times" class="muted" hidden>created <time id="created"></time> · updated <time id="updated"></time></div>
     <svg id="graph" width="100%" height="220"></svg>
     <form id="answer-form" hidden>

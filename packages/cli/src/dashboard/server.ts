@@ -63,7 +63,7 @@ async function body(req: IncomingMessage): Promise<Record<string, unknown>> {
   }
 }
 
-async function executions(
+async function runs(
   runtime: GraphHost,
   queueOf: (ep: string) => string,
   store: RunStore,
@@ -82,7 +82,7 @@ async function executions(
 
 /**
  * Serves the runs dashboard of a graph runtime: one self-contained page (no CDN) listing
- * executions by entry point and status, each execution's path on the graph with the current node
+ * runs by entry point and status, each run's path on the graph with the current node
  * highlighted, its live events, and a form answering a paused input node (`resume`). Binds to
  * 127.0.0.1 and refuses other clients unless `allowRemote`.
  *
@@ -136,9 +136,9 @@ export async function startDashboard(
       return send(res, 404, { error: { code: "NOT_FOUND", message: "No such page." } });
     if (req.method === "GET" && parts[1] === "graph")
       return send(res, 200, { ...describe(runtime), workers: runtime.isRunning });
-    if (parts[1] === "executions" && parts.length === 2) {
+    if (parts[1] === "runs" && parts.length === 2) {
       if (req.method === "GET")
-        return send(res, 200, await executions(runtime, (ep) => queues.get(ep) ?? ep, store));
+        return send(res, 200, await runs(runtime, (ep) => queues.get(ep) ?? ep, store));
       if (req.method === "POST") {
         const b = await body(req);
         const input = (b.input ?? {}) as Record<string, unknown>;
@@ -151,11 +151,11 @@ export async function startDashboard(
       }
     }
     const id = parts[2];
-    if (parts[1] === "executions" && id !== undefined) {
+    if (parts[1] === "runs" && id !== undefined) {
       if (req.method === "GET" && parts.length === 3) {
         const r = await shown(runtime, store, id);
         return r === null
-          ? send(res, 404, { error: { code: "NOT_FOUND", message: `No execution ${id}.` } })
+          ? send(res, 404, { error: { code: "NOT_FOUND", message: `No run ${id}.` } })
           : send(res, 200, r);
       }
       if (req.method === "POST" && parts[3] === "input") {
@@ -205,7 +205,7 @@ function listen(server: Server, port: number, host: string): Promise<void> {
 }
 
 /**
- * Server-sent events of one execution, each with its seq as the id: replay after Last-Event-ID,
+ * Server-sent events of one run, each with its seq as the id: replay after Last-Event-ID,
  * then live, at the page's pace; the tail closes when the page leaves.
  */
 async function streamEvents(
@@ -217,7 +217,7 @@ async function streamEvents(
   const afterSeq = lastEventSeq(req);
   // Checked before the stream starts: an unknown id is an ordinary 404.
   if ((await runtime.get(id)) === null) {
-    throw new NervaError(ErrorCode.NOT_FOUND, `No execution ${id}.`);
+    throw new NervaError(ErrorCode.NOT_FOUND, `No run ${id}.`);
   }
   await writeSSE(res, runtime.events(id, { afterSeq }), null, {
     message: (e) => ({ id: e.seq, event: e.type, data: e }),

@@ -13,6 +13,17 @@ export interface WaitForInputOptions {
   kind?: string;
   /** Anything the answerer needs, as JSON. */
   data?: Record<string, JsonValue>;
+  /**
+   * Who may answer: `resume` then needs the answerer's context (`{ ctx }`), whose user is one of
+   * `users` or who has one of `roles`. Anyone with the store may answer when it is not given.
+   */
+  answeredBy?: RunAnswerers;
+}
+
+/** Who may answer a pause: users by id, or anyone with one of the roles. */
+export interface RunAnswerers {
+  readonly users?: readonly string[];
+  readonly roles?: readonly string[];
 }
 
 /**

@@ -6,10 +6,17 @@ import { tokenUsageToWire, type TokenUsageWire } from "../types/usage.js";
 import { joinTarget, routeAfter } from "./edge-routing.js";
 import { GraphErrorCode, GraphFailure, isUnwind, nodeFailure } from "./failure.js";
 import type { GraphDeps, GraphSnapshot } from "./node-context.js";
-import { guardedStep, reportNodeFailure, visitNode, visitStep } from "./node-visit.js";
+import {
+  guardedStep,
+  isThenable,
+  reportNodeFailure,
+  stepFailure,
+  visitNode,
+  visitStep,
+} from "./node-visit.js";
 import { nodeStepKey } from "./run-events.js";
 import { isolatedShared } from "./shared-state.js";
-import { checkUpdate, mergeUpdates } from "./state-merge.js";
+import { checkUpdate, mergeUpdate, mergeUpdates } from "./state-merge.js";
 import { END, type Graph, type GraphNode, type GraphState, type SharedStateView } from "./types.js";
 
 /** Where a run starts: a fresh start, or where a sessionState left off. */
@@ -168,9 +175,20 @@ export class GraphExecutor<S extends GraphState = GraphState> {
           const given = preset;
           preset = null;
           const before = state;
-          const commit = await guardedStep(run, id, visit, () =>
-            visitStep<NodeCommit>(run, id, visit, async () => {
-              const update = await visitNode({
+          const commitOf = (update: unknown): NodeCommit => {
+            const after = mergeUpdate(this.graph, this.#keys, before, id, update);
+            const next = routeAfter(this.graph, id, after);
+            const total = usageNow();
+            return total.total_tokens > 0 || total.cost_usd > 0
+              ? { state: after, next, usage: total }
+              : { state: after, next };
+          };
+          let commit: NodeCommit;
+          try {
+            // A node that answers synchronously is merged and committed without a promise of
+            // its own (most of a small node's cost is such bookkeeping).
+            commit = await visitStep<NodeCommit>(run, id, visit, () => {
+              const update = visitNode({
                 // Every field written out: spreading a shared object into this literal made
                 // V8 add each later field through a slow path, +15 µs per visit (bench/graph).
                 graph: this.graph,
@@ -185,14 +203,14 @@ export class GraphExecutor<S extends GraphState = GraphState> {
                 snapshot,
                 preset: given,
               });
-              const after = mergeUpdates(this.graph, this.#keys, before, [[id, update]]);
-              const next = routeAfter(this.graph, id, after);
-              const total = usageNow();
-              return total.total_tokens > 0 || total.cost_usd > 0
-                ? { state: after, next, usage: total }
-                : { state: after, next };
-            }),
-          );
+              // visitNode answers a real promise for a node that answered a thenable.
+              return isThenable(update)
+                ? (update as Promise<unknown>).then(commitOf)
+                : commitOf(update);
+            });
+          } catch (err) {
+            throw await stepFailure(run, id, visit, err);
+          }
           usage = commit.usage ?? usage;
           mark = ctx.tokenUsage;
           visits[id] = visit;
@@ -250,7 +268,7 @@ export class GraphExecutor<S extends GraphState = GraphState> {
           visitStep<BranchCommit>(c.run, id, visit, async () => {
             const node = this.graph.nodes.get(id) as GraphNode<S>;
             try {
-              const update = await visitNode({
+              const update: unknown = await visitNode({
                 graph: this.graph,
                 deps: this.#deps,
                 keys: this.#keys,

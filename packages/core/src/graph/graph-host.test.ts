@@ -767,4 +767,36 @@ describe("GraphHost", () => {
         }),
     ).toThrow(/entryNode "nowhere"/);
   });
+
+  it("needs neither a queue nor a runtime for a graph without agent nodes, and asks for a runtime with them", async () => {
+    const Count = z.object({ n: z.number(), ok: z.string().optional() });
+    type Count = z.output<typeof Count>;
+    const graph = defineGraph({
+      name: "plain",
+      state: Count,
+      nodes: {
+        add: fnNode<Count>((s) => ({ n: s.n + 1 })),
+        ask: inputNode<Count>({ prompt: "ok?", writes: "ok" }),
+      },
+      edges: [
+        ["add", "ask"],
+        ["ask", END],
+      ],
+      entry: "add",
+    });
+    const host = new GraphHost({ graph });
+    runtimes.push(host);
+    await host.start();
+    const paused = await host.triggerAndWait("default", { n: 1 });
+    expect(paused).toMatchObject({ status: "paused", state: { n: 2 } });
+    await host.resume(paused.runId, "yes");
+    expect(await host.wait(paused.runId)).toMatchObject({
+      status: "succeeded",
+      state: { ok: "yes" },
+    });
+    const { graph: withAgents } = refundDesk();
+    expect(() => new GraphHost({ graph: withAgents })).toThrow(
+      /options\.runtime: graph "refund_desk" has agent nodes \(.*\)/,
+    );
+  });
 });

@@ -2,6 +2,9 @@ import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { requireObjectOptions } from "../internal/object-options.js";
 import { safeListener } from "../internal/report.js";
+import { InMemoryRunStore } from "../runs/in-memory-store.js";
+import { RunQueue } from "../runs/run-queue.js";
+import { Runner } from "../runs/runner.js";
 import { RunStatus, type RunEvent, type RunRecord } from "../runs/types.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import {
@@ -31,6 +34,7 @@ import { SessionSigner } from "./session-signer.js";
 import { checkStartState } from "./session-start.js";
 import { SharedState } from "./shared-state.js";
 import type { Graph } from "./types.js";
+import { isDefinedGraph } from "./define-graph.js";
 
 export type { TriggerOptions };
 
@@ -75,10 +79,10 @@ export class GraphHost {
   constructor(options: GraphHostOptions) {
     const o = parseOrThrow(
       GraphHostOptionsSchema,
-      options,
+      withDefaults(options),
       ErrorCode.INVALID_OPTIONS,
       "options",
-      "Pass { graph: defineGraph(...), runtime: AgentRuntime, queue: RunQueue, entryPoints?, tools?, memory?, policy?, runner?: a Runner or { concurrency?, leaseSeconds?, heartbeatSeconds?, workerId?, traceSink? } }.",
+      "Pass { graph: defineGraph(...), runtime?: AgentRuntime, queue?: RunQueue, entryPoints?, tools?, memory?, policy?, runner?: a Runner or { concurrency?, leaseSeconds?, heartbeatSeconds?, workerId?, traceSink? } }.",
     );
     this.#o = o;
     this.#report = safeListener(o.onError, "the GraphHost's onError");
@@ -275,6 +279,7 @@ export class GraphHost {
     const value = checkAnswer(this.graph, run, answer);
     const resumed = await this.#o.queue.resume(runId, value ?? null, {
       key: run.pause?.key as string,
+      ...(options.ctx === undefined ? {} : { ctx: options.ctx }),
     });
     // Its events from the run.resumed this resume wrote (the record's last event) on.
     this.#watcher.watch(resumed, resumed.lastSeq - 1);
@@ -448,4 +453,35 @@ export class GraphHost {
   #error(err: unknown): void {
     this.#report(err);
   }
+}
+
+/**
+ * The host's options with its defaults: a queue of its own on an in-memory store (named after
+ * the graph), and, for a graph without agent nodes, an empty InProcessRuntime (the runner's own
+ * when one is shared). A graph with agent nodes needs the runtime that has their handlers.
+ */
+function withDefaults(options: GraphHostOptions): unknown {
+  if (typeof options !== "object" || options === null) return options;
+  const o = options as Partial<ParsedGraphHostOptions>;
+  const graph = isDefinedGraph(o.graph) ? o.graph : null;
+  const shared = o.runner instanceof Runner ? o.runner : undefined;
+  const queue =
+    o.queue ??
+    shared?.queue ??
+    (graph === null
+      ? undefined
+      : new RunQueue({ store: new InMemoryRunStore(), name: graph.name.slice(0, 64) }));
+  let runtime = o.runtime ?? shared?.runtime;
+  if (runtime === undefined && graph !== null) {
+    const agents = [...graph.nodes].filter(([, n]) => n.kind === "agent").map(([id]) => id);
+    if (agents.length > 0) {
+      throw new NervaError(
+        ErrorCode.INVALID_OPTIONS,
+        `Invalid options.runtime: graph "${graph.name}" has agent nodes (${agents.join(", ")}), whose handlers run on a runtime. Pass runtime: an AgentRuntime with those handlers registered (e.g. new InProcessRuntime()).`,
+        { issues: [{ path: "options.runtime", message: "required with agent nodes" }] },
+      );
+    }
+    runtime = new InProcessRuntime();
+  }
+  return { ...options, queue, runtime };
 }

@@ -79,5 +79,10 @@ export const GraphHostOptionsSchema = z
  * (its store holds the runs), the kit primitives, the entry points, and `runner`: the options
  * of the runners it builds, or an existing Runner.
  */
-export type GraphHostOptions = z.input<typeof GraphHostOptionsSchema>;
+export type GraphHostOptions = Omit<z.input<typeof GraphHostOptionsSchema>, "queue" | "runtime"> & {
+  /** Where the graph's runs are kept; by default a queue of its own on an in-memory store. */
+  readonly queue?: RunQueue;
+  /** What agent nodes invoke handlers through; needed only when the graph has agent nodes. */
+  readonly runtime?: AgentRuntime;
+};
 export type ParsedGraphHostOptions = z.output<typeof GraphHostOptionsSchema>;

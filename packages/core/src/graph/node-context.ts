@@ -179,7 +179,12 @@ class VisitContext implements NodeContext {
     };
     const prompt = String(request.prompt);
     const kind = request.kind ?? "approval";
-    const pause = { prompt, kind, data: { ...data, graph: snapshotJson(this.#scope.snapshot()) } };
+    const pause = {
+      prompt,
+      kind,
+      data: { ...data, graph: snapshotJson(this.#scope.snapshot()) },
+      ...(request.answeredBy === undefined ? {} : { answeredBy: request.answeredBy }),
+    };
     const active = this.#active;
     if (active !== null)
       return active.ask<T>(active.unique("i", this.#key), { key: this.#key, ...pause });

@@ -1,4 +1,5 @@
 import type { ExecContext } from "../context/exec-context.js";
+import type { Span } from "../context/span.js";
 import { ErrorCode, NervaError } from "../errors.js";
 import { ActiveRun, recordEvent, type RunContext } from "../runs/run-context.js";
 import { RunEventType } from "../runs/types.js";
@@ -23,19 +24,30 @@ export interface NodeVisit<S extends GraphState> {
   readonly preset: { value: JsonValue } | null;
 }
 
-/** Runs one visit of node `id` (the node's span, deadline and context) and returns its update. */
-export async function visitNode<S extends GraphState>(v: NodeVisit<S>): Promise<unknown> {
+const NOT_ENDED: unique symbol = Symbol("not ended");
+
+/**
+ * Runs one visit of node `id` (the node's span, deadline and context) and returns its update: at
+ * once when the node answers synchronously (most small nodes), else a promise raced against the
+ * node's end (cancel, timeout), so a node that ignores its signal still stops the execution at
+ * once. A synchronous answer needs no race, nor the promise and closures of one.
+ */
+export function visitNode<S extends GraphState>(v: NodeVisit<S>): unknown {
   const { id, visit, ctx } = v;
   const node = v.graph.nodes.get(id) as GraphNode<S>;
   const span = ctx.startSpan("graph.node", { id, visit, kind: node.kind });
-  let fail: (reason: unknown) => void = () => undefined;
-  const ended = new Promise<never>((_, reject) => (fail = reject));
-  ended.catch(() => undefined);
-  const onEnd = (reason: unknown): void => fail(reason);
+  let ended: unknown = NOT_ENDED;
+  let fail: ((reason: unknown) => void) | null = null;
+  const onEnd = (reason: unknown): void => {
+    if (fail !== null) fail(reason);
+    else ended = reason;
+  };
   const exec =
     node.timeoutSeconds === undefined
       ? ctx.fork({ span, onEnd })
       : ctx.fork({ span, timeoutSeconds: node.timeoutSeconds, onEnd });
+  let answer: unknown;
+  let thenable: boolean;
   try {
     const nodeCtx = createNodeContext({
       graph: v.graph.name,
@@ -50,15 +62,37 @@ export async function visitNode<S extends GraphState>(v: NodeVisit<S>): Promise<
       preset: v.preset,
     });
     const view = node.reads === undefined ? v.state : pick(v.state, node.reads);
-    const answer = node.run(view as S, nodeCtx);
-    // A synchronous answer needs no race; a promise is raced against the node's end (cancel,
-    // timeout), so a node that ignores its signal still stops the run at once.
-    const update = isThenable(answer) ? await Promise.race([answer, ended]) : answer;
-    span.end("ok");
-    return update;
+    answer = node.run(view as S, nodeCtx);
+    thenable = isThenable(answer);
   } catch (err) {
-    span.end("error", err instanceof Error ? err.message : String(err));
+    endVisit(span, exec, err);
     throw err;
+  }
+  if (!thenable) {
+    endVisit(span, exec, NOT_ENDED);
+    return answer;
+  }
+  const stop = new Promise<never>((_, reject) => {
+    if (ended !== NOT_ENDED) reject(ended);
+    else fail = reject;
+  });
+  return Promise.race([answer as PromiseLike<unknown>, stop]).then(
+    (update) => {
+      endVisit(span, exec, NOT_ENDED);
+      return update;
+    },
+    (err: unknown) => {
+      endVisit(span, exec, err);
+      throw err;
+    },
+  );
+}
+
+/** Ends a visit's span (`error` when `err` is given) and disposes of its context. */
+function endVisit(span: Span, exec: ExecContext, err: unknown): void {
+  try {
+    if (err === NOT_ENDED) span.end("ok");
+    else span.end("error", err instanceof Error ? err.message : String(err));
   } finally {
     exec.dispose();
   }
@@ -72,7 +106,7 @@ export function visitStep<T>(
   run: RunContext,
   id: string,
   visit: number,
-  fn: () => Promise<T>,
+  fn: () => T | Promise<T>,
 ): Promise<T> {
   if (!(run instanceof ActiveRun)) {
     throw new NervaError(
@@ -93,11 +127,24 @@ export async function guardedStep<T>(
   try {
     return await fn();
   } catch (err) {
-    if (isUnwind(err)) throw err;
-    const failure = nodeFailure(err, id);
-    await reportNodeFailure(run, id, visit, failure);
-    throw failure;
+    throw await stepFailure(run, id, visit, err);
   }
+}
+
+/**
+ * What a node's step that threw `err` throws: an unwind (pause, lost lease) as it is, anything
+ * else as a GraphFailure, written first as NODE_FAILED.
+ */
+export async function stepFailure(
+  run: RunContext,
+  id: string,
+  visit: number,
+  err: unknown,
+): Promise<unknown> {
+  if (isUnwind(err)) return err;
+  const failure = nodeFailure(err, id);
+  await reportNodeFailure(run, id, visit, failure);
+  return failure;
 }
 
 export async function reportNodeFailure(
@@ -115,7 +162,7 @@ export async function reportNodeFailure(
   }).catch(() => undefined);
 }
 
-function isThenable(v: unknown): v is PromiseLike<unknown> {
+export function isThenable(v: unknown): v is PromiseLike<unknown> {
   return typeof (v as { then?: unknown } | null)?.then === "function";
 }
 

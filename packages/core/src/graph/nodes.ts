@@ -1,3 +1,4 @@
+import type { RunAnswerers } from "../context/run-slot.js";
 import { z } from "zod";
 import { ErrorCode, NervaError, errorPolicyOf } from "../errors.js";
 import type { AgentInputInit, AgentResult, JsonValue } from "../types/agent.js";
@@ -175,10 +176,12 @@ export interface InputNodeOptions<S extends GraphState> extends Omit<NodeOptions
   readonly schema?: z.ZodType;
   /** Extra JSON shown with the question (e.g. choices). */
   readonly data?: (state: S) => Record<string, JsonValue>;
+  /** Who may answer: users by id or roles (`host.resume(id, answer, { ctx })`). */
+  readonly answeredBy?: RunAnswerers;
 }
 
 /**
- * A client-facing node: the run pauses (CLIENT_INPUT_REQUESTED, status `paused`) until a
+ * A client-facing node: the run pauses (`run.paused`, status `paused`) until a
  * person answers with `host.resume(runId, value)`; the answer is written to
  * `writes`.
  *
@@ -201,7 +204,7 @@ export function inputNode<S extends GraphState>(options: InputNodeOptions<S>): G
       { issues: [{ path: "options.writes", message: "must be a state key" }] },
     );
   }
-  const { prompt, kind, writes, schema, data, ...rest } = options;
+  const { prompt, kind, writes, schema, data, answeredBy, ...rest } = options;
   return Object.freeze({
     kind: NodeKind.INPUT,
     ...common(rest),
@@ -213,6 +216,7 @@ export function inputNode<S extends GraphState>(options: InputNodeOptions<S>): G
         kind: kind ?? "approval",
         ...(data === undefined ? {} : { data: data(state) }),
         ...(schema === undefined ? {} : { schema }),
+        ...(answeredBy === undefined ? {} : { answeredBy }),
       });
       return { [writes]: answer } as StateUpdate<S>;
     },

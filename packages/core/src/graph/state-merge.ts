@@ -25,7 +25,11 @@ export function checkUpdate<S extends GraphState>(
   }
   const node = graph.nodes.get(id) as GraphNode<S>;
   const allowed = node.writes === undefined ? keys : new Set<string>(node.writes);
-  const stray = Object.keys(update).filter((k) => !allowed.has(k));
+  const written = Object.keys(update);
+  let fits = true;
+  for (let i = 0; i < written.length; i++) if (!allowed.has(written[i] as string)) fits = false;
+  if (fits) return update;
+  const stray = written.filter((k) => !allowed.has(k));
   if (stray.length > 0) {
     throw new GraphFailure(
       GraphErrorCode.INVALID_STATE_UPDATE,
@@ -35,6 +39,28 @@ export function checkUpdate<S extends GraphState>(
     );
   }
   return update;
+}
+
+/**
+ * {@link mergeUpdates} of one node's update (the path of every node outside a fan-out): no
+ * writer bookkeeping, since one node cannot collide with itself.
+ */
+export function mergeUpdate<S extends GraphState>(
+  graph: Graph<S>,
+  keys: ReadonlySet<string>,
+  before: Record<string, unknown>,
+  id: string,
+  raw: unknown,
+): Record<string, unknown> {
+  const update = checkUpdate(graph, keys, id, raw);
+  const next: Record<string, unknown> = { ...before };
+  const written = Object.keys(update);
+  for (let i = 0; i < written.length; i++) {
+    const k = written[i] as string;
+    const reducer = graph.reducers.get(k);
+    next[k] = reducer === undefined ? update[k] : reducer(next[k], update[k]);
+  }
+  return checkState(graph, next, [id]);
 }
 
 /** Applies updates in order (reducers per key), then checks the state schema. */
@@ -67,14 +93,26 @@ export function mergeUpdates<S extends GraphState>(
       next[k] = v;
     }
   }
+  return checkState(
+    graph,
+    next,
+    updates.map(([n]) => n),
+  );
+}
+
+/** `next` checked against the state schema; INVALID_STATE_UPDATE naming the nodes otherwise. */
+function checkState<S extends GraphState>(
+  graph: Graph<S>,
+  next: Record<string, unknown>,
+  nodes: readonly string[],
+): Record<string, unknown> {
   const parsed = graph.state.safeParse(next);
   if (!parsed.success) {
-    const id = updates.map(([n]) => `"${n}"`).join(", ");
     throw new GraphFailure(
       GraphErrorCode.INVALID_STATE_UPDATE,
-      `The state after node ${id} does not fit the state schema of graph "${graph.name}": ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}.`,
+      `The state after node ${nodes.map((n) => `"${n}"`).join(", ")} does not fit the state schema of graph "${graph.name}": ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}.`,
       false,
-      updates[0]?.[0] ?? null,
+      nodes[0] ?? null,
     );
   }
   return parsed.data as Record<string, unknown>;

@@ -1,3 +1,4 @@
+import type { RunAnswerers } from "../context/run-slot.js";
 import type { z } from "zod";
 import type { ExecContext } from "../context/exec-context.js";
 import type { AgentKit } from "../orchestrator/types.js";
@@ -87,6 +88,8 @@ export interface InputRequest {
   readonly data?: Record<string, JsonValue>;
   /** Validates the answer at `resume` (INVALID_INPUT) and when the node reads it. */
   readonly schema?: z.ZodType;
+  /** Who may answer (`resume(id, answer, { ctx })` from one of them); absent: anyone. */
+  readonly answeredBy?: RunAnswerers;
 }
 
 /** Read and write access to the state shared across runs. */

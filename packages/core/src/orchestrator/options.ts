@@ -7,6 +7,7 @@ import type { PolicyEngine } from "../policy/types.js";
 import type { Registry } from "../registry/types.js";
 import { PassthroughResponder } from "../responder/passthrough-responder.js";
 import type { Channel, Responder } from "../responder/types.js";
+import { onlyHandlerRouter } from "../router/only-handler-router.js";
 import type { Router } from "../router/types.js";
 import type { AgentRuntime } from "../runtime/types.js";
 import type { ToolManager } from "../tools/types.js";
@@ -34,8 +35,10 @@ const ChannelSchema = z.union([
 
 const OptionsSchema = z
   .object({
-    router: implementing<Router>("Router", ["classify"]),
+    router: implementing<Router>("Router", ["classify"]).optional(),
     runtime: implementing<AgentRuntime>("AgentRuntime", ["invoke", "delegate"]),
+    /** Registered on the runtime by the constructor (see OrchestratorOptions.agents). */
+    agents: z.record(z.string(), z.unknown()).optional(),
     tools: implementing<ToolManager>("ToolManager", ["discover", "call"]).optional(),
     memory: implementing<Memory>("Memory", ["recall", "store"]).optional(),
     responder: implementing<Responder>("Responder", ["format", "formatChunk"]).optional(),
@@ -88,19 +91,20 @@ function needsScope(impl: { readonly spanless?: boolean }): boolean {
 }
 
 /** Validates the options of `new Orchestrator(options)`; INVALID_OPTIONS names the field. */
-export function wire(options: OrchestratorOptions): Wiring {
+export function wire(options: OrchestratorOptions & { readonly runtime: AgentRuntime }): Wiring {
   const o = parseOrThrow(
     OptionsSchema,
     options,
     ErrorCode.INVALID_OPTIONS,
     "options",
-    "Pass { router, runtime } and optionally tools, memory, responder, registry, policy, middleware: [...], channel, maxCandidates (1-20).",
+    "Pass { runtime } and optionally router (needed with more than one handler), tools, memory, responder, registry, policy, middleware: [...], channel, maxCandidates (1-20).",
   );
   const pipeline = new MiddlewarePipeline((o.middleware ?? []) as Middleware[]);
   const registry = o.registry ?? null;
   const responder = o.responder ?? new PassthroughResponder();
+  const router = o.router ?? onlyHandlerRouter(o.runtime);
   return Object.freeze({
-    router: o.router,
+    router,
     runtime: o.runtime,
     tools: o.tools ?? null,
     memory: o.memory ?? null,
@@ -118,7 +122,7 @@ export function wire(options: OrchestratorOptions): Wiring {
     hasBeforeInvoke: pipeline.has(MiddlewareStage.BEFORE_INVOKE),
     hasAfterInvoke: pipeline.has(MiddlewareStage.AFTER_INVOKE),
     hasBeforeRespond: pipeline.has(MiddlewareStage.BEFORE_RESPOND),
-    scopeRouter: needsScope(o.router),
+    scopeRouter: needsScope(router),
     scopeResponder: needsScope(responder),
   });
 }

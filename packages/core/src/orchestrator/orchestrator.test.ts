@@ -429,7 +429,7 @@ describe("Orchestrator.handle", () => {
   it("validates its options and arguments, naming the field", async () => {
     const runtime = new InProcessRuntime();
     runtimes.push(runtime);
-    expect(() => new Orchestrator({ runtime } as never)).toThrow(/options\.router/);
+    expect(() => new Orchestrator({ router: {} as never, runtime })).toThrow(/options\.router/);
     expect(
       () => new Orchestrator({ router: new RuleRouter({ rules: [] }), runtime, maxCandidates: 0 }),
     ).toThrow(/options\.maxCandidates/);

@@ -2,7 +2,8 @@ import type { ExecContext, StreamSink } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
 import type { OrchestratorResponse } from "../middleware/types.js";
 import { checkContext } from "../runtime/guard.js";
-import type { AgentHandler } from "../runtime/types.js";
+import { InProcessRuntime } from "../runtime/in-process-runtime.js";
+import type { AgentHandler, AgentRuntime } from "../runtime/types.js";
 import { createKit } from "./kit.js";
 import { channelOf, checkMessage, wire, type Wiring } from "./options.js";
 import { approvedMessage } from "./resume.js";
@@ -44,7 +45,21 @@ export class Orchestrator {
   readonly #w: Wiring;
 
   constructor(options: OrchestratorOptions) {
-    this.#w = wire(options);
+    const agents = agentsOf(options);
+    this.#w = wire(
+      agents === null
+        ? (options as Parameters<typeof wire>[0])
+        : { ...options, runtime: new InProcessRuntime() },
+    );
+    if (agents !== null) {
+      const runtime = this.#w.runtime as InProcessRuntime;
+      for (const [name, fn] of Object.entries(agents)) runtime.register(name, this.handler(fn));
+    }
+  }
+
+  /** What executes the handlers: the given runtime, or the InProcessRuntime of `agents`. */
+  get runtime(): AgentRuntime {
+    return this.#w.runtime;
   }
 
   /**
@@ -173,4 +188,31 @@ export class Orchestrator {
     const failed = (await Promise.allSettled(closing)).find((r) => r.status === "rejected");
     if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
   }
+}
+
+/** The `agents` option, checked: exactly one of `runtime` and `agents`, each agent a function. */
+function agentsOf(options: OrchestratorOptions): Readonly<Record<string, KitHandler>> | null {
+  if (typeof options !== "object" || options === null) return null;
+  const { agents, runtime } = options;
+  if ((agents === undefined) === (runtime === undefined)) {
+    throw new NervaError(
+      ErrorCode.INVALID_OPTIONS,
+      "Invalid options: give exactly one of runtime (an AgentRuntime) or agents ({ name: (input, ctx, kit) => answer }).",
+      { issues: [{ path: "options.runtime", message: "give exactly one of runtime or agents" }] },
+    );
+  }
+  if (agents === undefined) return null;
+  const bad =
+    typeof agents !== "object" || agents === null
+      ? "agents"
+      : Object.entries(agents).find(([, fn]) => typeof fn !== "function")?.[0];
+  if (bad !== undefined) {
+    const path = bad === "agents" ? "options.agents" : `options.agents.${bad}`;
+    throw new NervaError(
+      ErrorCode.INVALID_OPTIONS,
+      `Invalid ${path}: each agent is a function (input, ctx, kit) => answer.`,
+      { issues: [{ path, message: "must be a function" }] },
+    );
+  }
+  return agents;
 }

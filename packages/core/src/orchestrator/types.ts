@@ -16,15 +16,22 @@ import type { ToolCallOptions, ToolInfo, ToolManager, ToolResult } from "../tool
 import type { AgentInput, AgentInputInit, AgentResult } from "../types/agent.js";
 
 /**
- * What an {@link Orchestrator} is built from. Only `router` and `runtime` are required; every
- * other primitive is skipped when absent.
+ * What an {@link Orchestrator} is built from: a `runtime` or its `agents`; without a `router`
+ * every message goes to the only handler, and every other primitive is skipped when absent.
  *
  * @example
  * const orchestrator = new Orchestrator({ router, runtime, tools, memory, responder, registry, policy, middleware: [new LoggingMiddleware()] });
  */
 export interface OrchestratorOptions {
-  readonly router: Router;
-  readonly runtime: AgentRuntime;
+  /** Picks the handler of each message; needed when the runtime has more than one. */
+  readonly router?: Router;
+  /** What executes the handlers the router picks (in-process, subprocess, container)… */
+  readonly runtime?: AgentRuntime;
+  /**
+   * …or the agents themselves, by name: run in-process, each given the orchestrator's kit
+   * (`(input, ctx, kit)`, e.g. `modelAgent(...)`). Give exactly one of `runtime` and `agents`.
+   */
+  readonly agents?: Readonly<Record<string, KitHandler>>;
   readonly tools?: ToolManager;
   readonly memory?: Memory;
   /** Formats results and stream chunks; default: passes the output through unchanged. */

@@ -10,7 +10,6 @@ import type {
   RunStore,
 } from "./store.js";
 import {
-  appendEvent,
   cancelRun,
   closedStore,
   checkFence,
@@ -28,7 +27,6 @@ import {
   retryRun,
   runEvent,
   runNotFound,
-  startedStepEvents,
   type Transition,
 } from "./transitions.js";
 import {
@@ -43,12 +41,39 @@ import {
 } from "./types.js";
 import { Wakeups } from "./wakeups.js";
 
-interface Entry {
-  run: RunRecord;
-  readonly events: RunEvent[];
-  readonly steps: Map<string, string>;
-  readonly inputs: Map<string, string>;
-  checkpoint: string | null;
+/**
+ * One run: its record, history, step values, answers and checkpoint. A write that only adds
+ * events (a step, an event, a checkpoint) leaves the record as it is and the record's `lastSeq`
+ * behind its history; `run` catches it up when read, so a run of many steps copies its record
+ * once per read instead of once per step.
+ */
+class Entry {
+  #run: RunRecord;
+  readonly events: RunEvent[] = [];
+  readonly steps = new Map<string, string>();
+  readonly inputs = new Map<string, string>();
+  checkpoint: string | null = null;
+
+  constructor(run: RunRecord) {
+    this.#run = run;
+  }
+
+  /** The record, its `lastSeq` the last event's (history is gap-free: seq n at index n - 1). */
+  get run(): RunRecord {
+    if (this.#run.lastSeq !== this.events.length) {
+      this.#run = { ...this.#run, lastSeq: this.events.length };
+    }
+    return this.#run;
+  }
+
+  set run(run: RunRecord) {
+    this.#run = run;
+  }
+
+  /** The record as last written, `lastSeq` maybe behind: for its other fields (the fence). */
+  get stored(): RunRecord {
+    return this.#run;
+  }
 }
 
 /**
@@ -64,6 +89,13 @@ export class InMemoryRunStore implements RunStore {
   readonly #byKey = new Map<string, string>();
   readonly #events = new Wakeups();
   readonly #work = new Wakeups();
+  /**
+   * The pending and running runs of each queue: what claims look through, and what a list of
+   * pending or running runs reads, so neither walks every run the store ever held.
+   */
+  readonly #live = new Map<string, Set<Entry>>();
+  /** Waiters for a run's status to change, keyed by run id. */
+  readonly #statuses = new Wakeups();
   #closed = false;
 
   async create(init: NewRun): Promise<{ run: RunRecord; created: boolean }> {
@@ -73,18 +105,13 @@ export class InMemoryRunStore implements RunStore {
       if (entry !== undefined) return { run: entry.run, created: false };
     }
     const t = createRun(init, Date.now());
-    const entry: Entry = {
-      run: t.run,
-      events: [],
-      steps: new Map(),
-      inputs: new Map(),
-      checkpoint: null,
-    };
+    const entry = new Entry({ ...t.run, lastSeq: 0 });
     this.#runs.set(init.id, entry);
     if (init.idempotencyKey !== null) {
       this.#byKey.set(`${init.queue}\u0000${init.idempotencyKey}`, init.id);
     }
     this.#apply(entry, t);
+    this.#index(entry);
     return { run: entry.run, created: true };
   }
 
@@ -94,7 +121,9 @@ export class InMemoryRunStore implements RunStore {
 
   async list(query: RunListQuery): Promise<RunPage> {
     const after = decodeCursor(query.cursor ?? null);
-    const runs = [...this.#runs.values()]
+    const live = query.status === RunStatus.PENDING || query.status === RunStatus.RUNNING;
+    const entries = live ? (this.#live.get(query.queue) ?? []) : this.#runs.values();
+    const runs = [...entries]
       .map((e) => e.run)
       .filter((r) => matchesQuery(r, query, after))
       .sort(newerFirst);
@@ -114,11 +143,10 @@ export class InMemoryRunStore implements RunStore {
       const now = Date.now();
       let best: Entry | null = null;
       let nextDue = Infinity;
-      for (const entry of this.#runs.values()) {
-        const r = entry.run;
-        if (r.queue !== request.queue) continue;
+      for (const entry of this.#live.get(request.queue) ?? []) {
+        const r = entry.stored;
         if (isClaimable(r, now)) {
-          if (best === null || claimOrder(r, best.run) < 0) best = entry;
+          if (best === null || claimOrder(r, best.stored) < 0) best = entry;
         } else if (r.status === RunStatus.PENDING) {
           nextDue = Math.min(nextDue, r.availableAt);
         } else if (r.status === RunStatus.RUNNING && r.lease !== null) {
@@ -145,26 +173,23 @@ export class InMemoryRunStore implements RunStore {
 
   async heartbeat(lease: LeaseRef, leaseSeconds: number): Promise<{ cancelRequested: boolean }> {
     const entry = this.#held(lease);
-    entry.run = heartbeatRun(entry.run, lease, Math.round(leaseSeconds * 1000), Date.now());
-    return { cancelRequested: entry.run.cancelRequested };
+    // The lease alone changes: the record's lastSeq may stay behind (see Entry).
+    entry.run = heartbeatRun(entry.stored, lease, Math.round(leaseSeconds * 1000), Date.now());
+    return { cancelRequested: entry.stored.cancelRequested };
   }
 
   async append(lease: LeaseRef, type: string, data: Record<string, JsonValue>): Promise<RunEvent> {
-    const entry = this.#held(lease);
-    this.#apply(entry, appendEvent(entry.run, lease, type, data, Date.now()));
+    const entry = this.#holder(lease);
+    this.#addEvent(entry, type, data, Date.now());
     return entry.events[entry.events.length - 1] as RunEvent;
   }
 
   async commitStep(lease: LeaseRef, key: string, value: string): Promise<string> {
-    const entry = this.#held(lease);
-    checkFence(entry.run, lease);
+    const entry = this.#holder(lease);
     const existing = entry.steps.get(key);
     if (existing !== undefined) return existing;
     entry.steps.set(key, value);
-    this.#apply(
-      entry,
-      appendEvent(entry.run, lease, RunEventType.STEP_COMPLETED, { key }, Date.now()),
-    );
+    this.#addEvent(entry, RunEventType.STEP_COMPLETED, { key }, Date.now());
     return value;
   }
 
@@ -174,36 +199,20 @@ export class InMemoryRunStore implements RunStore {
     value: string,
     startedAt: number,
   ): Promise<string> {
-    const entry = this.#held(lease);
+    const entry = this.#holder(lease);
     const existing = entry.steps.get(key);
-    const t = startedStepEvents(
-      entry.run,
-      lease,
-      key,
-      startedAt,
-      existing === undefined,
-      Date.now(),
-    );
-    if (existing !== undefined) {
-      this.#apply(entry, t);
-      return existing;
-    }
+    const now = Date.now();
+    this.#addEvent(entry, RunEventType.STEP_STARTED, { key }, Math.min(startedAt, now));
+    if (existing !== undefined) return existing;
     entry.steps.set(key, value);
-    this.#apply(entry, t);
+    this.#addEvent(entry, RunEventType.STEP_COMPLETED, { key }, now);
     return value;
   }
 
   async checkpoint(lease: LeaseRef, state: string): Promise<void> {
-    const entry = this.#held(lease);
-    const t = appendEvent(
-      entry.run,
-      lease,
-      RunEventType.CHECKPOINT,
-      { bytes: Buffer.byteLength(state) },
-      Date.now(),
-    );
+    const entry = this.#holder(lease);
     entry.checkpoint = state;
-    this.#apply(entry, t);
+    this.#addEvent(entry, RunEventType.CHECKPOINT, { bytes: Buffer.byteLength(state) }, Date.now());
   }
 
   async pause(lease: LeaseRef, pause: RunPause): Promise<RunRecord> {
@@ -255,12 +264,18 @@ export class InMemoryRunStore implements RunStore {
   async prune(queue: string, finishedBeforeAt: number): Promise<number> {
     let count = 0;
     for (const [id, entry] of this.#runs) {
-      const r = entry.run;
-      if (r.queue !== queue || !isFinalStatus(r.status) || (r.finishedAt ?? Infinity) >= finishedBeforeAt)
+      const r = entry.stored;
+      if (
+        r.queue !== queue ||
+        !isFinalStatus(r.status) ||
+        (r.finishedAt ?? Infinity) >= finishedBeforeAt
+      )
         continue;
       this.#runs.delete(id);
+      this.#live.get(r.queue)?.delete(entry);
       if (r.idempotencyKey !== null) this.#byKey.delete(`${r.queue}\u0000${r.idempotencyKey}`);
       this.#events.wake(id);
+      this.#statuses.wake(id);
       count += 1;
     }
     return count;
@@ -279,15 +294,27 @@ export class InMemoryRunStore implements RunStore {
     options: { signal?: AbortSignal; timeoutSeconds?: number },
   ): Promise<void> {
     const entry = this.#runs.get(runId);
-    if (entry === undefined || entry.run.lastSeq > afterSeq || this.#closed) return;
+    if (entry === undefined || entry.events.length > afterSeq || this.#closed) return;
     const timeoutMs = (options.timeoutSeconds ?? Infinity) * 1000;
     await this.#events.wait(runId, timeoutMs, options.signal);
+  }
+
+  async waitForStatusChange(
+    runId: string,
+    status: RunStatus,
+    options: { signal?: AbortSignal; timeoutSeconds?: number },
+  ): Promise<void> {
+    const entry = this.#runs.get(runId);
+    if (entry === undefined || entry.stored.status !== status || this.#closed) return;
+    const timeoutMs = (options.timeoutSeconds ?? Infinity) * 1000;
+    await this.#statuses.wait(runId, timeoutMs, options.signal);
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     this.#events.wakeAll();
     this.#work.wakeAll();
+    this.#statuses.wakeAll();
   }
 
   #entry(runId: string): Entry {
@@ -302,13 +329,45 @@ export class InMemoryRunStore implements RunStore {
     return entry;
   }
 
-  #apply(entry: Entry, t: Transition): void {
-    entry.run = t.run;
-    for (const e of t.events) entry.events.push(runEvent(entry.run.id, e));
-    if (t.events.length > 0) this.#events.wake(entry.run.id);
-    if (entry.run.status === RunStatus.PENDING) {
-      this.#work.wake(entry.run.queue);
+  /** The entry of the lease holder's run, for a write that only adds events; LEASE_LOST when stale. */
+  #holder(lease: LeaseRef): Entry {
+    const entry = this.#held(lease);
+    checkFence(entry.stored, lease);
+    return entry;
+  }
+
+  /** Appends one event of the holder's attempt; the record stays as it is (see Entry). */
+  #addEvent(entry: Entry, type: string, data: Record<string, JsonValue>, at: number): void {
+    const { id, attempt } = entry.stored;
+    entry.events.push({ runId: id, seq: entry.events.length + 1, type, at, attempt, data });
+    this.#events.wake(id);
+  }
+
+  /** Keeps `entry` in its queue's live set while it is pending or running. */
+  #index(entry: Entry): void {
+    const { queue, status } = entry.stored;
+    let live = this.#live.get(queue);
+    if (status === RunStatus.PENDING || status === RunStatus.RUNNING) {
+      if (live === undefined) this.#live.set(queue, (live = new Set()));
+      live.add(entry);
+    } else if (live !== undefined) {
+      live.delete(entry);
+      if (live.size === 0) this.#live.delete(queue);
     }
+  }
+
+  /** Writes a transition made from `entry.run`: its record, then its events (seq in order). */
+  #apply(entry: Entry, t: Transition): void {
+    const before = entry.stored.status;
+    const { id, status, queue } = t.run;
+    for (const e of t.events) entry.events.push(runEvent(id, e));
+    entry.run = t.run;
+    if (t.events.length > 0) this.#events.wake(id);
+    if (status !== before) {
+      this.#statuses.wake(id);
+      this.#index(entry);
+    }
+    if (status === RunStatus.PENDING) this.#work.wake(queue);
   }
 }
 

@@ -1,5 +1,6 @@
 import { ErrorCode, NervaError } from "../errors.js";
 import { DEFAULT_JSON_LIMITS, jsonLimitViolation } from "../internal/json-limits.js";
+import { isPlainJson } from "../internal/plain-json.js";
 
 /** 1 MiB: the default bound of a step value, checkpoint, resume value or run input. */
 export const DEFAULT_MAX_STEP_BYTES = 1024 * 1024;
@@ -51,49 +52,6 @@ export function notJson(value: unknown, label: string): string | null {
     }
   }
   return null;
-}
-
-/** A JSON leaf that reads back equal: a string, a boolean or a finite number. */
-function isJsonLeaf(v: unknown): boolean {
-  return typeof v === "string" || typeof v === "boolean" || Number.isFinite(v);
-}
-
-/**
- * Whether `value` is plain JSON within {@link DEFAULT_JSON_LIMITS}: the rules of {@link notJson}
- * and `jsonLimitViolation` in one iterative walk that builds no paths (the common case is a valid
- * value, checked at every step commit). `false` may be conservative: {@link notJson} decides.
- */
-function isPlainJson(value: unknown): boolean {
-  if (typeof value !== "object" || value === null) return value === null || isJsonLeaf(value);
-  const { maxDepth, maxNodes } = DEFAULT_JSON_LIMITS;
-  const containers: object[] = [value];
-  const depths: number[] = [1];
-  let nodes = 1;
-  while (containers.length > 0) {
-    const v = containers.pop() as object;
-    const depth = depths.pop() as number;
-    if (depth > maxDepth) return false;
-    let items: readonly unknown[];
-    if (Array.isArray(v)) {
-      items = v;
-    } else {
-      const proto: unknown = Object.getPrototypeOf(v);
-      if (proto !== Object.prototype && proto !== null) return false;
-      items = Object.values(v);
-    }
-    nodes += items.length;
-    if (nodes > maxNodes) return false;
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i];
-      if (typeof item === "object" && item !== null) {
-        containers.push(item);
-        depths.push(depth + 1);
-      } else if (item !== null && !isJsonLeaf(item)) {
-        return false;
-      }
-    }
-  }
-  return true;
 }
 
 /**

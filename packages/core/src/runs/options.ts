@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ExecContext } from "../context/exec-context.js";
-import type { AgentRuntime } from "../runtime/types.js";
+import type { AgentHandler, AgentRuntime } from "../runtime/types.js";
 import { HandlerNameSchema } from "../runtime/options.js";
 import { RUN_STATUSES } from "./types.js";
 import { DEFAULT_MAX_STEP_BYTES } from "./json-value.js";
@@ -59,7 +59,10 @@ export const EnqueueOptionsSchema = z
     handler: HandlerNameSchema.optional(),
     handlers: z.array(HandlerNameSchema).min(1).max(100).optional(),
     input: z.unknown(),
-    ctx: z.custom<ExecContext>((v) => v instanceof ExecContext, "must be an ExecContext"),
+    /** The enqueuer's context (identity, permissions, trace); by default one of no user. */
+    ctx: z
+      .custom<ExecContext>((v) => v instanceof ExecContext, "must be an ExecContext")
+      .optional(),
     idempotencyKey: z.string().min(1).max(256).optional(),
     priority: z.number().int().min(0).max(2_097_151).default(0),
     delaySeconds: seconds.default(0),
@@ -101,6 +104,8 @@ export type WaitOptions = z.input<typeof WaitOptionsSchema>;
 export const EventsOptionsSchema = z
   .object({
     afterSeq: z.number().int().min(0).default(0),
+    /** `false`: end at the last event written when asked, instead of following live ones. */
+    follow: z.boolean().default(true),
     signal: z
       .custom<AbortSignal>((v) => v instanceof AbortSignal, "must be an AbortSignal")
       .optional(),
@@ -146,18 +151,35 @@ export type RunnerOwnOptions = z.input<typeof RunnerOwnOptionsSchema>;
 
 export const RunnerOptionsSchema = z
   .object({
-    queue: z.custom<object>((v) => typeof v === "object" && v !== null, "must be a RunQueue"),
-    runtime: z.custom<AgentRuntime>(
-      (v) =>
-        typeof v === "object" &&
-        v !== null &&
-        typeof (v as AgentRuntime).invoke === "function" &&
-        typeof (v as AgentRuntime).handlerNames === "function",
-      "must be an AgentRuntime",
-    ),
+    /** The queue whose runs it executes; by default its own, on an in-memory store. */
+    queue: z
+      .custom<object>((v) => typeof v === "object" && v !== null, "must be a RunQueue")
+      .optional(),
+    /** What executes the runs' handlers (in-process, subprocess, container)… */
+    runtime: z
+      .custom<AgentRuntime>(
+        (v) =>
+          typeof v === "object" &&
+          v !== null &&
+          typeof (v as AgentRuntime).invoke === "function" &&
+          typeof (v as AgentRuntime).handlerNames === "function",
+        "must be an AgentRuntime",
+      )
+      .optional(),
+    /** …or the handlers themselves, by name, run in-process. */
+    handlers: z
+      .record(
+        z.string().min(1),
+        z.custom<AgentHandler>((v) => typeof v === "function", "must be a handler function"),
+      )
+      .optional(),
     ...runnerOwnShape,
   })
   .strict()
-  .refine(heartbeatBelowLease, HEARTBEAT_BELOW_LEASE);
+  .refine(heartbeatBelowLease, HEARTBEAT_BELOW_LEASE)
+  .refine((o) => (o.runtime === undefined) !== (o.handlers === undefined), {
+    message: "give exactly one of runtime (an AgentRuntime) or handlers ({ name: handler })",
+    path: ["runtime"],
+  });
 /** Options of {@link Runner}. */
 export type RunnerOptions = z.input<typeof RunnerOptionsSchema>;

@@ -287,7 +287,7 @@ async function invokeChain(
       }
       if (result.status !== AgentStatus.SUCCESS) return result;
       const done = { result, args };
-      if (!last) await active.memo(key, () => done);
+      if (!last) await active.memo(key, () => done, false);
     }
     input = new ValidatedInput(result.output, args, input.tools, input.history);
   }

@@ -3,7 +3,7 @@ import type { JsonValue } from "../types/agent.js";
 import { toJsonText } from "./json-value.js";
 import type { ClaimedRun, LeaseRef, RunStore } from "./store.js";
 import { RESERVED_EVENT_PREFIXES, RunEventType, type RunPause } from "./types.js";
-import type { RunContext, WaitForInputOptions } from "../context/run-slot.js";
+import type { RunAnswerers, RunContext, WaitForInputOptions } from "../context/run-slot.js";
 
 export type { RunContext, WaitForInputOptions } from "../context/run-slot.js";
 
@@ -41,6 +41,10 @@ function checkKey(key: unknown, label: string): string {
     );
   }
   return key;
+}
+
+function isPromiseLike<T>(v: T | Promise<T>): v is Promise<T> {
+  return typeof (v as { then?: unknown } | null)?.then === "function";
 }
 
 function parse<T>(text: string): T {
@@ -121,28 +125,32 @@ export class ActiveRun implements RunContext {
    * rules, made unique like a user key, its errors remembered like a step's.
    */
   derivedStep<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
-    return this.#guard(() => this.memo<T>(this.unique("s", key), fn));
+    return this.memo<T>(this.unique("s", key), fn, false);
   }
 
-  /** `step` without the key rules and without making the key unique, for the Runner's own keys. */
-  async memo<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
+  /**
+   * `step` without the key rules and without making the key unique, for the Runner's own keys.
+   * `copy`: whether a value committed now is returned as a copy read back from its JSON (what a
+   * user's step gets, so it never shares objects with what its function returned) or as it is
+   * (Nerva's own steps, whose values it builds and drops itself: the check before the commit
+   * already made sure it reads back equal).
+   */
+  async memo<T>(key: string, fn: () => T | Promise<T>, copy = true): Promise<T> {
     const done = this.#steps.get(key);
     if (done !== undefined) return parse<T>(done);
-    if (this.#store.commitStartedStep === undefined) {
-      await this.#write(() => this.#store.append(this.lease, RunEventType.STEP_STARTED, { key }));
-    } else {
-      this.#deferStart(key);
-    }
     let committed: string;
+    let value: T;
+    let text: string;
     try {
-      let value: T;
-      try {
-        value = await fn();
-      } catch (err) {
-        this.note(err);
-        throw err;
+      if (this.#store.commitStartedStep === undefined) {
+        await this.#write(() => this.#store.append(this.lease, RunEventType.STEP_STARTED, { key }));
+      } else {
+        this.#deferStart(key);
       }
-      const text =
+      const answer = fn();
+      // A synchronous answer is committed without waiting a turn of the microtask queue.
+      value = isPromiseLike(answer) ? await answer : answer;
+      text =
         value === undefined
           ? ""
           : toJsonText(
@@ -153,12 +161,13 @@ export class ActiveRun implements RunContext {
             );
       committed = await this.#write(() => this.#commit(key, text), false);
     } catch (err) {
+      this.note(err);
       // A step that failed still shows in the history as started, as when its start came first.
       await this.writeStarts().catch(() => undefined);
       throw err;
     }
     this.#steps.set(key, committed);
-    return parse<T>(committed);
+    return copy || committed !== text ? parse<T>(committed) : value;
   }
 
   /**
@@ -230,11 +239,13 @@ export class ActiveRun implements RunContext {
       }
       const data = options.data ?? {};
       toJsonText(data, "options.data", this.#maxBytes, "Pass a plain JSON object.");
+      const answeredBy = checkAnswerers(options.answeredBy);
       return this.ask<T>(this.unique("i", key), {
         key,
         prompt,
         kind: options.kind ?? "approval",
         data,
+        ...(answeredBy === undefined ? {} : { answeredBy }),
       });
     });
   }
@@ -375,4 +386,37 @@ export function recordEvent(
   data: Record<string, JsonValue>,
 ): Promise<void> {
   return run instanceof ActiveRun ? run.record(type, data) : run.emit(type, data);
+}
+
+const NAMES = /^[^\n]{1,200}$/;
+
+/** `answeredBy` as given, checked: lists of 1-100 names (users or roles), at least one name. */
+function checkAnswerers(given: unknown): RunAnswerers | undefined {
+  if (given === undefined) return undefined;
+  const bad = (why: string): NervaError =>
+    new NervaError(
+      ErrorCode.INVALID_INPUT,
+      `Invalid options.answeredBy: ${why}. Pass { users?: ["user id"], roles?: ["approver"] } with at least one name.`,
+      { issues: [{ path: "options.answeredBy", message: why }] },
+    );
+  if (typeof given !== "object" || given === null || Array.isArray(given)) {
+    throw bad("must be an object");
+  }
+  const { users, roles, ...rest } = given as Record<string, unknown>;
+  if (Object.keys(rest).length > 0) throw bad(`unknown key ${Object.keys(rest)[0]}`);
+  const list = (v: unknown, name: string): string[] | undefined => {
+    if (v === undefined) return undefined;
+    if (
+      !Array.isArray(v) ||
+      v.length > 100 ||
+      !v.every((x) => typeof x === "string" && NAMES.test(x))
+    ) {
+      throw bad(`${name} must be a list of at most 100 non-empty names`);
+    }
+    return [...(v as string[])];
+  };
+  const u = list(users, "users");
+  const r = list(roles, "roles");
+  if ((u?.length ?? 0) + (r?.length ?? 0) === 0) throw bad("names nobody");
+  return { ...(u === undefined ? {} : { users: u }), ...(r === undefined ? {} : { roles: r }) };
 }

@@ -1,8 +1,11 @@
-import { namedEvent } from "./event-names.js";
-import { randomBytes } from "node:crypto";
 import { z } from "zod";
+import { ExecContext } from "../context/exec-context.js";
+import type { RunAnswerers } from "../context/run-slot.js";
+import { newTraceId } from "../context/ids.js";
+import { namedEvent } from "./event-names.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { createAgentInput, type AgentInputInit } from "../types/agent.js";
+import { plainEnqueue, plainInput } from "./enqueue-check.js";
 import { toJsonText } from "./json-value.js";
 import {
   EnqueueOptionsSchema,
@@ -32,13 +35,17 @@ import {
 } from "./types.js";
 
 const FIX_ENQUEUE =
-  "See EnqueueOptions: { handler | handlers, input: { message }, ctx, idempotencyKey?, priority?, delaySeconds?, timeoutSeconds?, retry? }.";
+  "See EnqueueOptions: { handler | handlers, input: { message }, ctx?, idempotencyKey?, priority?, delaySeconds?, timeoutSeconds?, retry? }.";
 const FINAL = RUN_STATUSES.filter(isFinalStatus);
 const EVENT_PAGE = 500;
 
-/** A new run id: sortable by creation time, 128 bits of randomness after it. */
+/**
+ * A new run id: sortable by creation time, 80 bits of randomness after it (from the pooled
+ * crypto source request and trace ids are drawn from: a `randomBytes` call per run costs more
+ * than the rest of an enqueue in memory).
+ */
 export function newRunId(): string {
-  return `run_${Date.now().toString(36).padStart(9, "0")}${randomBytes(10).toString("hex")}`;
+  return `run_${Date.now().toString(36).padStart(9, "0")}${newTraceId().slice(0, 20)}`;
 }
 
 function checkId(id: unknown): string {
@@ -54,7 +61,10 @@ function checkId(id: unknown): string {
 
 const ChainAnswerSchema = z.object({ args: z.record(z.string(), z.string()) }).strict();
 const CancelOptionsSchema = z.object({ reason: z.string().max(1000).nullable().optional() });
-const ResumeOptionsSchema = z.object({ key: z.string().min(1).nullable().optional() });
+const ResumeOptionsSchema = z.object({
+  key: z.string().min(1).nullable().optional(),
+  ctx: z.custom<ExecContext>((v) => v instanceof ExecContext, "must be an ExecContext").optional(),
+});
 const CLIENT: StartSpanOptions = Object.freeze({ kind: "client" });
 
 /**
@@ -106,14 +116,10 @@ export class RunQueue {
    * const run = await queue.enqueue({ handler: "refund_agent", input: { message: "refund" }, ctx, idempotencyKey: "refund-42" });
    */
   async enqueue(options: EnqueueOptions): Promise<RunRecord> {
-    const o = parseOrThrow(
-      EnqueueOptionsSchema,
-      options,
-      ErrorCode.INVALID_INPUT,
-      "options",
-      FIX_ENQUEUE,
-    );
-    const input = createAgentInput(o.input as AgentInputInit);
+    const o =
+      plainEnqueue(options) ??
+      parseOrThrow(EnqueueOptionsSchema, options, ErrorCode.INVALID_INPUT, "options", FIX_ENQUEUE);
+    const input = plainInput(o.input) ?? createAgentInput(o.input as AgentInputInit);
     const wireInput = {
       message: input.message,
       args: { ...input.args },
@@ -130,7 +136,8 @@ export class RunQueue {
     );
     // The run joins the enqueuer's trace under this span: its id is persisted with the run
     // (the context's span_id), and the worker that executes it nests its spans there.
-    const span = o.ctx.startSpan(
+    const ctx = o.ctx ?? ExecContext.create();
+    const span = ctx.startSpan(
       "runs.enqueue",
       { "run.queue": this.name, handler: (o.handlers ?? [o.handler as string]).join(",") },
       CLIENT,
@@ -147,7 +154,7 @@ export class RunQueue {
         priority: o.priority,
         timeoutSeconds: o.timeoutSeconds ?? null,
         idempotencyKey: o.idempotencyKey ?? null,
-        context: { ...o.ctx.toWire(), span_id: span.id, cancelled: false },
+        context: { ...ctx.toWire(), span_id: span.id, cancelled: false },
         delaySeconds: o.delaySeconds,
       }));
     } catch (err) {
@@ -198,10 +205,14 @@ export class RunQueue {
       if (o.signal?.aborted === true) {
         throw new NervaError(ErrorCode.CANCELLED, `Waiting for run ${id} was cancelled.`);
       }
-      await this.store.waitForEvents(id, run.lastSeq, {
-        timeoutSeconds: Math.min(left, 30_000) / 1000,
-        ...(o.signal === undefined ? {} : { signal: o.signal }),
-      });
+      const wake = { timeoutSeconds: Math.min(left, 30_000) / 1000, signal: o.signal };
+      // Only a status change can end this wait: a store that wakes on those alone spares the
+      // waiter a read after every step of the run.
+      if (this.store.waitForStatusChange !== undefined) {
+        await this.store.waitForStatusChange(id, run.status, wake);
+      } else {
+        await this.store.waitForEvents(id, run.lastSeq, wake);
+      }
     }
   }
 
@@ -235,18 +246,24 @@ export class RunQueue {
    * @example
    * await queue.resume(run.id, { approved: true }, { key: "approve" });
    */
-  async resume(id: string, value: unknown, options: { key?: string } = {}): Promise<RunRecord> {
+  async resume(
+    id: string,
+    value: unknown,
+    options: { key?: string; ctx?: ExecContext } = {},
+  ): Promise<RunRecord> {
     checkId(id);
-    const key =
-      parseOrThrow(
-        ResumeOptionsSchema,
-        options,
-        ErrorCode.INVALID_INPUT,
-        "options",
-        "Pass { key?: the non-empty pause key the run waits for }.",
-      ).key ?? null;
+    const o = parseOrThrow(
+      ResumeOptionsSchema,
+      options,
+      ErrorCode.INVALID_INPUT,
+      "options",
+      "Pass { key?: the non-empty pause key the run waits for, ctx?: the answerer's ExecContext }.",
+    );
+    const key = o.key ?? null;
     const text = toJsonText(value ?? null, "value", this.maxStepBytes, "Resume with plain JSON.");
-    const waiting = (await this.store.get(id))?.pause?.key ?? "";
+    const pause = (await this.store.get(id))?.pause ?? null;
+    if (pause?.answeredBy !== undefined) checkAnswerer(id, pause.answeredBy, o.ctx);
+    const waiting = pause?.key ?? "";
     if (waiting.startsWith("$chain/")) {
       parseOrThrow(
         ChainAnswerSchema,
@@ -299,20 +316,25 @@ export class RunQueue {
       options,
       ErrorCode.INVALID_INPUT,
       "options",
-      "Pass { afterSeq?: number >= 0, signal?: AbortSignal }.",
+      "Pass { afterSeq?: number >= 0, follow?: boolean, signal?: AbortSignal }.",
     );
     const signal = o.signal === undefined ? stopped : AbortSignal.any([o.signal, stopped]);
     let after = o.afterSeq;
-    if ((await this.store.get(id)) === null) throw runNotFound(id);
+    const asked = await this.store.get(id);
+    if (asked === null) throw runNotFound(id);
+    // Not following: the history as it was when asked, every page of it, nothing after.
+    const last = o.follow ? Number.POSITIVE_INFINITY : asked.lastSeq;
     for (;;) {
-      if (signal.aborted) return;
+      if (signal.aborted || after >= last) return;
       const batch = await this.store.readEvents(id, after, EVENT_PAGE);
       for (const event of batch) {
+        if (event.seq > last) return;
         yield namedEvent(event);
         after = event.seq;
         if (FINAL_EVENT_TYPES.has(event.type) && (await this.#endsAt(id, event.seq))) return;
       }
       if (batch.length === EVENT_PAGE) continue;
+      if (!o.follow) return;
       if (batch.length === 0) {
         const run = await this.store.get(id);
         if (run === null || (isFinalStatus(run.status) && run.lastSeq <= after)) return;
@@ -379,4 +401,26 @@ export class RunQueue {
     );
     return this.store.prune(this.name, Date.now() - o.olderThanSeconds * 1000);
   }
+}
+
+/**
+ * Refuses (PERMISSION_DENIED, before anything changes) an answer to a pause that names who may
+ * answer, from a context that is not one of them or from no context at all.
+ */
+function checkAnswerer(id: string, who: RunAnswerers, ctx: ExecContext | undefined): void {
+  const user = ctx?.userId ?? null;
+  const byUser = user !== null && (who.users ?? []).includes(user);
+  const byRole = ctx !== undefined && (who.roles ?? []).some((r) => ctx.permissions.hasRole(r));
+  if (byUser || byRole) return;
+  const names = [
+    ...(who.users ?? []).map((u) => `user ${u}`),
+    ...(who.roles ?? []).map((r) => `role ${r}`),
+  ].join(", ");
+  throw new NervaError(
+    ErrorCode.PERMISSION_DENIED,
+    ctx === undefined
+      ? `Run ${id} waits for an answer from ${names}: pass the answerer's context, resume(id, value, { ctx }).`
+      : `Run ${id} waits for an answer from ${names}; ${user === null ? "this context has no user" : `user ${user}`} is not one of them.`,
+    { details: { runId: id } },
+  );
 }

@@ -19,6 +19,9 @@ import {
 } from "./run-attempt.js";
 import { ActiveRun } from "./run-context.js";
 import { kRunContext } from "../context/run-slot.js";
+import { InProcessRuntime } from "../runtime/in-process-runtime.js";
+import type { AgentHandler, AgentRuntime } from "../runtime/types.js";
+import { InMemoryRunStore } from "./in-memory-store.js";
 import { RunQueue } from "./run-queue.js";
 import type { ClaimedRun, RunStore } from "./store.js";
 import { RunStatus, type RunError } from "./types.js";
@@ -43,6 +46,7 @@ export class Runner {
   readonly workerId: string;
   readonly #queue: RunQueue;
   readonly #store: RunStore;
+  readonly #runtime: AgentRuntime;
   readonly #concurrency: number;
   readonly #leaseMs: number;
   readonly #heartbeatMs: number;
@@ -62,7 +66,7 @@ export class Runner {
     requireObjectOptions(
       options,
       ErrorCode.INVALID_OPTIONS,
-      "Pass { queue: RunQueue, runtime: AgentRuntime, ... }.",
+      "Pass { runtime: AgentRuntime or handlers: { name: handler }, queue?: RunQueue, ... }.",
     );
     const { onError, ...rest } = options;
     const o = parseOrThrow(
@@ -70,9 +74,10 @@ export class Runner {
       rest,
       ErrorCode.INVALID_OPTIONS,
       "options",
-      "Pass { queue: RunQueue, runtime: AgentRuntime, concurrency?, leaseSeconds?, heartbeatSeconds? (< leaseSeconds), workerId?, traceSink? }.",
+      "Pass { runtime: AgentRuntime or handlers: { name: handler }, queue?: RunQueue (default: its own, in memory), concurrency?, leaseSeconds?, heartbeatSeconds? (< leaseSeconds), workerId?, traceSink? }.",
     );
-    if (!(o.queue instanceof RunQueue)) {
+    const queue = o.queue ?? new RunQueue({ store: new InMemoryRunStore() });
+    if (!(queue instanceof RunQueue)) {
       throw new NervaError(
         ErrorCode.INVALID_OPTIONS,
         "Invalid options.queue: must be a RunQueue.",
@@ -81,8 +86,9 @@ export class Runner {
         },
       );
     }
-    this.#queue = o.queue;
-    this.#store = o.queue.store;
+    this.#queue = queue;
+    this.#store = queue.store;
+    this.#runtime = o.runtime ?? inProcess(o.handlers ?? {});
     this.#concurrency = o.concurrency;
     this.#leaseMs = Math.round(o.leaseSeconds * 1000);
     this.#heartbeatMs = Math.round(o.heartbeatSeconds * 1000);
@@ -94,11 +100,21 @@ export class Runner {
     this.#traceSink = o.traceSink ?? null;
     this.#attempt = {
       store: this.#store,
-      runtime: o.runtime,
+      runtime: this.#runtime,
       leaseMs: this.#leaseMs,
       heartbeatMs: this.#heartbeatMs,
       onError: this.#onError,
     };
+  }
+
+  /** The queue whose runs this worker executes (its own unless one was given). */
+  get queue(): RunQueue {
+    return this.#queue;
+  }
+
+  /** What executes the runs' handlers (an InProcessRuntime of `handlers` when given those). */
+  get runtime(): AgentRuntime {
+    return this.#runtime;
   }
 
   /** How many runs this worker executes right now. */
@@ -247,4 +263,11 @@ export class Runner {
       this.#freeSlot();
     });
   }
+}
+
+/** An InProcessRuntime with `handlers` registered, for a Runner given handlers. */
+function inProcess(handlers: Readonly<Record<string, AgentHandler>>): AgentRuntime {
+  const runtime = new InProcessRuntime();
+  for (const [name, handler] of Object.entries(handlers)) runtime.register(name, handler);
+  return runtime;
 }

@@ -122,6 +122,9 @@ describe("SqliteRunStore files", () => {
     expect(meta.prepare("SELECT value FROM nerva_runs_meta WHERE key = 'version'").get()).toEqual({
       value: "2",
     });
+    expect(
+      meta.prepare("SELECT 1 AS ok FROM sqlite_master WHERE name = 'nerva_runs_live'").get(),
+    ).toEqual({ ok: 1 });
     meta.close();
     expect(await store.get(id)).toEqual(record);
     // The holder's fence still holds, and a stale one is still refused.
@@ -142,6 +145,28 @@ describe("SqliteRunStore files", () => {
       "run.succeeded",
     ]);
     await store.close();
+  });
+
+  it("lists pending runs from the live index, not by walking the queue's finished runs", async () => {
+    const path = file();
+    const store = new SqliteRunStore({ path });
+    const queue = new RunQueue({ store, name: "live" });
+    const ctx = ExecContext.create();
+    const done = await queue.enqueue({ handler: "h", input: { message: "old" }, ctx });
+    await queue.cancel(done.id);
+    const waiting = await queue.enqueue({ handler: "h", input: { message: "new" }, ctx });
+    const page = await queue.list({ status: "pending" });
+    expect(page.runs.map((r) => r.id)).toEqual([waiting.id]);
+    await store.close();
+    // The plan of the query list() runs for { status: "pending" }: the partial index, no scan.
+    const db = openDatabase(path, "path", "test");
+    const plan = db
+      .prepare(
+        `EXPLAIN QUERY PLAN SELECT doc FROM nerva_runs WHERE queue = ? AND status = ? AND claimable_at IS NOT NULL ORDER BY created_at DESC, id DESC LIMIT ?`,
+      )
+      .all("live", "pending", 101) as { detail: string }[];
+    db.close();
+    expect(plan.map((p) => p.detail).join(" | ")).toContain("USING INDEX nerva_runs_live");
   });
 
   it("validates its options", () => {

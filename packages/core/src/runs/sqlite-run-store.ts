@@ -48,6 +48,7 @@ import {
 } from "./transitions.js";
 import {
   RunEventType,
+  RunStatus,
   type RunError,
   type RunEvent,
   type RunPage,
@@ -125,6 +126,8 @@ export class SqliteRunStore implements RunStore {
   }
 
   readonly #listSql: string;
+  /** The list statements prepared so far, by SQL (a few filter combinations). */
+  readonly #lists = new Map<string, ReturnType<SqliteDatabase["prepare"]>>();
 
   async create(init: NewRun): Promise<{ run: RunRecord; created: boolean }> {
     const result = this.#rows.atomic(() => {
@@ -151,6 +154,8 @@ export class SqliteRunStore implements RunStore {
     if (query.status !== undefined) {
       sql += " AND status = ?";
       params.push(query.status);
+      // A pending run is always claimable at some time: the live index holds it.
+      if (query.status === RunStatus.PENDING) sql += " AND claimable_at IS NOT NULL";
     }
     if (query.userId !== undefined) {
       sql += " AND user_id = ?";
@@ -167,7 +172,12 @@ export class SqliteRunStore implements RunStore {
     }
     sql += " ORDER BY created_at DESC, id DESC LIMIT ?";
     params.push(query.limit + 1);
-    const rows = this.#db.prepare(sql).all(...params) as RunRow[];
+    let statement = this.#lists.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql);
+      this.#lists.set(sql, statement);
+    }
+    const rows = statement.all(...params) as RunRow[];
     const runs = rows.slice(0, query.limit).map(toRecord);
     const last = runs[runs.length - 1];
     return {
@@ -212,7 +222,7 @@ export class SqliteRunStore implements RunStore {
       const got = this.#rows.atomic(() => take(now));
       if (got === "again") continue;
       if (got !== null) {
-        this.#waiters.events.wake(got.run.id);
+        this.#waiters.wake(got.run);
         return got;
       }
       if (now >= deadline) return null;
@@ -315,7 +325,10 @@ export class SqliteRunStore implements RunStore {
         }
         return rows.map((r) => r.id);
       });
-      for (const id of ids) this.#waiters.events.wake(id);
+      for (const id of ids) {
+        this.#waiters.events.wake(id);
+        this.#waiters.statuses.wake(id);
+      }
       total += ids.length;
       if (ids.length < 500) return total;
     }
@@ -346,6 +359,22 @@ export class SqliteRunStore implements RunStore {
       const left = deadline - Date.now();
       if (left <= 0) return;
       await this.#waiters.waitFor(this.#waiters.events, runId, left, options.signal);
+    }
+  }
+
+  async waitForStatusChange(
+    runId: string,
+    status: RunStatus,
+    options: { signal?: AbortSignal; timeoutSeconds?: number },
+  ): Promise<void> {
+    const deadline = Date.now() + (options.timeoutSeconds ?? Infinity) * 1000;
+    for (;;) {
+      if (this.#closed || options.signal?.aborted === true) return;
+      const row = this.#s.status.get(runId) as [string] | undefined;
+      if (row === undefined || row[0] !== status) return;
+      const left = deadline - Date.now();
+      if (left <= 0) return;
+      await this.#waiters.waitFor(this.#waiters.statuses, runId, left, options.signal);
     }
   }
 

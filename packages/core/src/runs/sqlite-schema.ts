@@ -65,6 +65,7 @@ export function ensureRunSchema(db: SqliteDatabase, t: RunTables, path: string):
         );
       }
       if (version === 1) upgradeFromV1(db, t);
+      createLiveIndex(db, t);
       return;
     }
     for (const table of [t.runs, t.events, t.values]) {
@@ -115,10 +116,22 @@ export function ensureRunSchema(db: SqliteDatabase, t: RunTables, path: string):
         PRIMARY KEY (run_id, kind, key)
       ) WITHOUT ROWID;
     `);
+    createLiveIndex(db, t);
     const put = db.prepare(`INSERT INTO ${t.meta} (key, value) VALUES (?, ?)`);
     put.run("schema", SCHEMA_NAME);
     put.run("version", String(RUNS_SCHEMA_VERSION));
   }).immediate();
+}
+
+/**
+ * The pending and running runs of a queue, newest first: what a list of pending runs reads (the
+ * backlog check of every graph trigger) without walking the queue's finished runs. Added to
+ * files of any version (older code ignores it, and keeps it up to date as SQLite does).
+ */
+function createLiveIndex(db: SqliteDatabase, t: RunTables): void {
+  db.exec(
+    `CREATE INDEX IF NOT EXISTS ${t.runs}_live ON ${t.runs} (queue, created_at, id) WHERE claimable_at IS NOT NULL`,
+  );
 }
 
 /** Version 1 → 2: the lease and attempt columns, filled from each record's JSON; no last_seq. */

@@ -92,6 +92,7 @@ export function prepareStatements(db: SqliteDatabase, t: ReturnType<typeof runTa
     nextDue: db.prepare(
       `SELECT MIN(claimable_at) AS due FROM ${t.runs} WHERE queue = ? AND claimable_at IS NOT NULL`,
     ),
+    status: db.prepare(`SELECT status FROM ${t.runs} WHERE id = ?`).raw(true),
     lastSeq: db.prepare(
       `SELECT (SELECT MAX(seq) FROM ${t.events} e WHERE e.run_id = ${t.runs}.id) AS last_seq
        FROM ${t.runs} WHERE id = ?`,

@@ -4,7 +4,8 @@ import { Wakeups } from "./wakeups.js";
 
 /**
  * The waiters of one SqliteRunStore: claims waiting for work on a queue (`work`, keyed
- * `q:<queue>`), tails waiting for a run's events (`events`, keyed by run id) and workers
+ * `q:<queue>`), tails waiting for a run's events (`events`, keyed by run id), waiters for a
+ * run's status to change (`statuses`, keyed by run id: woken by record writes only) and workers
  * watching for a cancel of the runs they hold (`cancels`). This process's writes wake them at
  * once; other processes' commits are seen by watching SQLite's `data_version` every `pollMs`,
  * and only while someone waits.
@@ -12,6 +13,7 @@ import { Wakeups } from "./wakeups.js";
 export class SqliteWaiters {
   readonly events = new Wakeups();
   readonly work = new Wakeups();
+  readonly statuses = new Wakeups();
   readonly cancels = new CancelWatchers();
   readonly #pollMs: number;
   readonly #version: () => number;
@@ -41,9 +43,10 @@ export class SqliteWaiters {
     };
   }
 
-  /** `run` changed: wake its tails, and its queue's claims when it is pending. */
+  /** `run`'s record changed: wake its tails and status waiters, and its queue's claims when it is pending. */
   wake(run: RunRecord): void {
     this.events.wake(run.id);
+    this.statuses.wake(run.id);
     if (run.status === RunStatus.PENDING) this.work.wake(`q:${run.queue}`);
   }
 
@@ -68,7 +71,11 @@ export class SqliteWaiters {
   }
 
   #stopPollingIfIdle(): void {
-    const idle = this.events.size === 0 && this.work.size === 0 && this.cancels.size === 0;
+    const idle =
+      this.events.size === 0 &&
+      this.work.size === 0 &&
+      this.statuses.size === 0 &&
+      this.cancels.size === 0;
     if (idle && this.#poller !== null) {
       clearInterval(this.#poller);
       this.#poller = null;
@@ -82,6 +89,7 @@ export class SqliteWaiters {
     this.#poller = null;
     this.events.wakeAll();
     this.work.wakeAll();
+    this.statuses.wakeAll();
   }
 
   /** Another connection committed: wake every waiter, each re-reads what it waits for. */
@@ -97,6 +105,7 @@ export class SqliteWaiters {
     this.#dataVersion = version;
     this.events.wakeAll();
     this.work.wakeAll();
+    this.statuses.wakeAll();
     for (const runId of [...this.cancels.runIds()]) {
       let asked: boolean;
       try {

@@ -161,6 +161,18 @@ export interface RunStore {
     options: { signal?: AbortSignal; timeoutSeconds?: number },
   ): Promise<void>;
   /**
+   * Optional: resolves when the run's status is no longer `status`, the run was deleted, `signal`
+   * aborted or `timeoutSeconds` passed: a wake-up like {@link waitForEvents}, which the events that
+   * leave the status as it is (steps, output, custom events) do not cause. `RunQueue.wait` uses
+   * it when present, so a waiter is not woken by every step of a long run; without it, it wakes
+   * on every event and reads the run again.
+   */
+  waitForStatusChange?(
+    runId: string,
+    status: RunStatus,
+    options: { signal?: AbortSignal; timeoutSeconds?: number },
+  ): Promise<void>;
+  /**
    * Optional: calls `listener` as soon as a cancel of `runId` is asked, from any process, so the
    * holder need not wait for its next heartbeat. Returns a function that stops listening.
    */

@@ -287,7 +287,15 @@ export function pauseRun(
   push(
     t,
     RunEventType.PAUSED,
-    { key: pause.key, prompt: pause.prompt, kind: pause.kind, data: { ...pause.data } },
+    {
+      key: pause.key,
+      prompt: pause.prompt,
+      kind: pause.kind,
+      data: { ...pause.data },
+      ...(pause.answeredBy === undefined
+        ? {}
+        : { answeredBy: JSON.parse(JSON.stringify(pause.answeredBy)) as JsonValue }),
+    },
     now,
   );
   return t;

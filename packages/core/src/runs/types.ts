@@ -1,4 +1,5 @@
 import type { AgentResult, JsonValue } from "../types/agent.js";
+import type { RunAnswerers } from "../context/run-slot.js";
 import type { ExecContextWire } from "../types/context-wire.js";
 
 /**
@@ -104,6 +105,8 @@ export interface RunPause {
   /** What is asked, e.g. `approval`, `needs_data`, `needs_credentials`. */
   readonly kind: string;
   readonly data: Readonly<Record<string, JsonValue>>;
+  /** Who may answer it (see `waitForInput`'s `answeredBy`); absent: anyone with the store. */
+  readonly answeredBy?: RunAnswerers;
 }
 
 /** Who holds a running run, with which fence, until when (epoch ms). */

@@ -4,9 +4,11 @@ import {
   PartialAgentResultSchema,
   type AgentInput,
   type AgentResult,
+  type PartialAgentResult,
 } from "../types/agent.js";
-import { AgentStatus } from "../types/status.js";
-import { errorResult, resultDataViolation } from "./results.js";
+import { AGENT_STATUSES, AgentStatus } from "../types/status.js";
+import { isPlainJson } from "../internal/plain-json.js";
+import { RESULT_DATA_LIMITS, errorResult, resultDataViolation } from "./results.js";
 import type { AgentHandler, AgentRuntime, HandlerReturn } from "./types.js";
 
 // Calling a handler function and turning whatever it produced into an AgentResult: shared by the
@@ -47,6 +49,8 @@ export function normalise(name: string, value: HandlerReturn | unknown): AgentRe
   if (typeof value === "string") return agentResult(name, { output: value });
   if (value === undefined || value === null) return agentResult(name, {});
   if (typeof value === "object") {
+    const plain = plainResult(name, value);
+    if (plain !== null) return plain;
     // Only `data` can nest; bound it before the schema recurses into it (and before a worker
     // serialises it into a frame). One level for the result object itself.
     const violation = resultDataViolation((value as { data?: unknown }).data);
@@ -67,6 +71,30 @@ export function normalise(name: string, value: HandlerReturn | unknown): AgentRe
     name,
     `Handler "${name}" returned a ${typeof value}; return a string or a partial AgentResult, or yield strings.`,
   );
+}
+
+const RESULT_KEYS: ReadonlySet<string> = new Set(["status", "output", "data", "error"]);
+const STATUSES: ReadonlySet<unknown> = new Set(AGENT_STATUSES);
+
+/**
+ * `value` as an AgentResult when it plainly fits PartialAgentResultSchema (known keys, a known
+ * status, string output and error, `data` plain JSON within the result limits), else `null` for
+ * the schema to decide and word the error. Accepts a subset of what the schema accepts, so the
+ * outcome is the same; a large `data` (a graph's snapshot) is walked once instead of through
+ * the schema's recursive union at every value.
+ */
+function plainResult(name: string, value: object): AgentResult | null {
+  if (Array.isArray(value)) return null;
+  for (const key of Object.keys(value)) if (!RESULT_KEYS.has(key)) return null;
+  const { status, output, data, error } = value as Record<string, unknown>;
+  if (status !== undefined && !STATUSES.has(status)) return null;
+  if (output !== undefined && typeof output !== "string") return null;
+  if (error !== undefined && error !== null && typeof error !== "string") return null;
+  if (data !== undefined) {
+    if (typeof data !== "object" || data === null || Array.isArray(data)) return null;
+    if (!isPlainJson(data, RESULT_DATA_LIMITS)) return null;
+  }
+  return agentResult(name, { status, output, data, error } as PartialAgentResult);
 }
 
 async function consumeStream(

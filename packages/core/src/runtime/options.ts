@@ -11,12 +11,12 @@ import type { DelegationPolicy } from "./types.js";
 
 const seconds = z.number().positive().finite();
 /** Handler names: what routers, registries and policies refer to. */
+/** What a handler name is made of (the schema below, and checks that skip the schema). */
+export const HANDLER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+
 export const HandlerNameSchema = z
   .string()
-  .regex(
-    /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/,
-    "must be 1-128 letters, digits, '_', '.', ':' or '-'",
-  );
+  .regex(HANDLER_NAME, "must be 1-128 letters, digits, '_', '.', ':' or '-'");
 
 export const RuntimeOptionsSchema = z
   .object({

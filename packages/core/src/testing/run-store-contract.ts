@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode } from "../errors.js";
-import { newRunId } from "../runs/run-queue.js";
+import { RunQueue, newRunId } from "../runs/run-queue.js";
 import type { ClaimedRun, LeaseRef, NewRun, RunStore } from "../runs/store.js";
 import { RunEventType, RunStatus, type RunEvent, type RunRecord } from "../runs/types.js";
 import { rejection } from "./rejection.js";
@@ -405,6 +405,55 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       await store.waitForEvents(run.id, 0, { timeoutSeconds: 5 });
       const quiet = Date.now();
       await store.waitForEvents(run.id, events.length, { timeoutSeconds: 0.1 });
+      expect(Date.now() - quiet).toBeGreaterThanOrEqual(80);
+    });
+
+    it("ends RunQueue.wait at the status change, through a run's steps", async () => {
+      const { store } = await make();
+      const { run } = await store.create(newRun());
+      const lease = ((await claimOf(store)) as { lease: LeaseRef }).lease;
+      const waited = new RunQueue({ store, name: "contract" }).wait(run.id, { timeoutSeconds: 5 });
+      for (let i = 0; i < 5; i++) await startAndCommit(store, lease, `s${i}`, "1", Date.now());
+      await store.finish(lease, {
+        status: RunStatus.SUCCEEDED,
+        result: { status: "success", output: "", data: {}, error: null, handler: "echo" },
+      });
+      expect((await waited).status).toBe(RunStatus.SUCCEEDED);
+    });
+
+    it("wakes a status waiter on a status change, not on events that keep the status", async () => {
+      const { store } = await make();
+      // Optional (RunQueue.wait falls back to waitForEvents, as the test above shows).
+      if (store.waitForStatusChange === undefined) return;
+      const { run } = await store.create(newRun());
+      // A status other than the run's: at once.
+      await store.waitForStatusChange(run.id, RunStatus.RUNNING, { timeoutSeconds: 5 });
+      await store.waitForStatusChange("run_missing", RunStatus.PENDING, { timeoutSeconds: 5 });
+      let woke = false;
+      const claimWait = store
+        .waitForStatusChange(run.id, RunStatus.PENDING, { timeoutSeconds: 5 })
+        .then(() => (woke = true));
+      await sleep(30);
+      expect(woke).toBe(false);
+      const lease = ((await claimOf(store)) as { lease: LeaseRef }).lease;
+      await claimWait;
+      woke = false;
+      const finishWait = store
+        .waitForStatusChange(run.id, RunStatus.RUNNING, { timeoutSeconds: 5 })
+        .then(() => (woke = true));
+      await startAndCommit(store, lease, "a", "1", Date.now());
+      await store.append(lease, "app.tick", { i: 1 });
+      await sleep(30);
+      expect(woke).toBe(false);
+      const started = Date.now();
+      await store.finish(lease, {
+        status: RunStatus.SUCCEEDED,
+        result: { status: "success", output: "", data: {}, error: null, handler: "echo" },
+      });
+      await finishWait;
+      expect(Date.now() - started).toBeLessThan(1_000);
+      const quiet = Date.now();
+      await store.waitForStatusChange(run.id, RunStatus.SUCCEEDED, { timeoutSeconds: 0.1 });
       expect(Date.now() - quiet).toBeGreaterThanOrEqual(80);
     });
 

@@ -1,0 +1,47 @@
+// A Runner needs only its handlers: it owns a queue on an in-memory store unless given one.
+import { describe, expect, it } from "vitest";
+import { InProcessRuntime } from "../runtime/in-process-runtime.js";
+import { InMemoryRunStore } from "./in-memory-store.js";
+import { RunQueue } from "./run-queue.js";
+import { Runner } from "./runner.js";
+
+describe("Runner defaults", () => {
+  it("runs handlers given by name on its own queue, through a pause and a resume", async () => {
+    const runner = new Runner({
+      handlers: {
+        refund: async (input, ctx) => {
+          const ok = await ctx.run!.waitForInput<string>("approve", { prompt: "Refund?" });
+          return `${ok} ${input.message}`;
+        },
+      },
+    });
+    expect(runner.queue).toBeInstanceOf(RunQueue);
+    expect(runner.queue.store).toBeInstanceOf(InMemoryRunStore);
+    expect(runner.runtime.handlerNames()).toEqual(["refund"]);
+    await runner.start();
+    try {
+      const { id } = await runner.queue.enqueue({
+        handler: "refund",
+        input: { message: "order 42" },
+      });
+      expect((await runner.queue.wait(id, { until: ["paused"] })).pause?.prompt).toBe("Refund?");
+      await runner.queue.resume(id, "approved");
+      const done = await runner.queue.wait(id);
+      expect(done.status).toBe("succeeded");
+      expect(done.result?.output).toBe("approved order 42");
+    } finally {
+      await runner.stop();
+    }
+  });
+
+  it("takes a queue and a runtime as before, and refuses both or neither of runtime and handlers", () => {
+    const queue = new RunQueue({ store: new InMemoryRunStore() });
+    const runtime = new InProcessRuntime();
+    expect(new Runner({ queue, runtime }).queue).toBe(queue);
+    expect(() => new Runner({ runtime, handlers: { a: async () => "a" } })).toThrow(
+      /give exactly one of runtime .* or handlers/,
+    );
+    expect(() => new Runner({})).toThrow(/give exactly one of runtime .* or handlers/);
+    expect(() => new Runner({ handlers: { a: "nope" as never } })).toThrow(/handlers\.a/);
+  });
+});
