@@ -120,8 +120,7 @@ async function graphCancel(kind) {
   const host = new GraphHost({
     graph,
     runtime: new InProcessRuntime(),
-    queue: new RunQueue({ store, name: "graph" }),
-    retry: { maxAttempts: 1 },
+    queue: new RunQueue({ store, name: "graph", retry: { maxAttempts: 1 } }),
   });
   await host.start();
   const latencies = [];

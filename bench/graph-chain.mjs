@@ -79,7 +79,7 @@ export async function runChain(store, size, { rounds, warmup }) {
     graph,
     runtime: new InProcessRuntime(),
     queue: new RunQueue({ store, name: `chain${size}` }),
-    concurrency: 1,
+    runner: { concurrency: 1 },
   });
   await runtime.start();
   const ctx = ExecContext.create();

@@ -71,7 +71,7 @@ async function executor(store) {
     graph,
     runtime: new InProcessRuntime(),
     queue: new RunQueue({ store, name: "bench" }),
-    concurrency: 1,
+    runner: { concurrency: 1 },
   });
   await runtime.start();
   const perNode = [];

@@ -1,5 +1,5 @@
 // What @nerva/ai-sdk adds to a model call, against the AI SDK alone on the same local server:
-// - per call: `model.stream(ctx, { prompt })` (chat span, usage and cost, call scope, retry
+// - per call: `model.stream({ prompt }, ctx)` (chat span, usage and cost, call scope, retry
 //   wrapper, pushes into ctx.stream) vs a bare `streamText` consuming `textStream` and then its
 //   `totalUsage` (what any app needs for its accounting), both for a one-chunk answer from
 //   FakeOpenAIServer (OpenAI Chat Completions SSE on 127.0.0.1) through
@@ -45,7 +45,7 @@ function pair(server) {
     nerva: async () => {
       let n = 0;
       const ctx = ExecContext.create({ stream: { push: (c) => void (n += c.length) } });
-      await model.stream(ctx, { prompt: "Say hi" });
+      await model.stream({ prompt: "Say hi" }, ctx);
       ctx.dispose();
       return n;
     },
@@ -53,7 +53,7 @@ function pair(server) {
       (await generateText({ model: raw, prompt: "Say hi", maxRetries: 0 })).text,
     nervaGenerate: async () => {
       const ctx = ExecContext.create();
-      const { text } = await model.generate(ctx, { prompt: "Say hi" });
+      const { text } = await model.generate({ prompt: "Say hi" }, ctx);
       ctx.dispose();
       return text;
     },

@@ -3,7 +3,7 @@
 // - RuleRouter.classify (3 rules + default) vs the same regular expressions tested by hand;
 // - FunctionToolManager.call (zod-validated args, deadline, span) vs zod parse + the function;
 // - ChannelResponder.format (plain, maxLength) vs PassthroughResponder.format;
-// - MCPToolManager.call over stdio to a local MCP server process: median and p99 latency, and
+// - McpToolManager.call over stdio to a local MCP server process: median and p99 latency, and
 //   throughput with 50 calls in flight.
 // Run: pnpm --filter @nerva/core build && node --expose-gc bench/primitives.bench.mjs
 import { dirname, join } from "node:path";
@@ -18,7 +18,7 @@ import {
   agentResult,
   defineTool,
 } from "@nerva/core";
-import { MCPToolManager } from "@nerva/core/mcp";
+import { McpToolManager } from "@nerva/core/mcp";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -96,7 +96,7 @@ const passNs = await measure((ctx) => passthrough.format(reply, "sms", ctx), 200
 const channelNs = await measure((ctx) => channel.format(reply, "sms", ctx), 200_000);
 
 // MCP over stdio, against the fixture server the tests use.
-const mcp = await MCPToolManager.connect({
+const mcp = await McpToolManager.connect({
   command: process.execPath,
   args: [join(root, "packages/core/test/fixtures/mcp-server.mjs")],
 });

@@ -11,7 +11,7 @@ const page = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "router.
 describe("docs/router.md", () => {
   it("lists exported routers, each with its own section", () => {
     const listed = [...page.matchAll(/^\| `(\w+Router)`/gm)].map((m) => m[1] as string);
-    expect(listed).toEqual(["RuleRouter", "EmbeddingRouter", "LLMRouter", "HybridRouter"]);
+    expect(listed).toEqual(["RuleRouter", "EmbeddingRouter", "LlmRouter", "HybridRouter"]);
     for (const name of listed) {
       expect(core).toHaveProperty(name);
       expect(page).toContain(`\n## ${name}\n`);

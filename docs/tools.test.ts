@@ -26,8 +26,8 @@ describe("docs/tools.md", () => {
       expect(core).toHaveProperty(name);
     }
     expect(core).toHaveProperty("defineTool");
-    expect(page).toContain("\n## MCPToolManager\n");
-    expect(mcp).toHaveProperty("MCPToolManager");
-    expect(core).not.toHaveProperty("MCPToolManager"); // kept off the main entry on purpose
+    expect(page).toContain("\n## McpToolManager\n");
+    expect(mcp).toHaveProperty("McpToolManager");
+    expect(core).not.toHaveProperty("McpToolManager"); // kept off the main entry on purpose
   });
 });

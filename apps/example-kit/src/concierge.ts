@@ -39,7 +39,7 @@ export async function exampleModel(
     return { model: createModel(provider.messages(id)), label: `anthropic/${id}` };
   }
   return {
-    model: createModel(scriptedModel({ chunkDelayMs: 30 })),
+    model: createModel(scriptedModel({ chunkDelaySeconds: 0.03 })),
     label: "scripted (set OPENAI_API_KEY or ANTHROPIC_API_KEY for a real model)",
   };
 }

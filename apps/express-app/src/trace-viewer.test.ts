@@ -50,7 +50,7 @@ function perUserMeter(): TraceSink & TraceViewerMeter {
 
 const traceUI = traceUIFromEnv({ NERVA_TRACE_UI: "1" }, { meter: perUserMeter() })!;
 // The scripted model, priced, so that the concierge's model calls carry tokens and a cost.
-const model = createModel(scriptedModel({ chunkDelayMs: 1 }), {
+const model = createModel(scriptedModel({ chunkDelaySeconds: 0.001 }), {
   prices: new PriceTable({ "nerva/scripted-1": { input: 2.5, output: 10 } }),
 });
 const demo = createOrchestrator({ concierge: model });

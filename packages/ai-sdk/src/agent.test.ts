@@ -18,7 +18,7 @@ import {
   defineTool,
   type ToolManager,
 } from "@nerva/core";
-import { MCPToolManager } from "@nerva/core/mcp";
+import { McpToolManager } from "@nerva/core/mcp";
 import { MockLanguageModelV3 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -250,9 +250,9 @@ describe("modelAgent", () => {
 });
 
 describe("tools from an MCP server", () => {
-  let mcp: MCPToolManager;
+  let mcp: McpToolManager;
   beforeAll(async () => {
-    mcp = await MCPToolManager.connect({
+    mcp = await McpToolManager.connect({
       command: process.execPath,
       args: [fileURLToPath(new URL("./fixtures/mcp-server.mjs", import.meta.url))],
       name: "test-mcp",

@@ -1,6 +1,5 @@
-import { ExecContext, type Attributes, type Span } from "@nerva/core";
+import { ExecContext, type Attributes, type RetryPolicy, type Span } from "@nerva/core";
 import type { ModelLabel } from "./errors.js";
-import type { RetrySettings } from "./options.js";
 import type { PriceTable } from "./prices.js";
 import { addCounts, zeroCounts, type UsageCounts } from "./usage.js";
 
@@ -10,7 +9,7 @@ export interface ModelSettings {
   /** `provider/model`: the price key and the policy name of the model. */
   readonly key: string;
   readonly prices: PriceTable | null;
-  readonly retry: RetrySettings;
+  readonly retry: RetryPolicy;
   readonly recordContent: boolean;
   readonly random: () => number;
   /** The credentials to mask wherever provider text is quoted (read when needed). */

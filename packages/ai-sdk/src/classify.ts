@@ -3,7 +3,7 @@ import {
   ErrorCode,
   parseOrThrow,
   type HandlerDescription,
-  type LLMClassifyFunction,
+  type LlmClassifyFunction,
 } from "@nerva/core";
 import type { NervaModel } from "./types.js";
 
@@ -40,18 +40,18 @@ function promptFor(message: string, handlers: readonly HandlerDescription[]): st
 }
 
 /**
- * A classify function for `LLMRouter` backed by a model: it asks for
+ * A classify function for `LlmRouter` backed by a model: it asks for
  * `{ candidates: [{ name, score, reason }] }` as structured output, with `name` restricted to
  * the handlers offered (the ones the context may use). The router still validates the answer.
  * The `chat` span nests under `router.classify`, and its usage is charged to the request.
  *
  * @example
- * const router = new LLMRouter({ handlers, classify: llmClassify(model) });
+ * const router = new LlmRouter({ handlers, classify: llmClassify(model) });
  */
 export function llmClassify(
   model: NervaModel,
   options: LlmClassifyOptions = {},
-): LLMClassifyFunction {
+): LlmClassifyFunction {
   const o = parseOrThrow(
     OptionsSchema,
     options,
@@ -66,13 +66,16 @@ export function llmClassify(
     const output = z.object({
       candidates: z.array(z.object({ name: z.enum(names), score: z.number(), reason: z.string() })),
     });
-    const { object } = await model.generate(ctx, {
-      system,
-      prompt: promptFor(message, handlers),
-      output,
-      maxOutputTokens: o.maxOutputTokens,
-      temperature: o.temperature,
-    });
+    const { object } = await model.generate(
+      {
+        system,
+        prompt: promptFor(message, handlers),
+        output,
+        maxOutputTokens: o.maxOutputTokens,
+        temperature: o.temperature,
+      },
+      ctx,
+    );
     return object;
   };
 }

@@ -60,7 +60,7 @@ describe("a model answer streamed over SSE", () => {
   });
 
   it("the client's disconnect closes the upstream model request", async () => {
-    upstream.enqueue({ text: "word ".repeat(500), chunkDelayMs: 20 });
+    upstream.enqueue({ text: "word ".repeat(500), chunkDelaySeconds: 0.02 });
     const client = new AbortController();
     const arrived = upstream.nextRequest();
     const res = await fetch(`${url}/chat/stream`, {

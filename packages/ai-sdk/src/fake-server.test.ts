@@ -57,7 +57,7 @@ describe.each([
     });
     const model = createModel(make(), { prices });
     const ctx = ExecContext.create();
-    const { text, usage } = await model.generate(ctx, { prompt: "Where is Oslo?" });
+    const { text, usage } = await model.generate({ prompt: "Where is Oslo?" }, ctx);
     expect(text).toBe("Oslo is in Norway.");
     expect(usage).toMatchObject({
       inputTokens: 1000,
@@ -93,7 +93,7 @@ describe.each([
     });
     const model = createModel(make(), { prices });
     const ctx = ExecContext.create();
-    await ctx.span("agent", (inner) => model.generate(inner, { prompt: "Where is Oslo?" }));
+    await ctx.span("agent", (inner) => model.generate({ prompt: "Where is Oslo?" }, inner));
     const chat = ctx.spans.find((s) => s.name === "chat")!;
     const agent = ctx.spans.find((s) => s.name === "agent")!;
     expect(chat.usage).toMatchObject({
@@ -112,9 +112,12 @@ describe.each([
     server.enqueue({ chunks, usage: { promptTokens: 12, completionTokens: 8 } });
     const { chunks: got, sink } = collector();
     const ctx = ExecContext.create({ stream: sink });
-    const { text, usage } = await createModel(make(), { prices }).stream(ctx, {
-      prompt: "A story",
-    });
+    const { text, usage } = await createModel(make(), { prices }).stream(
+      {
+        prompt: "A story",
+      },
+      ctx,
+    );
     expect(got).toEqual(chunks);
     expect(text).toBe(chunks.join(""));
     expect(usage).toMatchObject({ inputTokens: 12, outputTokens: 8, estimated: false });
@@ -126,7 +129,7 @@ describe.each([
   });
 
   it("cancel mid-stream: the server sees the socket close and the call settles, each within 100 ms, with the estimate charged", async () => {
-    server.enqueue({ text: "word ".repeat(200), chunkDelayMs: 20 });
+    server.enqueue({ text: "word ".repeat(200), chunkDelaySeconds: 0.02 });
     const { chunks, sink } = collector();
     let cancelledAt = 0;
     const ctx = ExecContext.create({
@@ -141,7 +144,7 @@ describe.each([
       },
     });
     const arrived = server.nextRequest();
-    const call = createModel(make(), { prices }).stream(ctx, { prompt: "Count words" });
+    const call = createModel(make(), { prices }).stream({ prompt: "Count words" }, ctx);
     const request = await arrived;
     const err = await rejection(call);
     const settledAt = performance.now();
@@ -165,7 +168,7 @@ describe.each([
     const ctx = ExecContext.create({ timeoutSeconds: 2 });
     const started = performance.now();
     const err = await rejection(
-      createModel(make(), { retry: { maxRetries: 3 } }).generate(ctx, { prompt: "hi" }),
+      createModel(make(), { retry: { maxAttempts: 4 } }).generate({ prompt: "hi" }, ctx),
     );
     expect(performance.now() - started).toBeLessThan(1000);
     expect(err.code).toBe("RATE_LIMITED");
@@ -178,6 +181,40 @@ describe.each([
     expect(ctx.events.filter((e) => e.name === "llm.retry")).toHaveLength(0);
   });
 
+  it("a retry-after above maxDelaySeconds fails RATE_LIMITED at once, with no further request", async () => {
+    server.enqueue({ status: 429, headers: { "retry-after": "5" } });
+    const before = server.requests.length;
+    const ctx = ExecContext.create();
+    const started = performance.now();
+    const err = await rejection(
+      createModel(make(), { retry: { maxAttempts: 4, maxDelaySeconds: 1 } }).generate(
+        {
+          prompt: "hi",
+        },
+        ctx,
+      ),
+    );
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(err.code).toBe("RATE_LIMITED");
+    expect(err.details["retryAfterSeconds"]).toBe(5);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(server.requests.length - before).toBe(1);
+    expect(ctx.events.filter((e) => e.name === "llm.retry")).toHaveLength(0);
+  });
+
+  it("backs off by the runs' formula: initialDelaySeconds × backoffFactor^(n-1), less jitter", async () => {
+    server.enqueue({ status: 500 }, { status: 500 }, { text: "ok" });
+    const ctx = ExecContext.create();
+    const model = createModel(make(), {
+      retry: { maxAttempts: 3, initialDelaySeconds: 0.02, backoffFactor: 3, jitter: 0 },
+    });
+    await model.generate({ prompt: "hi" }, ctx);
+    const delays = ctx.events
+      .filter((e) => e.name === "llm.retry")
+      .map((e) => e.attributes["delay_ms"]);
+    expect(delays).toEqual([20, 60]);
+  });
+
   it("retries 429 (honouring retry-after-ms) and 500, then succeeds; each attempt is a chat span", async () => {
     server.enqueue(
       { status: 429, headers: { "retry-after-ms": "30" } },
@@ -187,9 +224,9 @@ describe.each([
     const before = server.requests.length;
     const ctx = ExecContext.create({ timeoutSeconds: 10 });
     const model = createModel(make(), {
-      retry: { maxRetries: 3, initialDelayMs: 10, maxDelayMs: 20 },
+      retry: { maxAttempts: 4, initialDelaySeconds: 0.01, maxDelaySeconds: 0.05 },
     });
-    const { text } = await model.generate(ctx, { prompt: "hi" });
+    const { text } = await model.generate({ prompt: "hi" }, ctx);
     expect(text).toBe("finally");
     expect(server.requests.length - before).toBe(3);
     const retries = ctx.events.filter((e) => e.name === "llm.retry");
@@ -212,20 +249,25 @@ describe.each([
     );
     const { chunks, sink } = collector();
     const ctx = ExecContext.create({ stream: sink });
-    await createModel(make(), { retry: { initialDelayMs: 5, maxDelayMs: 5 } }).stream(ctx, {
-      prompt: "x",
-    });
+    await createModel(make(), { retry: { initialDelaySeconds: 0.005 } }).stream(
+      {
+        prompt: "x",
+      },
+      ctx,
+    );
     expect(chunks).toEqual(["a", "b"]);
     expect(ctx.events.filter((e) => e.name === "llm.retry")).toHaveLength(1);
   });
 
-  it("gives up after maxRetries with INTERNAL naming provider, model and status", async () => {
+  it("gives up after maxAttempts tries in all with INTERNAL naming provider, model and status", async () => {
     server.enqueue({ status: 500 }, { status: 502 });
     const ctx = ExecContext.create();
     const err = await rejection(
-      createModel(make(), { retry: { maxRetries: 1, initialDelayMs: 1, maxDelayMs: 1 } }).generate(
+      createModel(make(), { retry: { maxAttempts: 2, initialDelaySeconds: 0.001 } }).generate(
+        {
+          prompt: "x",
+        },
         ctx,
-        { prompt: "x" },
       ),
     );
     expect(err.code).toBe("INTERNAL");
@@ -243,7 +285,7 @@ describe("usage never disappears", () => {
     );
     server.enqueue({ text: "abcdefgh", usage: { promptTokens: 99, completionTokens: 99 } });
     const ctx = ExecContext.create();
-    const { usage } = await model.stream(ctx, { prompt: "12345678" });
+    const { usage } = await model.stream({ prompt: "12345678" }, ctx);
     expect(server.requests.at(-1)!.includeUsage).toBe(false);
     expect(usage.estimated).toBe(true);
     expect(usage.outputTokens).toBe(2);
@@ -253,7 +295,7 @@ describe("usage never disappears", () => {
   it("a deadline mid-stream settles TIMEOUT at once and charges the estimate", async () => {
     server.enqueue({ text: "slow ".repeat(100), hangAfterChunks: 3 });
     const ctx = ExecContext.create({ timeoutSeconds: 0.3 });
-    const err = await rejection(createModel(compatible()).stream(ctx, { prompt: "go" }));
+    const err = await rejection(createModel(compatible()).stream({ prompt: "go" }, ctx));
     expect(err.code).toBe("TIMEOUT");
     expect(performance.now() - ctx.createdAt).toBeLessThan(5_000); // settled, not hung
     expect(ctx.tokenUsage.completionTokens).toBe(Math.ceil("slow ".repeat(3).length / 4));
@@ -262,10 +304,10 @@ describe("usage never disappears", () => {
 
 describe("cancellation of a generate call", () => {
   it("ctx.cancel() while the provider thinks: CANCELLED within 100 ms, the socket closed, the prompt charged", async () => {
-    server.enqueue({ text: "late", delayMs: 3_000 });
+    server.enqueue({ text: "late", delaySeconds: 3 });
     const ctx = ExecContext.create();
     const arrived = server.nextRequest();
-    const call = createModel(compatible()).generate(ctx, { prompt: "x".repeat(40) });
+    const call = createModel(compatible()).generate({ prompt: "x".repeat(40) }, ctx);
     const request = await arrived;
     const cancelledAt = performance.now();
     ctx.cancel("the user left");
@@ -297,11 +339,11 @@ describe("errors", () => {
     const model = createModel(
       createOpenAICompatible({ name: "fake", baseURL: url }).chatModel("m"),
       {
-        retry: { maxRetries: 1, initialDelayMs: 1, maxDelayMs: 1 },
+        retry: { maxAttempts: 2, initialDelaySeconds: 0.001 },
       },
     );
     const ctx = ExecContext.create();
-    const err = await rejection(model.generate(ctx, { prompt: "x" }));
+    const err = await rejection(model.generate({ prompt: "x" }, ctx));
     expect(isNervaError(err, "INTERNAL")).toBe(true);
     expect(err.message).toContain("fake/m");
     expect(ctx.events.filter((e) => e.name === "llm.retry")).toHaveLength(1);

@@ -50,14 +50,15 @@ async function afterFailure(
   );
   const secrets = settings.secrets();
   span.end("error", safeText(err instanceof Error ? err.message : String(err), 200, secrets));
-  if (!failure.retryable || attempt >= settings.retry.maxRetries) {
+  if (!failure.retryable || attempt + 1 >= settings.retry.maxAttempts) {
     const reported = callError(err, settings.label, secrets);
     state.fatal ??= reported;
     throw reported;
   }
   const waitMs = retryDelayMs(attempt, failure, settings.retry, settings.random);
   const tooLong =
-    (failure.retryAfterMs !== undefined && failure.retryAfterMs > settings.retry.maxRetryAfterMs) ||
+    (failure.retryAfterMs !== undefined &&
+      failure.retryAfterMs > settings.retry.maxDelaySeconds * 1000) ||
     (ctx.timeoutAt !== null && Date.now() + waitMs >= ctx.timeoutAt);
   if (tooLong) {
     const reported = waitPastDeadline(err, settings.label, waitMs, failure.status, secrets);

@@ -82,8 +82,8 @@ export async function runModelLoop(
   // Structured output is not streamed to the client (its deltas would be partial JSON).
   const streaming = ctx.stream !== null && output === undefined;
   const run = (streaming ? model.stream : model.generate).bind(model) as (
+    call: CallOptions,
     ctx: ExecContext,
-    options: CallOptions,
   ) => Promise<ModelResult<unknown>>;
-  return run(ctx, call);
+  return run(call, ctx);
 }

@@ -33,9 +33,7 @@ const runtime = new GraphHost({
   graph,
   runtime: new InProcessRuntime(),
   queue: new RunQueue({ store, name: "model-node" }),
-  leaseSeconds: 1,
-  heartbeatSeconds: 0.25,
-  workerId: `w:${process.pid}`,
+  runner: { leaseSeconds: 1, heartbeatSeconds: 0.25, workerId: `w:${process.pid}` },
 });
 await runtime.start();
 process.stdout.write("ready\n");

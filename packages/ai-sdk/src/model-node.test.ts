@@ -23,6 +23,7 @@ import {
   type RunEvent,
   type GraphHostOptions,
   type PolicyEngine,
+  type RunQueueOptions,
 } from "@nerva/core";
 import { SqliteRunStore } from "@nerva/core/sqlite";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -56,10 +57,14 @@ afterAll(async () => {
 });
 
 /** A started graph runtime over a fresh SQLite file. */
-async function start(options: Omit<GraphHostOptions, "queue">): Promise<GraphHost> {
+async function start(
+  options: Omit<GraphHostOptions, "queue">,
+  queueOptions: Omit<RunQueueOptions, "store" | "name"> = {},
+): Promise<GraphHost> {
   const store = new SqliteRunStore({ path: join(dir, `runs-${++dbs}.db`) });
   stores.push(store);
-  const runtime = new GraphHost({ ...options, queue: new RunQueue({ store, name: "g" }) });
+  const queue = new RunQueue({ store, name: "g", ...queueOptions });
+  const runtime = new GraphHost({ ...options, queue });
   runtimes.push(runtime);
   await runtime.start();
   return runtime;
@@ -108,7 +113,11 @@ describe("modelNode", () => {
       edges: [["ask", END]],
       entry: "ask",
     });
-    const runtime = await start({ graph, runtime: new InProcessRuntime(), traceSink: sink });
+    const runtime = await start({
+      graph,
+      runtime: new InProcessRuntime(),
+      runner: { traceSink: sink },
+    });
     const deltas: RunEvent[] = [];
     runtime.subscribe([RunEventType.OUTPUT_DELTA], (e) => void deltas.push(e));
     upstream.enqueue({
@@ -233,12 +242,14 @@ describe("modelNode", () => {
       edges: [["ask", END]],
       entry: "ask",
     });
-    const runtime = await start({
-      graph,
-      runtime: new InProcessRuntime(),
-      policy: policy((a) => a.kind === "model", "BUDGET_EXCEEDED", asked),
-      retry: { maxAttempts: 1 }, // (a spent budget may refill: by default the run would retry)
-    });
+    const runtime = await start(
+      {
+        graph,
+        runtime: new InProcessRuntime(),
+        policy: policy((a) => a.kind === "model", "BUDGET_EXCEEDED", asked),
+      },
+      { retry: { maxAttempts: 1 } }, // (a spent budget may refill: by default the run would retry)
+    );
     const before = upstream.requests.length;
     const done = await runtime.triggerAndWait("default", { question: "hi" }, ExecContext.create(), {
       timeoutSeconds: 10,

@@ -74,7 +74,7 @@ describe("generate", () => {
       usage: u,
       steps,
       finishReason,
-    } = await createModel(m, { prices }).generate(ctx, { prompt: "Hello" });
+    } = await createModel(m, { prices }).generate({ prompt: "Hello" }, ctx);
     expect(text).toBe("Hi!");
     expect(steps).toHaveLength(1);
     expect(finishReason).toBe("stop");
@@ -116,15 +116,18 @@ describe("generate", () => {
   it("passes request parameters to the provider and onto the span; the SDK's retries are off", async () => {
     const m = mock({ doGenerate: textResult("ok") });
     const ctx = ExecContext.create();
-    await createModel(m).generate(ctx, {
-      system: "Be brief.",
-      prompt: "x",
-      temperature: 0.2,
-      maxOutputTokens: 50,
-      topP: 0.9,
-      seed: 7,
-      stopSequences: ["END"],
-    });
+    await createModel(m).generate(
+      {
+        system: "Be brief.",
+        prompt: "x",
+        temperature: 0.2,
+        maxOutputTokens: 50,
+        topP: 0.9,
+        seed: 7,
+        stopSequences: ["END"],
+      },
+      ctx,
+    );
     const call = m.doGenerateCalls[0]!;
     expect(call).toMatchObject({
       temperature: 0.2,
@@ -147,9 +150,12 @@ describe("generate", () => {
     const ctx = ExecContext.create();
     await createModel(mock({ doGenerate: textResult("secret answer") }), {
       recordContent: true,
-    }).generate(ctx, {
-      prompt: "secret question",
-    });
+    }).generate(
+      {
+        prompt: "secret question",
+      },
+      ctx,
+    );
     expect(String(ctx.spans[0]!.attributes["gen_ai.input.messages"])).toContain("secret question");
     expect(String(ctx.spans[0]!.attributes["gen_ai.output.messages"])).toContain("secret answer");
   });
@@ -158,7 +164,7 @@ describe("generate", () => {
     const ctx = ExecContext.create();
     const { usage: u } = await createModel(
       mock({ doGenerate: textResult("12345678", usage(undefined, undefined)) }),
-    ).generate(ctx, { prompt: "abcdefghijkl" });
+    ).generate({ prompt: "abcdefghijkl" }, ctx);
     expect(u).toMatchObject({ inputTokens: 3, outputTokens: 2, estimated: true });
     expect(ctx.spans[0]!.attributes["nerva.usage.estimated"]).toBe(true);
     expect(ctx.tokenUsage.totalTokens).toBe(5);
@@ -168,7 +174,7 @@ describe("generate", () => {
     const model = createModel(mock({ doGenerate: textResult("hello") }));
     const runtime = new InProcessRuntime().register(
       "agent",
-      async (input, ctx) => (await model.generate(ctx, { prompt: input.message })).text,
+      async (input, ctx) => (await model.generate({ prompt: input.message }, ctx)).text,
     );
     const ctx = ExecContext.create();
     const result = await runtime.invoke("agent", { message: "hi" }, ctx);
@@ -225,7 +231,7 @@ describe("generate", () => {
       },
     };
     const ctx = ExecContext.create();
-    const { text, usage: u } = await createModel(v2).generate(ctx, { prompt: "x" });
+    const { text, usage: u } = await createModel(v2).generate({ prompt: "x" }, ctx);
     expect(text).toBe("from v2");
     expect(u).toMatchObject({ inputTokens: 4, outputTokens: 2, cachedInputTokens: 1 });
     expect(ctx.spans[0]!.attributes["gen_ai.provider.name"]).toBe("legacy");
@@ -250,9 +256,12 @@ describe("stream", () => {
         },
       },
     });
-    const { text } = await createModel(mock({ doStream: streamOf(deltas) })).stream(ctx, {
-      prompt: "x",
-    });
+    const { text } = await createModel(mock({ doStream: streamOf(deltas) })).stream(
+      {
+        prompt: "x",
+      },
+      ctx,
+    );
     expect(got).toEqual(deltas);
     expect(maxInFlight).toBe(1);
     expect(text).toBe("The quick brown fox");
@@ -272,11 +281,11 @@ describe("stream", () => {
       const got: string[] = [];
       const ctx = ExecContext.create({ stream: { push: (c) => void got.push(c) } });
       await createModel(mock({ doStream: { stream: convertArrayToReadableStream(parts) } })).stream(
-        ctx,
         {
           prompt: "x",
           reasoning,
         },
+        ctx,
       );
       return got;
     };
@@ -290,10 +299,13 @@ describe("structured output", () => {
 
   it("returns the parsed object", async () => {
     const m = mock({ doGenerate: textResult('{"city":"Oslo","country":"Norway"}') });
-    const { object } = await createModel(m).generate(ExecContext.create(), {
-      prompt: "Capital of Norway?",
-      output: City,
-    });
+    const { object } = await createModel(m).generate(
+      {
+        prompt: "Capital of Norway?",
+        output: City,
+      },
+      ExecContext.create(),
+    );
     expect(object).toEqual({ city: "Oslo", country: "Norway" });
     expect(m.doGenerateCalls[0]!.responseFormat).toMatchObject({ type: "json" });
   });
@@ -301,7 +313,7 @@ describe("structured output", () => {
   it("invalid output is INTERNAL with a preview of the text", async () => {
     const m = mock({ doGenerate: textResult('{"city":42}') });
     const err = await createModel(m)
-      .generate(ExecContext.create(), { prompt: "x", output: City })
+      .generate({ prompt: "x", output: City }, ExecContext.create())
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NervaError);
     expect((err as NervaError).code).toBe("INTERNAL");
@@ -337,8 +349,8 @@ describe("prices", () => {
       prices: new PriceTable({ "openai/other": { input: 1, output: 1 } }),
     });
     const ctx = ExecContext.create();
-    await model.generate(ctx, { prompt: "a" });
-    await model.generate(ctx, { prompt: "b" });
+    await model.generate({ prompt: "a" }, ctx);
+    await model.generate({ prompt: "b" }, ctx);
     expect(ctx.tokenUsage.costUsd).toBe(0);
     expect(ctx.spans.every((s) => s.attributes["nerva.cost_unknown"] === true)).toBe(true);
     expect(
@@ -373,22 +385,29 @@ describe("options and models", () => {
 
   it("refuses what is not a model, bad options and bad call options", async () => {
     expect(() => createModel({} as never)).toThrow(/LanguageModel/);
-    expect(() => createModel(mock(), { retry: { maxRetries: -1 } })).toThrow(
-      /options\.retry\.maxRetries/,
+    expect(() => createModel(mock(), { retry: { maxAttempts: 0 } })).toThrow(
+      /options\.retry\.maxAttempts/,
+    );
+    expect(() => createModel(mock(), { retry: { maxRetries: 2 } as never })).toThrow(
+      /options\.retry.*maxRetries/,
     );
     expect(() => createModel(mock(), { nope: 1 } as never)).toThrow(/INVALID|Unrecognized|options/);
     const model = createModel(mock({ doGenerate: textResult("x") }));
-    await expect(model.generate(ExecContext.create(), {} as never)).rejects.toThrow(
+    await expect(model.generate({} as never, ExecContext.create())).rejects.toThrow(
       /prompt or messages/,
     );
-    await expect(model.generate({} as never, { prompt: "x" })).rejects.toThrow(/ExecContext/);
+    await expect(model.generate({ prompt: "x" }, {} as never)).rejects.toThrow(/ExecContext/);
+    const ctx = ExecContext.create();
+    await expect(model.stream(ctx as never, { prompt: "x" } as never)).rejects.toThrow(
+      /context goes last.*model\.stream\(call, ctx\)/,
+    );
   });
 
   it("a context cancelled before the call fails CANCELLED without calling the provider", async () => {
     const m = mock({ doGenerate: textResult("x") });
     const ctx = ExecContext.create();
     ctx.cancel("gone");
-    await expect(createModel(m).generate(ctx, { prompt: "x" })).rejects.toMatchObject({
+    await expect(createModel(m).generate({ prompt: "x" }, ctx)).rejects.toMatchObject({
       code: "CANCELLED",
     });
     expect(m.doGenerateCalls).toHaveLength(0);

@@ -22,6 +22,7 @@ import {
   CALL_OPTIONS_FIX,
   CallOptionsSchema,
   MODEL_OPTIONS_FIX,
+  modelRetryPolicy,
   ModelOptionsSchema,
   isPlainCall,
 } from "./options.js";
@@ -114,12 +115,12 @@ class BoundModel implements NervaModel {
     return this.#resolved;
   }
 
-  generate(ctx: ExecContext, options: CallOptions): Promise<ModelResult<never>> {
-    return this.#call(ctx, options, false) as Promise<ModelResult<never>>;
+  generate(call: CallOptions, ctx: ExecContext): Promise<ModelResult<never>> {
+    return this.#call(ctx, call, false) as Promise<ModelResult<never>>;
   }
 
-  stream(ctx: ExecContext, options: CallOptions): Promise<ModelResult<never>> {
-    return this.#call(ctx, options, true) as Promise<ModelResult<never>>;
+  stream(call: CallOptions, ctx: ExecContext): Promise<ModelResult<never>> {
+    return this.#call(ctx, call, true) as Promise<ModelResult<never>>;
   }
 
   async #call(
@@ -128,9 +129,12 @@ class BoundModel implements NervaModel {
     streaming: boolean,
   ): Promise<ModelResult<unknown>> {
     if (!isExecContext(ctx)) {
+      const swapped = isExecContext(options);
       throw new NervaError(
         ErrorCode.INVALID_INPUT,
-        "Invalid ctx: must be an ExecContext. Create one with ExecContext.create({ ... }).",
+        swapped
+          ? `Invalid ctx: the context goes last. Call model.${streaming ? "stream" : "generate"}(call, ctx).`
+          : "Invalid ctx: must be an ExecContext. Create one with ExecContext.create({ ... }).",
         { issues: [{ path: "ctx", message: "must be an ExecContext" }] },
       );
     }
@@ -176,8 +180,8 @@ class BoundModel implements NervaModel {
  * @example
  * import { openai } from "@ai-sdk/openai";
  * const prices = new PriceTable({ "openai/gpt-4o-mini": { input: 0.15, output: 0.6, cachedInput: 0.075 } });
- * const model = createModel(openai.chat("gpt-4o-mini"), { prices, retry: { maxRetries: 3 } });
- * const { text, usage } = await model.generate(ctx, { system: "Be brief.", prompt: "Hi" });
+ * const model = createModel(openai.chat("gpt-4o-mini"), { prices, retry: { maxAttempts: 4 } });
+ * const { text, usage } = await model.generate({ system: "Be brief.", prompt: "Hi" }, ctx);
  */
 export function createModel(model: LanguageModel, options: ModelOptions = {}): NervaModel {
   const o = parseOrThrow(
@@ -187,6 +191,7 @@ export function createModel(model: LanguageModel, options: ModelOptions = {}): N
     "options",
     MODEL_OPTIONS_FIX,
   );
+  const retry = modelRetryPolicy(o.retry);
   let provider: string;
   let modelId: string;
   if (typeof model === "string") {
@@ -222,7 +227,7 @@ export function createModel(model: LanguageModel, options: ModelOptions = {}): N
     label: { provider, model: modelId },
     key,
     prices,
-    retry: o.retry,
+    retry,
     recordContent: o.recordContent,
     random: o.random ?? Math.random,
     // Read when an error is quoted, so a key the provider loads later (or rotates) is masked too.

@@ -1,23 +1,18 @@
 import { z } from "zod/v4";
+import { ErrorCode, parseOrThrow, RetryOptionsSchema, type RetryPolicy } from "@nerva/core";
 import { MIN_SECRET_LENGTH } from "./secrets.js";
 
-const ms = z.number().finite().nonnegative();
-
-export const RetrySchema = z
-  .object({
-    maxRetries: z.number().int().min(0).max(20).default(2),
-    initialDelayMs: ms.default(500),
-    maxDelayMs: ms.default(10_000),
-    maxRetryAfterMs: ms.default(60_000),
-  })
-  .strict()
-  .refine((r) => r.maxDelayMs >= r.initialDelayMs, {
-    path: ["maxDelayMs"],
-    message: "must be >= initialDelayMs",
-  });
-
-/** Retry settings after defaults. */
-export type RetrySettings = z.output<typeof RetrySchema>;
+/**
+ * The adapter's retry defaults, in the runs' shape: 3 attempts in all (2 retries), 0.5 s doubling,
+ * jitter over the upper half of each wait; no wait, a provider's retry-after included, above 60 s.
+ */
+export const MODEL_RETRY_DEFAULTS: RetryPolicy = {
+  maxAttempts: 3,
+  initialDelaySeconds: 0.5,
+  backoffFactor: 2,
+  maxDelaySeconds: 60,
+  jitter: 0.5,
+};
 
 const isFn = (v: unknown): boolean => typeof v === "function";
 
@@ -31,12 +26,10 @@ export const ModelOptionsSchema = z
       )
       .optional(),
     unknownPrice: z.enum(["zero", "throw"]).default("zero"),
-    retry: RetrySchema.default({
-      maxRetries: 2,
-      initialDelayMs: 500,
-      maxDelayMs: 10_000,
-      maxRetryAfterMs: 60_000,
-    }),
+    // Checked by modelRetryPolicy with the runs' RetryOptionsSchema.
+    retry: z
+      .custom<object>((v) => typeof v === "object" && v !== null && !Array.isArray(v), "must be an object")
+      .optional(),
     recordContent: z.boolean().default(false),
     allowGateway: z.boolean().default(false),
     random: z.custom<() => number>(isFn, "must be a function").optional(),
@@ -48,7 +41,26 @@ export const ModelOptionsSchema = z
   .strict();
 
 export const MODEL_OPTIONS_FIX =
-  'Pass { prices?: PriceTable, unknownPrice?: "zero" | "throw", retry?: { maxRetries, initialDelayMs, maxDelayMs, maxRetryAfterMs }, recordContent?: boolean, allowGateway?: boolean, secrets?: string[] (each 8+ characters) }.';
+  'Pass { prices?: PriceTable, unknownPrice?: "zero" | "throw", retry?: { maxAttempts, initialDelaySeconds, backoffFactor, maxDelaySeconds, jitter }, recordContent?: boolean, allowGateway?: boolean, secrets?: string[] (each 8+ characters) }.';
+
+/**
+ * `retry` of the model options after its defaults, validated by the runs' own schema (one shape
+ * for every retry policy): INVALID_OPTIONS naming `options.retry.<field>` otherwise.
+ */
+export function modelRetryPolicy(retry: unknown): RetryPolicy {
+  return parseOrThrow(
+    RetryOptionsSchema,
+    { ...MODEL_RETRY_DEFAULTS, ...definedFields(retry) },
+    ErrorCode.INVALID_OPTIONS,
+    "options.retry",
+    MODEL_OPTIONS_FIX,
+  );
+}
+
+function definedFields(o: unknown): Record<string, unknown> {
+  if (typeof o !== "object" || o === null) return {};
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+}
 
 const messageSchema = z.custom<object>(
   (v) => typeof v === "object" && v !== null && typeof (v as { role?: unknown }).role === "string",

@@ -29,7 +29,7 @@ const { createModel } = await import("@nerva/ai-sdk");
 const { scriptedModel } = await import("@nerva/ai-sdk/testing");
 const model = createModel(scriptedModel({ rules: [{ when: /hi/, reply: "hello from dist" }] }));
 try {
-  const { text } = await model.generate(ExecContext.create(), { prompt: "hi" });
+  const { text } = await model.generate({ prompt: "hi" }, ExecContext.create());
   console.log(text);
 } catch (err) {
   console.log(err.code, err.details?.package, err.message);

@@ -118,11 +118,16 @@ export class ModelResponder implements Responder {
     });
     let output = result.output;
     try {
-      const { text } = await this.#model.generate(scoped, {
-        system: `Rewrite the assistant's answer below for the user. ${this.#instructions} ${channelHint(channel)} Keep every fact, number and name; add nothing. Reply with the rewritten answer only.`,
-        prompt: result.output,
-        ...(this.#maxOutputTokens === undefined ? {} : { maxOutputTokens: this.#maxOutputTokens }),
-      });
+      const { text } = await this.#model.generate(
+        {
+          system: `Rewrite the assistant's answer below for the user. ${this.#instructions} ${channelHint(channel)} Keep every fact, number and name; add nothing. Reply with the rewritten answer only.`,
+          prompt: result.output,
+          ...(this.#maxOutputTokens === undefined
+            ? {}
+            : { maxOutputTokens: this.#maxOutputTokens }),
+        },
+        scoped,
+      );
       if (text.trim() !== "") output = text;
       span.end("ok");
     } catch (err) {

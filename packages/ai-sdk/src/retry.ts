@@ -1,4 +1,4 @@
-import type { RetrySettings } from "./options.js";
+import { retryDelaySeconds, type RetryPolicy } from "@nerva/core";
 
 /** What the adapter knows about a failed provider call. */
 export interface CallFailure {
@@ -64,19 +64,18 @@ export function failureOf(err: unknown): CallFailure {
 }
 
 /**
- * The wait before retry number `attempt` (0 for the first retry): exponential from
- * `initialDelayMs`, capped at `maxDelayMs`, with jitter over its upper half; or exactly the
- * provider's retry-after when it gave one.
+ * The wait before retry number `attempt` (0 for the first retry), in milliseconds: the runs'
+ * backoff ({@link retryDelaySeconds}) of `retry`; or exactly the provider's retry-after when it
+ * gave one.
  */
 export function retryDelayMs(
   attempt: number,
   failure: CallFailure,
-  retry: RetrySettings,
+  retry: RetryPolicy,
   random: () => number,
 ): number {
   if (failure.retryAfterMs !== undefined) return failure.retryAfterMs;
-  const base = Math.min(retry.maxDelayMs, retry.initialDelayMs * 2 ** attempt);
-  return base / 2 + (random() * base) / 2;
+  return retryDelaySeconds(retry, attempt + 1, random) * 1000;
 }
 
 /**

@@ -3,7 +3,7 @@ import type { LanguageModelV3GenerateResult } from "@ai-sdk/provider";
 import {
   ExecContext,
   InProcessRuntime,
-  LLMRouter,
+  LlmRouter,
   NervaError,
   Orchestrator,
   RuleRouter,
@@ -49,7 +49,7 @@ describe("llmClassify", () => {
         }),
       ),
     );
-    const router = new LLMRouter({ handlers, classify: llmClassify(createModel(m)) });
+    const router = new LlmRouter({ handlers, classify: llmClassify(createModel(m)) });
     const ctx = ExecContext.create();
     // The orchestrator opens router.classify around whatever router it was given; as it does:
     const { best, candidates } = await ctx.span("router.classify", (inner) =>
@@ -75,7 +75,7 @@ describe("llmClassify", () => {
         JSON.stringify({ candidates: [{ name: "weather_agent", score: 0.8, reason: "weather" }] }),
       ),
     );
-    const router = new LLMRouter({ handlers, classify: llmClassify(createModel(m)) });
+    const router = new LlmRouter({ handlers, classify: llmClassify(createModel(m)) });
     const ctx = ExecContext.create({ permissions: { allowedAgents: ["weather_agent"] } });
     await router.classify("Rain tomorrow?", ctx);
     const schema = JSON.stringify(m.doGenerateCalls[0]!.responseFormat);
@@ -91,7 +91,7 @@ describe("llmClassify", () => {
         }),
       ),
     );
-    const router = new LLMRouter({ handlers, classify: llmClassify(createModel(m)) });
+    const router = new LlmRouter({ handlers, classify: llmClassify(createModel(m)) });
     const err = await router.classify("x", ExecContext.create()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NervaError);
     expect((err as NervaError).code).toBe("INTERNAL");

@@ -77,11 +77,11 @@ describe.each(Object.entries(KEYS))("a key shaped as %s, echoed by the provider"
           { status: 500, errorMessage: echo(key) },
           { status: 401, errorMessage: echo(key) },
         );
-        const model = createModel(make(), { retry: { maxRetries: 1, initialDelayMs: 0 } });
+        const model = createModel(make(), { retry: { maxAttempts: 2, initialDelaySeconds: 0 } });
         const ctx = ExecContext.create();
         const call = streaming
-          ? model.stream(ctx, { prompt: "hi" })
-          : model.generate(ctx, { prompt: "hi" });
+          ? model.stream({ prompt: "hi" }, ctx)
+          : model.generate({ prompt: "hi" }, ctx);
         const err = await rejection(call);
         expect(err.message).toMatch(/HTTP 401/);
         expect(err.message).toContain("[redacted]");
@@ -103,18 +103,24 @@ describe("secrets the model does not show", () => {
     });
     server.enqueue({ status: 400, errorMessage: echo(key) });
     const unmasked = await rejection(
-      createModel(hidden, { retry: { maxRetries: 0 } }).generate(ExecContext.create(), {
-        prompt: "hi",
-      }),
+      createModel(hidden, { retry: { maxAttempts: 1 } }).generate(
+        {
+          prompt: "hi",
+        },
+        ExecContext.create(),
+      ),
     );
     // Without the option the key is not known to the adapter, and comes back as the provider sent it.
     expect(unmasked.message).toContain(key);
     server.enqueue({ status: 400, errorMessage: echo(key) });
     const ctx = ExecContext.create();
     const err = await rejection(
-      createModel(hidden, { retry: { maxRetries: 0 }, secrets: [key] }).generate(ctx, {
-        prompt: "hi",
-      }),
+      createModel(hidden, { retry: { maxAttempts: 1 }, secrets: [key] }).generate(
+        {
+          prompt: "hi",
+        },
+        ctx,
+      ),
     );
     expectNowhere(key, err, ctx.spans, ctx.events);
   });

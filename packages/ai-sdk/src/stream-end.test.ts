@@ -49,7 +49,7 @@ describe.each(Object.entries(providers))("a stream through %s", (_name, make) =>
         },
       });
       const arrived = server.nextRequest();
-      const call = createModel(make()).stream(ctx, { prompt: "Count" });
+      const call = createModel(make()).stream({ prompt: "Count" }, ctx);
       const request = await arrived;
       await expect(call).rejects.toThrow(/the client went away/);
       const closed = await request.closed;
@@ -74,7 +74,7 @@ describe.each(Object.entries(providers))("a stream through %s", (_name, make) =>
     });
     const arrived = server.nextRequest();
     const err = await createModel(make())
-      .stream(ctx, { prompt: "Count" })
+      .stream({ prompt: "Count" }, ctx)
       .catch((e: unknown) => e);
     expect(isNervaError(err) || err instanceof Error).toBe(true);
     expect((await (await arrived).closed).early).toBe(true);

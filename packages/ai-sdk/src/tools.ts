@@ -105,7 +105,7 @@ function answerOf(result: ToolResult): unknown {
  *
  * @example
  * runtime.register("agent", orchestrator.handler(async (input, ctx, kit) => {
- *   const { text } = await model.generate(ctx, { prompt: input.message, tools: await toolsFor(kit, ctx), maxSteps: 5 });
+ *   const { text } = await model.generate({ prompt: input.message, tools: await toolsFor(kit, ctx), maxSteps: 5 }, ctx);
  *   return text;
  * }));
  */

@@ -1,5 +1,5 @@
 import type { SharedV3ProviderOptions } from "@ai-sdk/provider";
-import type { ExecContext } from "@nerva/core";
+import type { ExecContext, RetryOptions } from "@nerva/core";
 import type { LanguageModel, ModelMessage, StepResult, ToolChoice, ToolSet } from "ai";
 import type { z } from "zod/v4";
 import type { PriceTable } from "./prices.js";
@@ -9,7 +9,7 @@ import type { ModelUsage } from "./usage.js";
  * Options of {@link createModel}.
  *
  * @example
- * const options: ModelOptions = { prices, retry: { maxRetries: 3, initialDelayMs: 500, maxDelayMs: 10_000 }, recordContent: false };
+ * const options: ModelOptions = { prices, retry: { maxAttempts: 4, initialDelaySeconds: 0.5, maxDelaySeconds: 10 }, recordContent: false };
  */
 export interface ModelOptions {
   /** Prices per `provider/model`; without one, calls cost 0 and are flagged `nerva.cost_unknown`. */
@@ -17,16 +17,13 @@ export interface ModelOptions {
   /** `"throw"`: refuse (INVALID_OPTIONS at `createModel`) a model that `prices` does not price. */
   readonly unknownPrice?: "zero" | "throw";
   /**
-   * Nerva's retries of 429, 408, 5xx and network errors (the SDK's own are off). Defaults:
-   * 2 retries, 500 ms doubling up to 10 s, with jitter; a provider's retry-after wins, and a
-   * retry-after above `maxRetryAfterMs` (default 60 s) or past the deadline fails at once.
+   * Nerva's retries of 429, 408, 5xx and network errors (the SDK's own are off), in the same
+   * shape as a run's `retry`. Defaults: `maxAttempts: 3` (tries in all), 0.5 s doubling
+   * (`initialDelaySeconds: 0.5`, `backoffFactor: 2`), `jitter: 0.5`, `maxDelaySeconds: 60`. A
+   * provider's retry-after wins over the backoff; one above `maxDelaySeconds`, or a wait past the
+   * deadline, fails at once.
    */
-  readonly retry?: {
-    readonly maxRetries?: number;
-    readonly initialDelayMs?: number;
-    readonly maxDelayMs?: number;
-    readonly maxRetryAfterMs?: number;
-  };
+  readonly retry?: RetryOptions;
   /** Record prompts and outputs on the `chat` spans (off by default: they may hold personal data). */
   readonly recordContent?: boolean;
   /** Accept a string model id, which the SDK sends to Vercel's hosted AI Gateway. Off by default. */
@@ -79,7 +76,7 @@ export interface CallOptions<S extends z.ZodType | undefined = z.ZodType | undef
  * (with `output`); `usage` what Nerva charged for every provider call of it, estimates included.
  *
  * @example
- * const { text, usage, steps } = await model.generate(ctx, { prompt: "Hi" });
+ * const { text, usage, steps } = await model.generate({ prompt: "Hi" }, ctx);
  */
 export interface ModelResult<O = undefined> {
   readonly text: string;
@@ -94,9 +91,9 @@ export interface ModelResult<O = undefined> {
  * SDK's `generateText`/`streamText`. Made by {@link createModel}.
  *
  * @example
- * const { text } = await model.generate(ctx, { prompt: "Say hi" });
- * const { object } = await model.generate(ctx, { prompt: "Capital of Norway?", output: z.object({ city: z.string() }) });
- * await model.stream(ctx, { prompt: "Tell a story" }); // deltas go to ctx.stream
+ * const { text } = await model.generate({ prompt: "Say hi" }, ctx);
+ * const { object } = await model.generate({ prompt: "Capital of Norway?", output: z.object({ city: z.string() }) }, ctx);
+ * await model.stream({ prompt: "Tell a story" }, ctx); // deltas go to ctx.stream
  */
 export interface NervaModel {
   /** Normalised provider name (`openai.chat` → `openai`). */
@@ -107,13 +104,13 @@ export interface NervaModel {
   /** The model as passed to `createModel`. */
   readonly model: LanguageModel;
   generate<S extends z.ZodType>(
+    call: CallOptions<S> & { readonly output: S },
     ctx: ExecContext,
-    options: CallOptions<S> & { readonly output: S },
   ): Promise<ModelResult<z.output<S>>>;
-  generate(ctx: ExecContext, options: CallOptions<undefined>): Promise<ModelResult>;
+  generate(call: CallOptions<undefined>, ctx: ExecContext): Promise<ModelResult>;
   stream<S extends z.ZodType>(
+    call: CallOptions<S> & { readonly output: S },
     ctx: ExecContext,
-    options: CallOptions<S> & { readonly output: S },
   ): Promise<ModelResult<z.output<S>>>;
-  stream(ctx: ExecContext, options: CallOptions<undefined>): Promise<ModelResult>;
+  stream(call: CallOptions<undefined>, ctx: ExecContext): Promise<ModelResult>;
 }

@@ -10,7 +10,7 @@ import type {
  * counts are characters / 4 of the prompt and of the output received.
  *
  * @example
- * const { usage } = await model.generate(ctx, { prompt: "Hi" });
+ * const { usage } = await model.generate({ prompt: "Hi" }, ctx);
  * console.log(usage.inputTokens, usage.outputTokens, usage.costUsd, usage.estimated);
  */
 export interface ModelUsage {

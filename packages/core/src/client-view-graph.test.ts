@@ -56,8 +56,10 @@ async function failing(thrown: () => Error) {
     }),
     runtime: new InProcessRuntime(),
     tools,
-    queue: new RunQueue({ store: new InMemoryRunStore() }),
-    retry: { maxAttempts: 2, initialDelaySeconds: 0.01 },
+    queue: new RunQueue({
+      store: new InMemoryRunStore(),
+      retry: { maxAttempts: 2, initialDelaySeconds: 0.01 },
+    }),
   });
   runtimes.push(runtime);
   await runtime.start();

@@ -118,7 +118,7 @@ export {
   type EmbedFunction,
   type EmbeddingRouterOptions,
 } from "./router/embedding-router.js";
-export { LLMRouter, type LLMClassifyFunction, type LLMRouterOptions } from "./router/llm-router.js";
+export { LlmRouter, type LlmClassifyFunction, type LlmRouterOptions } from "./router/llm-router.js";
 export { HybridRouter, type HybridRouterOptions } from "./router/hybrid-router.js";
 export {
   ToolStatus,

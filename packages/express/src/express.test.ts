@@ -46,12 +46,12 @@ function buildApp({ auth, options, jwtSecret, routes }: BridgeContractSetup) {
     res.json(routes.whoami(ctx, req.nervaCtx));
   });
   app.post("/chat", async (req, res) => {
-    const { status, body } = await routes.chat(req.nervaCtx, jsonBodyOf(req).message);
+    const { status, body } = await routes.chat(jsonBodyOf(req).message, req.nervaCtx);
     res.status(status).json(body);
   });
   app.post("/chat/stream", (req, res) => {
     const ctx = req.nervaCtx;
-    return sendSSE(res, routes.stream(ctx, jsonBodyOf(req).message), ctx);
+    return sendSSE(res, routes.stream(jsonBodyOf(req).message, ctx), ctx);
   });
   app.get("/fail/:code", (req) => {
     throw routes.failure(req.params.code);

@@ -43,12 +43,12 @@ async function build({
     routes.whoami(request.nervaCtx, request.nervaCtx),
   );
   app.post("/chat", routeAuth, async (request, reply) => {
-    const { status, body } = await routes.chat(request.nervaCtx, jsonBodyOf(request).message);
+    const { status, body } = await routes.chat(jsonBodyOf(request).message, request.nervaCtx);
     return reply.code(status).send(body);
   });
   app.post("/chat/stream", routeAuth, (request, reply) => {
     const ctx = request.nervaCtx;
-    return sendSSE(reply, routes.stream(ctx, jsonBodyOf(request).message), ctx);
+    return sendSSE(reply, routes.stream(jsonBodyOf(request).message, ctx), ctx);
   });
   app.get<{ Params: { code: string } }>("/fail/:code", async (request) => {
     throw routes.failure(request.params.code);

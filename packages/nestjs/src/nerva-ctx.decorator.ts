@@ -28,7 +28,7 @@ const sseRoutes = new WeakMap<object, boolean>();
  * Only an `@Sse()` route needs its response recorded: a WeakMap entry per request costs the
  * garbage collector more than the rest of `@NervaCtx()` does.
  */
-function isSseRoute(context: ExecutionContext): boolean {
+function isSSERoute(context: ExecutionContext): boolean {
   const handler = context.getHandler();
   let sse = sseRoutes.get(handler);
   if (sse === undefined) {
@@ -84,7 +84,7 @@ export function nervaContextOf(context: ExecutionContext): ExecContext {
     );
   }
   const ctx = scope.context(request);
-  if (context.getType<string>() === "http" && isSseRoute(context) && !responses.has(ctx)) {
+  if (context.getType<string>() === "http" && isSSERoute(context) && !responses.has(ctx)) {
     const response = context.getArgByIndex<(ServerResponse & { raw?: ServerResponse }) | null>(1);
     const raw = response?.raw ?? response;
     if (typeof raw?.write === "function") responses.set(ctx, raw);

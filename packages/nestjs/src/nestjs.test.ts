@@ -112,7 +112,7 @@ function controllerFor(guarded: boolean) {
       @Res({ passthrough: true })
       res: { status?: (n: number) => unknown; code?: (n: number) => unknown },
     ) {
-      const answer = await this.routes.chat(ctx, jsonBodyOf(request).message);
+      const answer = await this.routes.chat(jsonBodyOf(request).message, ctx);
       if (typeof res.code === "function") res.code(answer.status);
       else res.status?.(answer.status);
       return answer.body;
@@ -121,14 +121,14 @@ function controllerFor(guarded: boolean) {
     @Post("chat/stream")
     @UseGuards(...guards)
     stream(@Req() request: JsonBodyRequest, @NervaCtx() ctx: ExecContext, @Res() res: unknown) {
-      return sendSSE(res, this.routes.stream(ctx, jsonBodyOf(request).message), ctx);
+      return sendSSE(res, this.routes.stream(jsonBodyOf(request).message, ctx), ctx);
     }
 
     /** The same stream through Nest's own @Sse(). */
     @Sse("chat/observable", { method: RequestMethod.POST })
     @UseGuards(...guards)
     observable(@Req() request: JsonBodyRequest, @NervaCtx() ctx: ExecContext) {
-      return toSSEObservable(this.routes.stream(ctx, jsonBodyOf(request).message), ctx);
+      return toSSEObservable(this.routes.stream(jsonBodyOf(request).message, ctx), ctx);
     }
 
     @Sse("boom/stream")

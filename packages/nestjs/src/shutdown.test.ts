@@ -3,7 +3,7 @@
 import "reflect-metadata";
 import { fileURLToPath } from "node:url";
 import { InProcessRuntime, Orchestrator, RuleRouter } from "@nerva/core";
-import { MCPToolManager } from "@nerva/core/mcp";
+import { McpToolManager } from "@nerva/core/mcp";
 import { Module } from "@nestjs/common";
 import { ExpressAdapter } from "@nestjs/platform-express";
 import { Test } from "@nestjs/testing";
@@ -22,7 +22,7 @@ function isAlive(pid: number): boolean {
 }
 
 it("app.close() closes the orchestrator's runtime and tools (an MCP server process ends)", async () => {
-  const tools = await MCPToolManager.connect({ command: process.execPath, args: [SERVER] });
+  const tools = await McpToolManager.connect({ command: process.execPath, args: [SERVER] });
   const pid = tools.pid as number;
   expect(isAlive(pid)).toBe(true);
   const runtime = new InProcessRuntime();

@@ -3,12 +3,12 @@ import { fileURLToPath } from "node:url";
 import { SpanKind } from "@opentelemetry/api";
 import { afterAll, describe, expect, it } from "vitest";
 import { ExecContext, InProcessRuntime, Orchestrator, RuleRouter } from "@nerva/core";
-import { MCPToolManager } from "@nerva/core/mcp";
+import { McpToolManager } from "@nerva/core/mcp";
 import { createOtelSink } from "../src/index.js";
 import { memoryExport, one } from "./world.test-support.js";
 
 const SERVER = fileURLToPath(new URL("./fixtures/mcp-server.mjs", import.meta.url));
-const tools = await MCPToolManager.connect({
+const tools = await McpToolManager.connect({
   command: process.execPath,
   args: [SERVER],
   name: "calculator",

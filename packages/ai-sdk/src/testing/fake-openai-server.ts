@@ -30,10 +30,10 @@ export interface FakeReply {
   readonly headers?: Readonly<Record<string, string>>;
   /** The `error.message` of an error answer (default `Fake error <status>`). */
   readonly errorMessage?: string;
-  /** Milliseconds between SSE events (slow streaming). */
-  readonly chunkDelayMs?: number;
-  /** Milliseconds before the response starts. */
-  readonly delayMs?: number;
+  /** Seconds between SSE events (slow streaming). */
+  readonly chunkDelaySeconds?: number;
+  /** Seconds before the response starts. */
+  readonly delaySeconds?: number;
   /** Stop after this many text chunks and keep the connection open (a stalled stream). */
   readonly hangAfterChunks?: number;
 }
@@ -245,7 +245,7 @@ export class FakeOpenAIServer {
     this.requests.push(request);
     this.#waiters.splice(0).forEach((w) => w(request));
     const reply = this.#queue.shift() ?? this.#respond(request);
-    if (reply.delayMs !== undefined) await this.#sleep(reply.delayMs);
+    if (reply.delaySeconds !== undefined) await this.#sleep(reply.delaySeconds * 1000);
     if (ended) return;
     if (reply.status !== undefined && reply.status >= 400) {
       res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers });
@@ -326,8 +326,8 @@ export class FakeOpenAIServer {
     });
     const write = async (data: string): Promise<boolean> => {
       if (isEnded()) return false;
-      if (reply.chunkDelayMs !== undefined && reply.chunkDelayMs > 0) {
-        await this.#sleep(reply.chunkDelayMs);
+      if (reply.chunkDelaySeconds !== undefined && reply.chunkDelaySeconds > 0) {
+        await this.#sleep(reply.chunkDelaySeconds * 1000);
         if (isEnded()) return false;
       }
       if (!res.write(data)) await new Promise((r) => res.once("drain", r));

@@ -12,7 +12,7 @@ import { z } from "zod";
 import { createModel, modelAgent } from "../index.js";
 import { scriptedModel } from "./index.js";
 
-function concierge(chunkDelayMs = 0) {
+function concierge(chunkDelaySeconds = 0) {
   const runtime = new InProcessRuntime();
   const tools = new FunctionToolManager().register(
     defineTool({
@@ -27,7 +27,7 @@ function concierge(chunkDelayMs = 0) {
     runtime,
     tools,
   });
-  const model = createModel(scriptedModel({ chunkDelayMs }));
+  const model = createModel(scriptedModel({ chunkDelaySeconds }));
   runtime.register(
     "concierge_agent",
     orchestrator.handler(modelAgent({ model, system: "Concierge." })),
@@ -64,7 +64,7 @@ describe("scriptedModel", () => {
   it("stops streaming at once when the request is cancelled", async () => {
     const ctx = ExecContext.create();
     const chunks: string[] = [];
-    const stream = concierge(50).stream("tell me something long", ctx);
+    const stream = concierge(0.05).stream("tell me something long", ctx);
     const started = performance.now();
     for await (const c of stream) {
       chunks.push(c);
@@ -79,6 +79,6 @@ describe("scriptedModel", () => {
     const model = createModel(
       scriptedModel({ rules: [{ when: /hello/i, reply: (m) => `Hi! (${m.length})` }] }),
     );
-    expect((await model.generate(ExecContext.create(), { prompt: "hello" })).text).toBe("Hi! (5)");
+    expect((await model.generate({ prompt: "hello" }, ExecContext.create())).text).toBe("Hi! (5)");
   });
 });

@@ -30,7 +30,7 @@ export interface ScriptRule {
  * Options of {@link scriptedModel}.
  *
  * @example
- * const options: ScriptedModelOptions = { rules: [{ when: /hello/i, reply: "Hi!" }], chunkDelayMs: 20 };
+ * const options: ScriptedModelOptions = { rules: [{ when: /hello/i, reply: "Hi!" }], chunkDelaySeconds: 0.02 };
  */
 export interface ScriptedModelOptions {
   /** Tried in order; default: flight questions call `search_flights`. */
@@ -38,8 +38,8 @@ export interface ScriptedModelOptions {
   /** The answer when no rule matches. */
   readonly fallback?: (message: string) => string;
   readonly modelId?: string;
-  /** Milliseconds between streamed words (0: as fast as the reader takes them). */
-  readonly chunkDelayMs?: number;
+  /** Seconds between streamed words (0: as fast as the reader takes them). */
+  readonly chunkDelaySeconds?: number;
 }
 
 /**
@@ -101,14 +101,14 @@ const matches = (rule: ScriptRule, message: string): boolean =>
  *
  * @example
  * const model = createModel(scriptedModel({ rules: [{ when: /hello/i, reply: "Hi there!" }] }));
- * const { text } = await model.generate(ctx, { prompt: "hello" }); // "Hi there!"
+ * const { text } = await model.generate({ prompt: "hello" }, ctx); // "Hi there!"
  */
 export function scriptedModel(options: ScriptedModelOptions = {}): LanguageModelV3 {
   const rules = options.rules ?? FLIGHT_RULES;
   const fallback =
     options.fallback ??
     ((message: string) => `I am a scripted model (no API key is set). You said: ${message}`);
-  const delay = options.chunkDelayMs ?? 0;
+  const delayMs = (options.chunkDelaySeconds ?? 0) * 1000;
 
   const answer = (params: LanguageModelV3CallOptions): LanguageModelV3Content[] => {
     const message = lastUser(params.prompt);
@@ -203,14 +203,14 @@ export function scriptedModel(options: ScriptedModelOptions = {}): LanguageModel
               controller.close();
               return;
             }
-            if (delay > 0 && part.type === "text-delta") {
+            if (delayMs > 0 && part.type === "text-delta") {
               await new Promise<void>((resolve) => {
                 const done = (): void => {
                   clearTimeout(timer);
                   signal?.removeEventListener("abort", done);
                   resolve();
                 };
-                timer = setTimeout(done, delay);
+                timer = setTimeout(done, delayMs);
                 signal?.addEventListener("abort", done, { once: true });
               });
               if (signal?.aborted) {

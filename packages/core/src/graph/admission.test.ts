@@ -70,9 +70,7 @@ describe.each(backends)("sessionState resumes on %s", (_name, open) => {
       runtime: new InProcessRuntime(),
       queue: new RunQueue({ store, name: "a" }),
       sessionKey: "a secret of at least thirty-two characters!",
-      leaseSeconds: 5,
-      heartbeatSeconds: 1,
-      concurrency: 4,
+      runner: { leaseSeconds: 5, heartbeatSeconds: 1, concurrency: 4 },
     });
     runtimes.push(runtime);
     return runtime;

@@ -164,13 +164,15 @@ export class AgentRunner {
       queue,
       ...(mod.tools === undefined ? {} : { tools: mod.tools }),
       ...(mod.entryPoints === undefined ? {} : { entryPoints: [...mod.entryPoints] }),
-      ...(config.concurrency === undefined ? {} : { concurrency: config.concurrency }),
-      ...(config.leaseSeconds === undefined ? {} : { leaseSeconds: config.leaseSeconds }),
-      ...(config.heartbeatSeconds === undefined
-        ? {}
-        : { heartbeatSeconds: config.heartbeatSeconds }),
+      runner: {
+        ...(config.concurrency === undefined ? {} : { concurrency: config.concurrency }),
+        ...(config.leaseSeconds === undefined ? {} : { leaseSeconds: config.leaseSeconds }),
+        ...(config.heartbeatSeconds === undefined
+          ? {}
+          : { heartbeatSeconds: config.heartbeatSeconds }),
+        ...(traceSink === undefined ? {} : { traceSink }),
+      },
       ...(config.sessionKey === undefined ? {} : { sessionKey: config.sessionKey }),
-      ...(traceSink === undefined ? {} : { traceSink }),
       ...runtimeOptions,
     });
     return new AgentRunner(mod, runtime, queue, runStore === undefined);

@@ -32,8 +32,7 @@ function make(options: Partial<GraphHostOptions> & Pick<GraphHostOptions, "graph
   const r = new GraphHost({
     runtime: new InProcessRuntime(),
     queue: new RunQueue({ store: new InMemoryRunStore(), name: "ep" }),
-    leaseSeconds: 2,
-    heartbeatSeconds: 0.1,
+    runner: { leaseSeconds: 2, heartbeatSeconds: 0.1 },
     ...options,
   });
   runtimes.push(r);
@@ -326,7 +325,7 @@ describe("shared state isolation", () => {
     });
     const runtime = make({
       graph,
-      concurrency: 8,
+      runner: { leaseSeconds: 2, heartbeatSeconds: 0.1, concurrency: 8 },
       sharedState: { isolation, initial: { count: 0 } },
     });
     await runtime.start();

@@ -51,28 +51,23 @@ export function buildStreams(
         },
       );
     }
-    const ep: EntryPoint = { ...spec, entryNode, concurrency: spec.concurrency ?? o.concurrency };
+    const own = o.runner instanceof Runner ? null : o.runner;
+    const ep: EntryPoint = {
+      ...spec,
+      entryNode,
+      concurrency: spec.concurrency ?? own?.concurrency ?? 1,
+    };
     const queue =
-      o.runner !== undefined
-        ? o.queue
-        : new RunQueue({
-            store: o.queue.store,
-            name: `${o.queue.name}.${ep.id}`.slice(0, 64),
-            maxStepBytes: o.queue.maxStepBytes,
-            retry: o.retry,
-            maxReclaims: o.maxReclaims,
-          });
+      own === null ? o.queue : o.queue.withName(`${o.queue.name}.${ep.id}`.slice(0, 64));
     const runner =
-      o.runner !== undefined
+      own === null
         ? null
         : new Runner({
+            ...own,
             queue,
             runtime: handlers,
             concurrency: ep.concurrency,
-            leaseSeconds: o.leaseSeconds,
-            heartbeatSeconds: o.heartbeatSeconds,
-            ...(o.workerId === undefined ? {} : { workerId: `${o.workerId}:${ep.id}` }),
-            traceSink: o.traceSink ?? null,
+            ...(own.workerId === undefined ? {} : { workerId: `${own.workerId}:${ep.id}` }),
             onError: (e) => onError(e),
           });
     streams.push({

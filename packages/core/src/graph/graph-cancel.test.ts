@@ -44,11 +44,9 @@ describe.each(stores)("graph cancel and deadline on %s", (_label, open) => {
     const runtime = new GraphHost({
       graph,
       runtime: new InProcessRuntime({ timeoutSeconds: 600 }),
-      queue: new RunQueue({ store, name: "t" }),
-      leaseSeconds: 120,
-      heartbeatSeconds: 60,
+      queue: new RunQueue({ store, name: "t", retry: { maxAttempts: 1 } }),
       executionTimeoutSeconds,
-      retry: { maxAttempts: 1 },
+      runner: { leaseSeconds: 120, heartbeatSeconds: 60 },
     });
     runtimes.push(runtime);
     return runtime;

@@ -1,6 +1,7 @@
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, UnrecoverableError } from "../errors.js";
 import { ActiveRun } from "../runs/run-context.js";
+import { Runner } from "../runs/runner.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import type { AgentInput, JsonValue, PartialAgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
@@ -59,7 +60,9 @@ export function handlerRuntime(
   handler: (input: AgentInput, ctx: ExecContext) => Promise<PartialAgentResult>,
 ): InProcessRuntime {
   const options = { timeoutSeconds: o.executionTimeoutSeconds, circuitBreaker: false as const };
-  if (o.runner === undefined) return new InProcessRuntime(options).register(o.graph.name, handler);
+  if (!(o.runner instanceof Runner)) {
+    return new InProcessRuntime(options).register(o.graph.name, handler);
+  }
   if (!(o.runtime instanceof InProcessRuntime)) {
     throw new NervaError(
       ErrorCode.INVALID_OPTIONS,

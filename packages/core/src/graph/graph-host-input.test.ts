@@ -31,8 +31,7 @@ describe("GraphHost input", () => {
       graph,
       runtime: new InProcessRuntime(),
       queue: new RunQueue({ store, name: "in" }),
-      leaseSeconds: 5,
-      heartbeatSeconds: 1,
+      runner: { leaseSeconds: 5, heartbeatSeconds: 1 },
     });
     cleanup.push(() => runtime.stop({ graceSeconds: 0 }));
     await runtime.start();

@@ -58,7 +58,7 @@ describe("GraphHost traceSink", () => {
         { id: "default", trigger: { type: "manual" } },
         { id: "second", trigger: { type: "manual" } },
       ],
-      traceSink: sink,
+      runner: { traceSink: sink },
     });
     runtimes.push(runtime);
     await runtime.start();
@@ -104,21 +104,17 @@ describe("GraphHost traceSink", () => {
     expect(sink.trace(ctx.traceId).filter((s) => s.name === "graph.node")).toHaveLength(2);
   });
 
-  it("refuses a traceSink that is not one, and one beside a shared runner", () => {
+  it("refuses a traceSink that is not one, and one beside the runner options", () => {
     const { agents, graph } = desk();
     const queue = new RunQueue({ store: new InMemoryRunStore(), name: "t" });
-    const bad = () => new GraphHost({ graph, runtime: agents, queue, traceSink: {} as never });
+    const bad = () =>
+      new GraphHost({ graph, runtime: agents, queue, runner: { traceSink: {} as never } });
     expect(bad).toThrow(NervaError);
-    expect(bad).toThrow(/traceSink/);
-    const runner = new Runner({ queue, runtime: agents });
-    const both = () =>
-      new GraphHost({
-        graph,
-        runtime: agents,
-        queue,
-        runner,
-        traceSink: new MemoryTraceSink(),
-      });
-    expect(both).toThrow(/traceSink.*pass traceSink to that Runner/s);
+    expect(bad).toThrow(/options\.runner.*traceSink|traceSink/s);
+    // The trace sink is a runner's option: the host takes it only inside `runner`, so a shared
+    // Runner keeps the one it was given.
+    const beside = () =>
+      new GraphHost({ graph, runtime: agents, queue, traceSink: new MemoryTraceSink() } as never);
+    expect(beside).toThrow(/traceSink/);
   });
 });

@@ -78,10 +78,12 @@ function refundDesk(calls: string[] = []) {
 
 function make(options: Partial<GraphHostOptions> & Pick<GraphHostOptions, "graph" | "runtime">) {
   const runtime = new GraphHost({
-    queue: new RunQueue({ store: new InMemoryRunStore(), name: "t" }),
-    leaseSeconds: 2,
-    heartbeatSeconds: 0.1,
-    retry: { maxAttempts: 3, initialDelaySeconds: 0, jitter: 0 },
+    queue: new RunQueue({
+      store: new InMemoryRunStore(),
+      name: "t",
+      retry: { maxAttempts: 3, initialDelaySeconds: 0, jitter: 0 },
+    }),
+    runner: { leaseSeconds: 2, heartbeatSeconds: 0.1 },
     ...options,
   });
   runtimes.push(runtime);

@@ -4,6 +4,7 @@ import { requireObjectOptions } from "../internal/object-options.js";
 import { safeListener } from "../internal/report.js";
 import { InMemoryRunStore } from "../runs/in-memory-store.js";
 import { RunQueue } from "../runs/run-queue.js";
+import { Runner } from "../runs/runner.js";
 import { RunStatus, type RunEvent, type RunRecord } from "../runs/types.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import {
@@ -81,7 +82,7 @@ export class GraphHost {
       withDefaults(options),
       ErrorCode.INVALID_OPTIONS,
       "options",
-      "Pass { graph: defineGraph(...), runtime: AgentRuntime, queue: RunQueue, entryPoints?, tools?, memory?, policy?, concurrency?, leaseSeconds?, heartbeatSeconds?, runner? or traceSink? }.",
+      "Pass { graph: defineGraph(...), runtime?: AgentRuntime, queue?: RunQueue, entryPoints?, tools?, memory?, policy?, runner?: a Runner or { concurrency?, leaseSeconds?, heartbeatSeconds?, workerId?, traceSink? } }.",
     );
     this.#o = o;
     this.#report = safeListener(o.onError, "the GraphHost's onError");
@@ -463,13 +464,14 @@ function withDefaults(options: GraphHostOptions): unknown {
   if (typeof options !== "object" || options === null) return options;
   const o = options as Partial<ParsedGraphHostOptions>;
   const graph = isDefinedGraph(o.graph) ? o.graph : null;
+  const shared = o.runner instanceof Runner ? o.runner : undefined;
   const queue =
     o.queue ??
-    o.runner?.queue ??
+    shared?.queue ??
     (graph === null
       ? undefined
       : new RunQueue({ store: new InMemoryRunStore(), name: graph.name.slice(0, 64) }));
-  let runtime = o.runtime ?? o.runner?.runtime;
+  let runtime = o.runtime ?? shared?.runtime;
   if (runtime === undefined && graph !== null) {
     const agents = [...graph.nodes].filter(([, n]) => n.kind === "agent").map(([id]) => id);
     if (agents.length > 0) {

@@ -206,10 +206,12 @@ describe("random graphs", () => {
           const runtime = new GraphHost({
             graph,
             runtime: new InProcessRuntime(),
-            queue: new RunQueue({ store: new InMemoryRunStore(), name: "p" }),
-            retry: { maxAttempts: 1 },
-            leaseSeconds: 5,
-            heartbeatSeconds: 1,
+            queue: new RunQueue({
+              store: new InMemoryRunStore(),
+              name: "p",
+              retry: { maxAttempts: 1 },
+            }),
+            runner: { leaseSeconds: 5, heartbeatSeconds: 1 },
           });
           await runtime.start();
           try {

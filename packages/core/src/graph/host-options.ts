@@ -1,12 +1,11 @@
 import { z } from "zod";
 import type { Memory } from "../memory/types.js";
 import type { PolicyEngine } from "../policy/types.js";
-import { RetryOptionsSchema } from "../runs/options.js";
+import { RunnerOwnOptionsSchema } from "../runs/options.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { Runner } from "../runs/runner.js";
 import type { AgentRuntime } from "../runtime/types.js";
 import type { ToolManager } from "../tools/types.js";
-import { isTraceSink, type TraceSink } from "../tracing/sink.js";
 import { EntryPointSchema } from "./entry-points.js";
 import { SharedStateOptionsSchema } from "./shared-state.js";
 import { isDefinedGraph } from "./define-graph.js";
@@ -27,6 +26,11 @@ export const GraphHostOptionsSchema = z
       (v) => typeof v.invoke === "function" && typeof v.handlerNames === "function",
       "must be an AgentRuntime (e.g. new InProcessRuntime())",
     ),
+    /**
+     * Where the runs go: its store holds them, and its options (`retry`, `maxReclaims`,
+     * `maxStepBytes`) are every run's. Each entry point gets its own queue on that store,
+     * `<name>.<entry point>` (`queue.withName`), unless `runner` is an existing Runner.
+     */
     queue: z.custom<RunQueue>((v) => v instanceof RunQueue, "must be a RunQueue"),
     tools: obj<ToolManager>(
       (v) => typeof v.call === "function",
@@ -41,14 +45,19 @@ export const GraphHostOptionsSchema = z
       .array(EntryPointSchema)
       .min(1)
       .default([{ id: "default", trigger: { type: "manual" }, backlog: 100, priority: 0 }]),
-    /** Default concurrency of each entry point. */
-    concurrency: z.number().int().min(1).max(1000).default(4),
-    leaseSeconds: positiveSeconds.default(30),
-    heartbeatSeconds: positiveSeconds.default(10),
-    maxReclaims: z.number().int().min(0).max(1000).default(5),
-    retry: RetryOptionsSchema.partial().default({}),
-    /** An existing Runner: every entry point then shares its queue (`queue`) and its concurrency. */
-    runner: z.custom<Runner>((v) => v instanceof Runner, "must be a Runner").optional(),
+    /**
+     * The runners: either the options of the Runner the host builds for each entry point (the
+     * Runner's own names and defaults: `concurrency`, the default of each entry point, is 1;
+     * `leaseSeconds`, `heartbeatSeconds`, `workerId`, `idleWaitSeconds`, `traceSink`), or an
+     * existing Runner that every entry point then shares, with its queue (`queue`) and its
+     * concurrency.
+     */
+    runner: z
+      .union([
+        z.custom<Runner>((v) => v instanceof Runner, "must be a Runner"),
+        RunnerOwnOptionsSchema,
+      ])
+      .prefault({}),
     /** HMAC key of sessionStates (>= 32 bytes); by default one is generated and kept by the store. */
     sessionKey: z
       .union([
@@ -61,33 +70,14 @@ export const GraphHostOptionsSchema = z
     eventBufferSize: z.number().int().min(1).max(1_000_000).default(1000),
     /** Longest one attempt of a run may run (its handler timeout). */
     executionTimeoutSeconds: positiveSeconds.max(2_000_000).default(24 * 3600),
-    workerId: z.string().min(1).max(200).optional(),
-    /**
-     * Where the spans and events of the runs go (`run`, `runtime.invoke`, `graph.node`,
-     * the handlers' and tools' spans): given to the runner of each entry point. With `runner`,
-     * give it to that Runner instead.
-     */
-    traceSink: z
-      .custom<TraceSink>(isTraceSink, "must be a TraceSink (an object with onSpanEnd)")
-      .nullable()
-      .optional(),
     onError: z.custom<(err: unknown) => void>((v) => typeof v === "function").optional(),
   })
-  .strict()
-  .refine((o) => o.heartbeatSeconds < o.leaseSeconds, {
-    message: "must be less than leaseSeconds",
-    path: ["heartbeatSeconds"],
-  })
-  .refine((o) => o.runner === undefined || o.traceSink == null, {
-    message:
-      "is for the runners this GraphHost builds; with `runner`, pass traceSink to that Runner",
-    path: ["traceSink"],
-  });
+  .strict();
 
 /**
  * Options of {@link GraphHost}: the graph, the runtime its agent nodes use, the queue
- * (its store holds the runs), the kit primitives, the entry points, and either the
- * runner's options or an existing `runner`.
+ * (its store holds the runs), the kit primitives, the entry points, and `runner`: the options
+ * of the runners it builds, or an existing Runner.
  */
 export type GraphHostOptions = Omit<z.input<typeof GraphHostOptionsSchema>, "queue" | "runtime"> & {
   /** Where the graph's runs are kept; by default a queue of its own on an in-memory store. */

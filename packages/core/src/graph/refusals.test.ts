@@ -56,9 +56,8 @@ function make(
       ...(maxStepBytes === undefined ? {} : { maxStepBytes }),
     }),
     sessionKey: "a secret of at least thirty-two characters!",
-    leaseSeconds: 5,
-    heartbeatSeconds: 1,
     ...(entryPoints === undefined ? {} : { entryPoints }),
+    runner: { leaseSeconds: 5, heartbeatSeconds: 1 },
   });
   open.push({ store: s, runtime });
   return runtime;

@@ -57,9 +57,7 @@ function make(pausing: boolean, file: string, slowMs = 0): GraphHost {
     runtime: new InProcessRuntime(),
     queue: new RunQueue({ store, name: "w" }),
     sessionKey: "a secret of at least thirty-two characters!",
-    leaseSeconds: 5,
-    heartbeatSeconds: 1,
-    concurrency: 30,
+    runner: { leaseSeconds: 5, heartbeatSeconds: 1, concurrency: 30 },
   });
   runtimes.push(runtime);
   return runtime;

@@ -21,7 +21,7 @@ const S = z.object({ n: z.number().optional(), ok: z.string().optional() });
 describe("SessionSigner", () => {
   it("reads the stored key again after a failed read instead of failing for good", async () => {
     const path = join(dir, "key.db");
-    const store = new SqliteRunStore({ path, busyTimeoutMs: 0 });
+    const store = new SqliteRunStore({ path, busyTimeoutSeconds: 0 });
     const graph = defineGraph({
       name: "signed",
       state: S,
@@ -40,8 +40,7 @@ describe("SessionSigner", () => {
       graph,
       runtime: new InProcessRuntime(),
       queue: new RunQueue({ store, name: "s" }),
-      leaseSeconds: 30,
-      heartbeatSeconds: 10,
+      runner: { leaseSeconds: 30, heartbeatSeconds: 10 },
     });
     const other = openDatabase(path, "path", "test");
     try {

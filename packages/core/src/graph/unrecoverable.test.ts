@@ -51,10 +51,12 @@ async function execute(make: () => RunStore, how: "node" | "agent", thrown: () =
   const runtime = new GraphHost({
     graph,
     runtime: agents,
-    queue: new RunQueue({ store, name: "g" }),
-    retry: { maxAttempts: 3, initialDelaySeconds: 0.01, jitter: 0 },
-    leaseSeconds: 5,
-    heartbeatSeconds: 1,
+    queue: new RunQueue({
+      store,
+      name: "g",
+      retry: { maxAttempts: 3, initialDelaySeconds: 0.01, jitter: 0 },
+    }),
+    runner: { leaseSeconds: 5, heartbeatSeconds: 1 },
   });
   open.push({ store, runtime });
   await runtime.start();

@@ -41,8 +41,7 @@ async function start(make: () => RunStore, nodes: Record<string, GraphNode<S>>, 
     graph,
     runtime: new InProcessRuntime(),
     queue: new RunQueue({ store, name: "visits" }),
-    leaseSeconds: 5,
-    heartbeatSeconds: 1,
+    runner: { leaseSeconds: 5, heartbeatSeconds: 1 },
   });
   open.push({ store, runtime });
   await runtime.start();

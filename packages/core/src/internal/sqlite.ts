@@ -59,7 +59,7 @@ export function openError(err: unknown, path: string, label: string): NervaError
   if (/^SQLITE_(BUSY|LOCKED)/.test(code)) {
     return new NervaError(
       ErrorCode.UNAVAILABLE,
-      `The SQLite file of ${label} is locked by another connection or process (${code}). Retry later, or raise busyTimeoutMs to wait longer.`,
+      `The SQLite file of ${label} is locked by another connection or process (${code}). Retry later, or raise busyTimeoutSeconds to wait longer.`,
       { cause: err, details: { retryAfterSeconds: 1, sqliteCode: code } },
     );
   }
@@ -83,7 +83,7 @@ export function unavailableError(err: unknown, store: string): unknown {
   if (typeof code === "string" && /^SQLITE_(BUSY|LOCKED|IOERR|PROTOCOL)/.test(code)) {
     return new NervaError(
       ErrorCode.UNAVAILABLE,
-      `The SQLite file of the ${store} is unavailable (${code}): another process holds its write lock, or the disk failed. Retry later, or raise busyTimeoutMs to wait longer.`,
+      `The SQLite file of the ${store} is unavailable (${code}): another process holds its write lock, or the disk failed. Retry later, or raise busyTimeoutSeconds to wait longer.`,
       { cause: err, details: { retryAfterSeconds: 1, sqliteCode: code } },
     );
   }

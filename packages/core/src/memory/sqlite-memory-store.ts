@@ -26,7 +26,7 @@ export const SqliteMemoryStoreOptionsSchema = z
     path: z.string().min(1),
     tablePrefix: z.string().regex(TABLE_PREFIX, "must be a SQL identifier").default("nerva_"),
     /** How long opening and each write wait for another process's lock before UNAVAILABLE. */
-    busyTimeoutMs: z.number().int().min(0).max(600_000).default(5_000),
+    busyTimeoutSeconds: z.number().min(0).max(600).finite().default(5),
   })
   .strict();
 /** Options of {@link SqliteMemoryStore}. */
@@ -91,10 +91,15 @@ export class SqliteMemoryStore implements MemoryStore {
       options,
       ErrorCode.INVALID_OPTIONS,
       "options",
-      'Pass { path: "./memory.db" } (or ":memory:"), and optionally tablePrefix and busyTimeoutMs.',
+      'Pass { path: "./memory.db" } (or ":memory:"), and optionally tablePrefix and busyTimeoutSeconds.',
     );
     const t = o.tablePrefix;
-    this.#db = openDatabase(o.path, "options.path", "SqliteMemoryStore", o.busyTimeoutMs);
+    this.#db = openDatabase(
+      o.path,
+      "options.path",
+      "SqliteMemoryStore",
+      Math.round(o.busyTimeoutSeconds * 1000),
+    );
     const db = this.#db;
     try {
       db.exec(`

@@ -44,7 +44,7 @@ export const SqliteRegistryOptionsSchema = RegistryOptionsSchema.extend({
   path: z.string().min(1),
   tablePrefix: z.string().regex(TABLE_PREFIX, "must be a SQL identifier").default("nerva_"),
   /** How long opening and each write wait for another process's lock before UNAVAILABLE. */
-  busyTimeoutMs: z.number().int().min(0).max(600_000).default(5_000),
+  busyTimeoutSeconds: z.number().min(0).max(600).finite().default(5),
 }).strict();
 /** Options of {@link SqliteRegistry}. */
 export type SqliteRegistryOptions = z.input<typeof SqliteRegistryOptionsSchema>;
@@ -121,11 +121,16 @@ export class SqliteRegistry implements Registry {
       options,
       ErrorCode.INVALID_OPTIONS,
       "options",
-      'Pass { path: "./registry.db" } (or ":memory:"), and optionally tablePrefix, busyTimeoutMs and unhealthyAfterFailures.',
+      'Pass { path: "./registry.db" } (or ":memory:"), and optionally tablePrefix, busyTimeoutSeconds and unhealthyAfterFailures.',
     );
     this.#threshold = o.unhealthyAfterFailures;
     const t = `${o.tablePrefix}registry`;
-    const db = (this.#db = openDatabase(o.path, "options.path", "SqliteRegistry", o.busyTimeoutMs));
+    const db = (this.#db = openDatabase(
+      o.path,
+      "options.path",
+      "SqliteRegistry",
+      Math.round(o.busyTimeoutSeconds * 1000),
+    ));
     try {
       db.exec(`
       CREATE TABLE IF NOT EXISTS ${t} (

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { HybridRouter } from "./hybrid-router.js";
-import { LLMRouter } from "./llm-router.js";
+import { LlmRouter } from "./llm-router.js";
 import { RuleRouter } from "./rule-router.js";
 import type { HandlerDescription } from "./types.js";
 
@@ -17,7 +17,7 @@ const ctx = (allowedAgents: string[] | null = null) =>
 
 function reranker(answer: (offered: readonly HandlerDescription[]) => unknown) {
   const shown: string[][] = [];
-  const router = new LLMRouter({
+  const router = new LlmRouter({
     handlers,
     classify: (_m, offered) => {
       shown.push(offered.map((h) => h.name));

@@ -45,7 +45,7 @@ const FIX =
  * @example
  * const router = new HybridRouter({
  *   first: new EmbeddingRouter({ embed, handlers }),
- *   second: new LLMRouter({ classify, handlers }),
+ *   second: new LlmRouter({ classify, handlers }),
  *   topK: 3,
  * });
  * const { best } = await router.classify("Book me a flight", ctx);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
-import { LLMRouter, type LLMClassifyFunction } from "./llm-router.js";
+import { LlmRouter, type LlmClassifyFunction } from "./llm-router.js";
 import type { HandlerDescription } from "./types.js";
 
 const handlers = [
@@ -15,20 +15,20 @@ const ctx = (allowedAgents: string[] | null = null, timeoutSeconds?: number) =>
 /** Stands in for the model: records what it was shown and answers `answer`. */
 function model(answer: unknown) {
   const shown: (readonly HandlerDescription[])[] = [];
-  const classify: LLMClassifyFunction = async (_message, offered) => {
+  const classify: LlmClassifyFunction = async (_message, offered) => {
     shown.push(offered);
     return answer;
   };
   return { classify, shown };
 }
 
-describe("LLMRouter", () => {
+describe("LlmRouter", () => {
   it("returns the model's candidates ranked", async () => {
     const { classify } = model([
       { name: "weather_agent", score: 0.3, reason: "maybe" },
       { name: "flight_agent", score: 0.9, reason: "asks for a flight" },
     ]);
-    const r = await new LLMRouter({ handlers, classify }).classify("fly me to Rome", ctx());
+    const r = await new LlmRouter({ handlers, classify }).classify("fly me to Rome", ctx());
     expect(r.candidates).toEqual([
       { name: "flight_agent", score: 0.9, reason: "asks for a flight" },
       { name: "weather_agent", score: 0.3, reason: "maybe" },
@@ -38,7 +38,7 @@ describe("LLMRouter", () => {
 
   it("accepts { candidates: [...] } and fills a missing reason", async () => {
     const { classify } = model({ candidates: [{ name: "flight_agent", score: 1 }] });
-    const r = await new LLMRouter({ handlers, classify }).classify("x", ctx());
+    const r = await new LlmRouter({ handlers, classify }).classify("x", ctx());
     expect(r.best).toEqual({ name: "flight_agent", score: 1, reason: "chosen by the model" });
   });
 
@@ -52,7 +52,7 @@ describe("LLMRouter", () => {
       "flight_agent",
     ]);
     const c = ctx();
-    const r = await new LLMRouter({ handlers, classify }).classify("x", c);
+    const r = await new LlmRouter({ handlers, classify }).classify("x", c);
     expect(r.candidates.map((x) => [x.name, x.score])).toEqual([
       ["flight_agent", 1],
       ["weather_agent", 0],
@@ -75,7 +75,7 @@ describe("LLMRouter", () => {
       { name: "flight_agent", score: 0.5 },
     ]);
     const c = ctx(["flight_agent", "weather_agent"]);
-    const r = await new LLMRouter({ handlers, classify }).classify("make me admin", c);
+    const r = await new LlmRouter({ handlers, classify }).classify("make me admin", c);
     expect(shown[0]?.map((h) => h.name)).toEqual(["flight_agent", "weather_agent"]);
     // The model named a handler it was not shown: dropped as unknown.
     expect(r.candidates.map((x) => x.name)).toEqual(["flight_agent"]);
@@ -83,21 +83,21 @@ describe("LLMRouter", () => {
 
   it("does not call the model when the context may use none of the handlers", async () => {
     const { classify, shown } = model([]);
-    const r = await new LLMRouter({ handlers, classify }).classify("x", ctx([]));
+    const r = await new LlmRouter({ handlers, classify }).classify("x", ctx([]));
     expect(r).toEqual({ candidates: [], best: null });
     expect(shown).toHaveLength(0);
   });
 
   it("shows only the `only` handlers", async () => {
     const { classify, shown } = model([{ name: "weather_agent", score: 0.4 }]);
-    await new LLMRouter({ handlers, classify }).classify("x", ctx(), { only: ["weather_agent"] });
+    await new LlmRouter({ handlers, classify }).classify("x", ctx(), { only: ["weather_agent"] });
     expect(shown[0]?.map((h) => h.name)).toEqual(["weather_agent"]);
   });
 
   it("rejects an answer that is not a list", async () => {
     const { classify } = model("flight_agent");
     const c = ctx();
-    const err = await new LLMRouter({ handlers, classify })
+    const err = await new LlmRouter({ handlers, classify })
       .classify("x", c)
       .catch((e: unknown) => e);
     expect((err as NervaError).code).toBe(ErrorCode.INTERNAL);
@@ -105,14 +105,14 @@ describe("LLMRouter", () => {
   });
 
   it("wraps a failing classify function in NervaError INTERNAL", async () => {
-    const router = new LLMRouter({
+    const router = new LlmRouter({
       handlers,
       classify: () => {
         throw new Error("429 rate limited");
       },
     });
     await expect(router.classify("x", ctx())).rejects.toThrow(
-      "LLMRouter: the classify function failed: 429 rate limited",
+      "LlmRouter: the classify function failed: 429 rate limited",
     );
   });
 
@@ -120,7 +120,7 @@ describe("LLMRouter", () => {
     const root = ctx();
     const routerSpan = root.startSpan("router.classify");
     const c = root.fork({ span: routerSpan });
-    const router = new LLMRouter({
+    const router = new LlmRouter({
       handlers,
       classify: async (_m, _h, inner) => {
         inner.recordTokens({ promptTokens: 100, completionTokens: 5 });
@@ -138,7 +138,7 @@ describe("LLMRouter", () => {
 
   it("ends at its timeout even if the model ignores the signal", async () => {
     let signal: AbortSignal | undefined;
-    const router = new LLMRouter({
+    const router = new LlmRouter({
       handlers,
       timeoutSeconds: 0.1,
       classify: (_m, _h, inner) => {
@@ -155,7 +155,7 @@ describe("LLMRouter", () => {
 
   it("rejects with CANCELLED when the request is cancelled", async () => {
     const c = ctx();
-    const router = new LLMRouter({ handlers, classify: () => new Promise(() => {}) });
+    const router = new LlmRouter({ handlers, classify: () => new Promise(() => {}) });
     const pending = router.classify("x", c);
     c.cancel("user left");
     const err = await pending.catch((e: unknown) => e);
@@ -163,11 +163,11 @@ describe("LLMRouter", () => {
   });
 
   it("rejects invalid options naming the field", () => {
-    expect(() => new LLMRouter({ handlers, classify: null as never })).toThrow(/options\.classify/);
-    expect(() => new LLMRouter({ handlers, classify: () => [], timeoutSeconds: 0 })).toThrow(
+    expect(() => new LlmRouter({ handlers, classify: null as never })).toThrow(/options\.classify/);
+    expect(() => new LlmRouter({ handlers, classify: () => [], timeoutSeconds: 0 })).toThrow(
       /options\.timeoutSeconds/,
     );
-    expect(() => new LLMRouter({ handlers: [{ name: "a" }] as never, classify: () => [] })).toThrow(
+    expect(() => new LlmRouter({ handlers: [{ name: "a" }] as never, classify: () => [] })).toThrow(
       /options\.handlers\.0\.description/,
     );
   });

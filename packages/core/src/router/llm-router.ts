@@ -26,34 +26,34 @@ import type {
  * deadline, and usage can be charged with `ctx.recordTokens`.
  *
  * @example
- * const classify: LLMClassifyFunction = async (message, handlers, ctx) => {
+ * const classify: LlmClassifyFunction = async (message, handlers, ctx) => {
  *   const reply = await callModel(promptFor(message, handlers), { signal: ctx.signal });
  *   ctx.recordTokens(reply.usage);
  *   return JSON.parse(reply.text); // [{ name: "flight_agent", score: 0.9, reason: "asks to book" }]
  * };
  */
-export type LLMClassifyFunction = (
+export type LlmClassifyFunction = (
   message: string,
   handlers: readonly HandlerDescription[],
   ctx: ExecContext,
 ) => Promise<unknown> | unknown;
 
-const LLMRouterOptionsSchema = z
+const LlmRouterOptionsSchema = z
   .object({
-    classify: z.custom<LLMClassifyFunction>((v) => typeof v === "function", "must be a function"),
+    classify: z.custom<LlmClassifyFunction>((v) => typeof v === "function", "must be a function"),
     handlers: HandlerDescriptionsSchema,
     timeoutSeconds: z.number().positive().finite().default(30),
   })
   .strict();
 
 /**
- * Options of {@link LLMRouter}: the classify function, the handlers it chooses between, and how
+ * Options of {@link LlmRouter}: the classify function, the handlers it chooses between, and how
  * long one classification may take (default 30 s, never past the request's deadline).
  *
  * @example
- * const options: LLMRouterOptions = { classify, handlers: [{ name: "flight_agent", description: "Books flights" }], timeoutSeconds: 10 };
+ * const options: LlmRouterOptions = { classify, handlers: [{ name: "flight_agent", description: "Books flights" }], timeoutSeconds: 10 };
  */
-export type LLMRouterOptions = z.input<typeof LLMRouterOptionsSchema>;
+export type LlmRouterOptions = z.input<typeof LlmRouterOptionsSchema>;
 
 const FIX =
   'Pass { classify: async (message, handlers, ctx) => [{ name, score, reason }], handlers: [{ name: "agent", description: "what it does" }], timeoutSeconds?: number > 0 }.';
@@ -73,19 +73,19 @@ const EntrySchema = z.object({
  * none of the handlers, the model is not called.
  *
  * @example
- * const router = new LLMRouter({
+ * const router = new LlmRouter({
  *   handlers: [{ name: "flight_agent", description: "Books flights" }, { name: "chat_agent", description: "Small talk" }],
  *   classify: async (message, handlers) => [{ name: "flight_agent", score: 0.9, reason: "mentions a flight" }],
  * });
  * const { best } = await router.classify("I need a plane to Rome", ctx);
  */
-export class LLMRouter implements Router {
-  readonly #classify: LLMClassifyFunction;
+export class LlmRouter implements Router {
+  readonly #classify: LlmClassifyFunction;
   readonly #handlers: readonly HandlerDescription[];
   readonly #timeoutSeconds: number;
 
-  constructor(options: LLMRouterOptions) {
-    const o = parseRouterOptions(LLMRouterOptionsSchema, options, FIX);
+  constructor(options: LlmRouterOptions) {
+    const o = parseRouterOptions(LlmRouterOptionsSchema, options, FIX);
     this.#classify = o.classify;
     this.#handlers = Object.freeze(o.handlers.map((h) => Object.freeze({ ...h })));
     this.#timeoutSeconds = o.timeoutSeconds;
@@ -114,7 +114,7 @@ export class LLMRouter implements Router {
     if (outcome.kind === "failed") {
       throw new NervaError(
         ErrorCode.INTERNAL,
-        `LLMRouter: the classify function failed: ${messageOf(outcome.error)}`,
+        `LlmRouter: the classify function failed: ${messageOf(outcome.error)}`,
         { cause: outcome.error },
       );
     }
@@ -133,7 +133,7 @@ export class LLMRouter implements Router {
     if (!Array.isArray(list)) {
       throw new NervaError(
         ErrorCode.INTERNAL,
-        `LLMRouter: the classify function returned ${preview(JSON.stringify(answer) ?? String(answer), 80)}; expected an array of { name, score, reason } (or { candidates: [...] }).`,
+        `LlmRouter: the classify function returned ${preview(JSON.stringify(answer) ?? String(answer), 80)}; expected an array of { name, score, reason } (or { candidates: [...] }).`,
         { issues: [{ path: "classify()", message: "must resolve an array of candidates" }] },
       );
     }

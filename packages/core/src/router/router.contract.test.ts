@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { EmbeddingRouter } from "./embedding-router.js";
 import { HybridRouter } from "./hybrid-router.js";
-import { LLMRouter } from "./llm-router.js";
+import { LlmRouter } from "./llm-router.js";
 import { RuleRouter } from "./rule-router.js";
 import type { RouteResult, Router } from "./types.js";
 
@@ -34,7 +34,7 @@ function embed(texts: string[]): Promise<number[][]> {
 }
 
 let modelAnswer: unknown = [];
-const llm = () => new LLMRouter({ handlers, classify: () => modelAnswer });
+const llm = () => new LlmRouter({ handlers, classify: () => modelAnswer });
 
 const routers: [string, () => Router][] = [
   [
@@ -51,7 +51,7 @@ const routers: [string, () => Router][] = [
       }),
   ],
   ["EmbeddingRouter", () => new EmbeddingRouter({ embed, handlers })],
-  ["LLMRouter", llm],
+  ["LlmRouter", llm],
   [
     "HybridRouter",
     () =>

@@ -137,7 +137,7 @@ export class InMemoryRunStore implements RunStore {
 
   async claim(request: ClaimRequest): Promise<ClaimedRun | null> {
     if (this.#closed) throw closedStore();
-    const deadline = Date.now() + request.waitMs;
+    const deadline = Date.now() + request.waitSeconds * 1000;
     for (;;) {
       if (this.#closed || request.signal?.aborted === true) return null;
       const now = Date.now();
@@ -154,7 +154,7 @@ export class InMemoryRunStore implements RunStore {
         }
       }
       if (best !== null) {
-        const t = claimRun(best.run, request.workerId, request.leaseMs, now);
+        const t = claimRun(best.run, request.workerId, Math.round(request.leaseSeconds * 1000), now);
         this.#apply(best, t);
         if (!t.claimed) continue;
         return {
@@ -171,10 +171,10 @@ export class InMemoryRunStore implements RunStore {
     }
   }
 
-  async heartbeat(lease: LeaseRef, leaseMs: number): Promise<{ cancelRequested: boolean }> {
+  async heartbeat(lease: LeaseRef, leaseSeconds: number): Promise<{ cancelRequested: boolean }> {
     const entry = this.#held(lease);
     // The lease alone changes: the record's lastSeq may stay behind (see Entry).
-    entry.run = heartbeatRun(entry.stored, lease, leaseMs, Date.now());
+    entry.run = heartbeatRun(entry.stored, lease, Math.round(leaseSeconds * 1000), Date.now());
     return { cancelRequested: entry.stored.cancelRequested };
   }
 
@@ -227,8 +227,9 @@ export class InMemoryRunStore implements RunStore {
     return entry.run;
   }
 
-  async retry(lease: LeaseRef, delayMs: number, error: RunError): Promise<RunRecord> {
+  async retry(lease: LeaseRef, delaySeconds: number, error: RunError): Promise<RunRecord> {
     const entry = this.#held(lease);
+    const delayMs = Math.round(delaySeconds * 1000);
     this.#apply(entry, retryRun(entry.run, lease, delayMs, error, Date.now()));
     return entry.run;
   }
@@ -260,11 +261,15 @@ export class InMemoryRunStore implements RunStore {
     return entry.run;
   }
 
-  async prune(queue: string, beforeMs: number): Promise<number> {
+  async prune(queue: string, finishedBeforeAt: number): Promise<number> {
     let count = 0;
     for (const [id, entry] of this.#runs) {
       const r = entry.stored;
-      if (r.queue !== queue || !isFinalStatus(r.status) || (r.finishedAt ?? Infinity) >= beforeMs)
+      if (
+        r.queue !== queue ||
+        !isFinalStatus(r.status) ||
+        (r.finishedAt ?? Infinity) >= finishedBeforeAt
+      )
         continue;
       this.#runs.delete(id);
       this.#live.get(r.queue)?.delete(entry);
@@ -286,21 +291,23 @@ export class InMemoryRunStore implements RunStore {
   async waitForEvents(
     runId: string,
     afterSeq: number,
-    options: { signal?: AbortSignal; timeoutMs?: number },
+    options: { signal?: AbortSignal; timeoutSeconds?: number },
   ): Promise<void> {
     const entry = this.#runs.get(runId);
     if (entry === undefined || entry.events.length > afterSeq || this.#closed) return;
-    await this.#events.wait(runId, options.timeoutMs ?? Infinity, options.signal);
+    const timeoutMs = (options.timeoutSeconds ?? Infinity) * 1000;
+    await this.#events.wait(runId, timeoutMs, options.signal);
   }
 
   async waitForStatusChange(
     runId: string,
     status: RunStatus,
-    options: { signal?: AbortSignal; timeoutMs?: number },
+    options: { signal?: AbortSignal; timeoutSeconds?: number },
   ): Promise<void> {
     const entry = this.#runs.get(runId);
     if (entry === undefined || entry.stored.status !== status || this.#closed) return;
-    await this.#statuses.wait(runId, options.timeoutMs ?? Infinity, options.signal);
+    const timeoutMs = (options.timeoutSeconds ?? Infinity) * 1000;
+    await this.#statuses.wait(runId, timeoutMs, options.signal);
   }
 
   async close(): Promise<void> {

@@ -114,6 +114,41 @@ export const EventsOptionsSchema = z
 /** Options of {@link RunQueue.events}. */
 export type EventsOptions = z.input<typeof EventsOptionsSchema>;
 
+const runnerOwnShape = {
+  concurrency: z.number().int().min(1).max(1000).default(1),
+  leaseSeconds: positiveSeconds.default(30),
+  heartbeatSeconds: positiveSeconds.default(10),
+  workerId: z.string().min(1).max(200).optional(),
+  /** How long one claim call waits for work before looking again (bounded by heartbeatSeconds). */
+  idleWaitSeconds: positiveSeconds.optional(),
+  /**
+   * Where the spans and events of the runs this worker executes go. Each run joins the
+   * enqueuer's trace, under its `runs.enqueue` span (persisted with the run).
+   */
+  traceSink: z
+    .custom<TraceSink>(isTraceSink, "must be a TraceSink (an object with onSpanEnd)")
+    .nullable()
+    .optional(),
+};
+
+const heartbeatBelowLease = (o: { heartbeatSeconds: number; leaseSeconds: number }) =>
+  o.heartbeatSeconds < o.leaseSeconds;
+const HEARTBEAT_BELOW_LEASE = {
+  message: "must be less than leaseSeconds, so a live worker renews its lease before it expires",
+  path: ["heartbeatSeconds"],
+};
+
+/**
+ * A Runner's own options, without the queue and runtime it works on: what a host that builds
+ * its runners (GraphHost) takes, with the Runner's names and defaults.
+ */
+export const RunnerOwnOptionsSchema = z
+  .object(runnerOwnShape)
+  .strict()
+  .refine(heartbeatBelowLease, HEARTBEAT_BELOW_LEASE);
+/** Options of a {@link Runner} other than `queue` and `runtime`. */
+export type RunnerOwnOptions = z.input<typeof RunnerOwnOptionsSchema>;
+
 export const RunnerOptionsSchema = z
   .object({
     /** The queue whose runs it executes; by default its own, on an in-memory store. */
@@ -138,26 +173,10 @@ export const RunnerOptionsSchema = z
         z.custom<AgentHandler>((v) => typeof v === "function", "must be a handler function"),
       )
       .optional(),
-    concurrency: z.number().int().min(1).max(1000).default(1),
-    leaseSeconds: positiveSeconds.default(30),
-    heartbeatSeconds: positiveSeconds.default(10),
-    workerId: z.string().min(1).max(200).optional(),
-    /** How long one claim call waits for work before looking again (bounded by heartbeatSeconds). */
-    idleWaitSeconds: positiveSeconds.optional(),
-    /**
-     * Where the spans and events of the runs this worker executes go. Each run joins the
-     * enqueuer's trace, under its `runs.enqueue` span (persisted with the run).
-     */
-    traceSink: z
-      .custom<TraceSink>(isTraceSink, "must be a TraceSink (an object with onSpanEnd)")
-      .nullable()
-      .optional(),
+    ...runnerOwnShape,
   })
   .strict()
-  .refine((o) => o.heartbeatSeconds < o.leaseSeconds, {
-    message: "must be less than leaseSeconds, so a live worker renews its lease before it expires",
-    path: ["heartbeatSeconds"],
-  })
+  .refine(heartbeatBelowLease, HEARTBEAT_BELOW_LEASE)
   .refine((o) => (o.runtime === undefined) !== (o.handlers === undefined), {
     message: "give exactly one of runtime (an AgentRuntime) or handlers ({ name: handler })",
     path: ["runtime"],

@@ -15,7 +15,7 @@ export interface WorkerConfig {
   path?: string;
   redisUrl?: string;
   prefix?: string;
-  busyTimeoutMs?: number;
+  busyTimeoutSeconds?: number;
   log: string;
   role: string;
   concurrency: number;

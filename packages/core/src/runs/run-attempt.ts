@@ -124,9 +124,9 @@ export async function executeAttempt(
       outcome.error.retriable &&
       run.attempt < run.maxAttempts
     ) {
-      const delayMs = Math.round(retryDelaySeconds(run.retry, run.attempt) * 1000);
+      const delaySeconds = retryDelaySeconds(run.retry, run.attempt);
       const error = outcome.error;
-      await persist(a, active, () => a.store.retry(active.lease, delayMs, error));
+      await persist(a, active, () => a.store.retry(active.lease, delaySeconds, error));
     } else {
       await persist(a, active, () => a.store.finish(active.lease, outcome));
     }
@@ -220,7 +220,7 @@ function cancelled(execution: Execution): void {
 function heartbeat(a: AttemptScope, execution: Execution): void {
   if (execution.beating || execution.active.lost !== null) return;
   execution.beating = true;
-  a.store.heartbeat(execution.active.lease, a.leaseMs).then(
+  a.store.heartbeat(execution.active.lease, a.leaseMs / 1000).then(
     ({ cancelRequested }) => {
       execution.beating = false;
       if (cancelRequested) cancelled(execution);

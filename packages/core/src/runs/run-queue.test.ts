@@ -40,6 +40,30 @@ describe("RunQueue and Runner options", () => {
   });
 });
 
+describe("queue.withName", () => {
+  it("is a queue on the same store with the same options under another name", async () => {
+    const store = new InMemoryRunStore();
+    const queue = new RunQueue({
+      store,
+      name: "base",
+      maxStepBytes: 4096,
+      retry: { maxAttempts: 9, initialDelaySeconds: 0.5 },
+      maxReclaims: 11,
+    });
+    const sibling = queue.withName("base.other");
+    expect(sibling).toMatchObject({ name: "base.other", store, maxStepBytes: 4096 });
+    expect(queue.name).toBe("base");
+    const run = await sibling.enqueue({
+      handler: "a",
+      input: { message: "m" },
+      ctx: ExecContext.create(),
+    });
+    expect(run).toMatchObject({ queue: "base.other", maxReclaims: 11 });
+    expect(run.retry).toMatchObject({ maxAttempts: 9, initialDelaySeconds: 0.5 });
+    expect(() => queue.withName("no spaces")).toThrow(/options\.name/);
+  });
+});
+
 describe("queue.events ends with its reader", () => {
   const prefixes: string[] = [];
   afterAll(() => dropPrefixes(prefixes));

@@ -98,6 +98,17 @@ export class RunQueue {
   }
 
   /**
+   * A queue on the same store with the same options (`maxStepBytes`, `retry`, `maxReclaims`)
+   * under another name: how a GraphHost makes one queue per entry point from the one it is given.
+   *
+   * @example
+   * const urgent = queue.withName(`${queue.name}.urgent`);
+   */
+  withName(name: string): RunQueue {
+    return new RunQueue({ ...this.#options, name });
+  }
+
+  /**
    * Queues a run of `handler` (or the chain `handlers`) with `input`, as the identity of `ctx`.
    * With an `idempotencyKey` already used in this queue, returns that run instead.
    *
@@ -144,7 +155,7 @@ export class RunQueue {
         timeoutSeconds: o.timeoutSeconds ?? null,
         idempotencyKey: o.idempotencyKey ?? null,
         context: { ...ctx.toWire(), span_id: span.id, cancelled: false },
-        delayMs: Math.round(o.delaySeconds * 1000),
+        delaySeconds: o.delaySeconds,
       }));
     } catch (err) {
       span.end("error", err instanceof Error ? err.message : String(err));
@@ -194,7 +205,7 @@ export class RunQueue {
       if (o.signal?.aborted === true) {
         throw new NervaError(ErrorCode.CANCELLED, `Waiting for run ${id} was cancelled.`);
       }
-      const wake = { timeoutMs: Math.min(left, 30_000), signal: o.signal };
+      const wake = { timeoutSeconds: Math.min(left, 30_000) / 1000, signal: o.signal };
       // Only a status change can end this wait: a store that wakes on those alone spares the
       // waiter a read after every step of the run.
       if (this.store.waitForStatusChange !== undefined) {
@@ -208,7 +219,7 @@ export class RunQueue {
   /**
    * Cancels the run: a pending or paused run ends `cancelled` at once; the worker of a running
    * one aborts its `ctx.signal` at once (a worker in this process on the same store object, or one
-   * in any process when the store can notify it: SQLite within `pollMs`, Redis by pub/sub; other
+   * in any process when the store can notify it: SQLite within `pollSeconds`, Redis by pub/sub; other
    * stores at the worker's next heartbeat) and it ends `cancelled`. A finished run stays.
    *
    * @example
@@ -328,7 +339,7 @@ export class RunQueue {
         const run = await this.store.get(id);
         if (run === null || (isFinalStatus(run.status) && run.lastSeq <= after)) return;
       }
-      await this.store.waitForEvents(id, after, { timeoutMs: 30_000, signal });
+      await this.store.waitForEvents(id, after, { timeoutSeconds: 30, signal });
     }
   }
 

@@ -13,7 +13,7 @@ interface Config {
   path?: string;
   redisUrl?: string;
   prefix?: string;
-  busyTimeoutMs?: number;
+  busyTimeoutSeconds?: number;
   log: string;
   role: string;
   concurrency: number;
@@ -32,7 +32,7 @@ async function openStore(): Promise<RunStore> {
   if (config.store === "sqlite") {
     return new SqliteRunStore({
       path: config.path as string,
-      ...(config.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: config.busyTimeoutMs }),
+      ...(config.busyTimeoutSeconds === undefined ? {} : { busyTimeoutSeconds: config.busyTimeoutSeconds }),
     });
   }
   const { RedisRunStore } = await import("./redis/redis-run-store.js");

@@ -187,9 +187,9 @@ export class Runner {
         claimed = await this.#store.claim({
           queue: this.#queue.name,
           workerId: this.workerId,
-          leaseMs: this.#leaseMs,
-          waitMs: this.#idleMs,
-          heartbeatMs: this.#heartbeatMs,
+          leaseSeconds: this.#leaseMs / 1000,
+          waitSeconds: this.#idleMs / 1000,
+          heartbeatSeconds: this.#heartbeatMs / 1000,
           signal,
         });
         failures = 0;

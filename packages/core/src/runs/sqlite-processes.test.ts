@@ -91,7 +91,7 @@ describe("SqliteRunStore across processes", () => {
     async () => {
       const e = env();
       // A short busy timeout: the workers see UNAVAILABLE during the lock and must ride it out.
-      await outageScenario(e, () => holdWriteLock(e.path, 2_000), { busyTimeoutMs: 200 });
+      await outageScenario(e, () => holdWriteLock(e.path, 2_000), { busyTimeoutSeconds: 0.2 });
     },
   );
 

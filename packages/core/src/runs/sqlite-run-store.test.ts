@@ -83,8 +83,8 @@ describe("SqliteRunStore files", () => {
     const claimed = await source.claim({
       queue: "old",
       workerId: "w1",
-      leaseMs: 60_000,
-      waitMs: 0,
+      leaseSeconds: 60,
+      waitSeconds: 0,
     });
     const lease = (claimed as { lease: LeaseRef }).lease;
     await source.commitStep(lease, "a", '"A"');
@@ -177,9 +177,9 @@ describe("SqliteRunStore files", () => {
     expect(() => new SqliteRunStore({ path: file(), nope: 1 } as never)).toThrow(/nope/);
   });
 
-  it("answers UNAVAILABLE while another connection holds the write lock past busyTimeoutMs", async () => {
+  it("answers UNAVAILABLE while another connection holds the write lock past busyTimeoutSeconds", async () => {
     const path = file();
-    const store = new SqliteRunStore({ path, busyTimeoutMs: 50 });
+    const store = new SqliteRunStore({ path, busyTimeoutSeconds: 0.05 });
     const locker = openDatabase(path, "path", "test");
     locker.exec("BEGIN IMMEDIATE");
     try {

@@ -62,9 +62,9 @@ export const SqliteRunStoreOptionsSchema = z
     path: z.string().min(1),
     tablePrefix: z.string().regex(TABLE_PREFIX, "must be a SQL identifier").default("nerva_"),
     /** How long a write waits for another process's lock before UNAVAILABLE. */
-    busyTimeoutMs: z.number().int().min(0).max(600_000).default(5_000),
-    /** How often a waiting tail or claim looks for other processes' commits (ms). */
-    pollMs: z.number().int().min(1).max(1_000).default(20),
+    busyTimeoutSeconds: z.number().min(0).max(600).finite().default(5),
+    /** How often a waiting tail or claim looks for other processes' commits. */
+    pollSeconds: z.number().min(0.001).max(1).default(0.02),
   })
   .strict();
 /** Options of {@link SqliteRunStore}. */
@@ -74,7 +74,7 @@ export type SqliteRunStoreOptions = z.input<typeof SqliteRunStoreOptionsSchema>;
  * A {@link RunStore} in one SQLite file (better-sqlite3 12, WAL): one `BEGIN IMMEDIATE`
  * transaction per transition, so any number of worker and producer processes on one machine can
  * share the file. Writes that only add events and step values (a step, an event, a checkpoint)
- * check the fence on the record's columns and leave its JSON as it is. Waiting claims and event tails see other processes' commits within `pollMs`
+ * check the fence on the record's columns and leave its JSON as it is. Waiting claims and event tails see other processes' commits within `pollSeconds`
  * (they watch SQLite's `data_version`, and only while someone waits); this process's own writes
  * wake them at once.
  *
@@ -95,9 +95,14 @@ export class SqliteRunStore implements RunStore {
       options,
       ErrorCode.INVALID_OPTIONS,
       "options",
-      'Pass { path: "runs.db", tablePrefix?, busyTimeoutMs?, pollMs? }.',
+      'Pass { path: "runs.db", tablePrefix?, busyTimeoutSeconds?, pollSeconds? }.',
     );
-    const db = openDatabase(o.path, "options.path", "SqliteRunStore", o.busyTimeoutMs);
+    const db = openDatabase(
+      o.path,
+      "options.path",
+      "SqliteRunStore",
+      Math.round(o.busyTimeoutSeconds * 1000),
+    );
     this.#db = db;
     const t = runTables(o.tablePrefix);
     [this.#s, this.#listSql] = setUpDatabase(db, o.path, "options.path", () => {
@@ -114,7 +119,7 @@ export class SqliteRunStore implements RunStore {
     });
     this.#rows = new RunRows(db, this.#s);
     this.#waiters = new SqliteWaiters(
-      o.pollMs,
+      Math.round(o.pollSeconds * 1000),
       () => db.pragma("data_version", { simple: true }) as number,
       (runId) => this.#rows.read(runId)?.cancelRequested === true,
     );
@@ -183,11 +188,12 @@ export class SqliteRunStore implements RunStore {
 
   async claim(request: ClaimRequest): Promise<ClaimedRun | null> {
     if (this.#closed) throw closedStore();
-    const deadline = Date.now() + request.waitMs;
+    const deadline = Date.now() + request.waitSeconds * 1000;
+    const leaseMs = Math.round(request.leaseSeconds * 1000);
     const take = (now: number): ClaimedRun | null | "again" => {
       const row = this.#s.next.get(request.queue, now) as RunRow | undefined;
       if (row === undefined) return null;
-      const t = claimRun(toRecord(row), request.workerId, request.leaseMs, now);
+      const t = claimRun(toRecord(row), request.workerId, leaseMs, now);
       this.#rows.save(t);
       if (!t.claimed) return "again";
       const steps = new Map<string, string>();
@@ -231,7 +237,8 @@ export class SqliteRunStore implements RunStore {
     }
   }
 
-  async heartbeat(lease: LeaseRef, leaseMs: number): Promise<{ cancelRequested: boolean }> {
+  async heartbeat(lease: LeaseRef, leaseSeconds: number): Promise<{ cancelRequested: boolean }> {
+    const leaseMs = Math.round(leaseSeconds * 1000);
     return this.#rows.atomic(() => {
       const next = heartbeatRun(this.#rows.held(lease), lease, leaseMs, Date.now());
       this.#rows.save({ run: next, events: [] });
@@ -279,7 +286,8 @@ export class SqliteRunStore implements RunStore {
     return this.#leased(lease, (run, now) => finishRun(run, lease, outcome, now));
   }
 
-  async retry(lease: LeaseRef, delayMs: number, error: RunError): Promise<RunRecord> {
+  async retry(lease: LeaseRef, delaySeconds: number, error: RunError): Promise<RunRecord> {
+    const delayMs = Math.round(delaySeconds * 1000);
     return this.#leased(lease, (run, now) => retryRun(run, lease, delayMs, error, now));
   }
 
@@ -305,11 +313,11 @@ export class SqliteRunStore implements RunStore {
     return this.#change(runId, (run, now) => redriveRun(run, now));
   }
 
-  async prune(queue: string, beforeMs: number): Promise<number> {
+  async prune(queue: string, finishedBeforeAt: number): Promise<number> {
     let total = 0;
     for (;;) {
       const ids = this.#rows.atomic(() => {
-        const rows = this.#s.prunable.all(queue, beforeMs) as { id: string }[];
+        const rows = this.#s.prunable.all(queue, finishedBeforeAt) as { id: string }[];
         for (const { id } of rows) {
           this.#s.deleteRun.run(id);
           this.#s.deleteEvents.run(id);
@@ -341,9 +349,9 @@ export class SqliteRunStore implements RunStore {
   async waitForEvents(
     runId: string,
     afterSeq: number,
-    options: { signal?: AbortSignal; timeoutMs?: number },
+    options: { signal?: AbortSignal; timeoutSeconds?: number },
   ): Promise<void> {
-    const deadline = Date.now() + (options.timeoutMs ?? Infinity);
+    const deadline = Date.now() + (options.timeoutSeconds ?? Infinity) * 1000;
     for (;;) {
       if (this.#closed || options.signal?.aborted === true) return;
       const row = this.#s.lastSeq.get(runId) as { last_seq: number } | undefined;
@@ -357,9 +365,9 @@ export class SqliteRunStore implements RunStore {
   async waitForStatusChange(
     runId: string,
     status: RunStatus,
-    options: { signal?: AbortSignal; timeoutMs?: number },
+    options: { signal?: AbortSignal; timeoutSeconds?: number },
   ): Promise<void> {
-    const deadline = Date.now() + (options.timeoutMs ?? Infinity);
+    const deadline = Date.now() + (options.timeoutSeconds ?? Infinity) * 1000;
     for (;;) {
       if (this.#closed || options.signal?.aborted === true) return;
       const row = this.#s.status.get(runId) as [string] | undefined;
@@ -372,7 +380,7 @@ export class SqliteRunStore implements RunStore {
 
   /**
    * Calls `listener` as soon as a cancel of `runId` is recorded: at once through this store, and
-   * within `pollMs` through any other connection to the file (another process included).
+   * within `pollSeconds` through any other connection to the file (another process included).
    */
   watchCancel(runId: string, listener: () => void): () => void {
     return this.#waiters.watchCancel(runId, listener);

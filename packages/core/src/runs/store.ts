@@ -23,7 +23,8 @@ export interface NewRun {
   readonly timeoutSeconds: number | null;
   readonly idempotencyKey: string | null;
   readonly context: ExecContextWire;
-  readonly delayMs: number;
+  /** How long from now before the run may be claimed. */
+  readonly delaySeconds: number;
 }
 
 /** The proof of holding a run: every worker write carries it and is refused when it is stale. */
@@ -45,17 +46,17 @@ export interface ClaimedRun {
   readonly checkpoint: string | null;
 }
 
-/** Options of `RunStore.claim`. */
+/** Options of `RunStore.claim`. Durations are in seconds (fractions allowed). */
 export interface ClaimRequest {
   readonly queue: string;
   readonly workerId: string;
-  readonly leaseMs: number;
+  readonly leaseSeconds: number;
   /** Wait up to this long for a claimable run before answering `null`. */
-  readonly waitMs: number;
+  readonly waitSeconds: number;
   /** Aborting it ends the wait with `null`. */
   readonly signal?: AbortSignal;
   /** How often the claimer heartbeats (stores that detect lost workers themselves use it). */
-  readonly heartbeatMs?: number;
+  readonly heartbeatSeconds?: number;
 }
 
 /** How a worker ends an attempt. */
@@ -81,7 +82,8 @@ export interface RunListQuery {
 /**
  * Where runs, their steps and their history live. Every write a worker makes is one atomic call
  * that checks the caller's fence (`LeaseRef`) and appends the event it causes; a stale caller
- * gets `NervaError` LEASE_LOST and nothing it sent is kept. `describeRunStoreContract` from
+ * gets `NervaError` LEASE_LOST and nothing it sent is kept. Durations are seconds (`…Seconds`);
+ * points in time are epoch milliseconds (`…At`), as in the records. `describeRunStoreContract` from
  * `@nerva/core/testing` checks an implementation.
  *
  * @example
@@ -100,11 +102,14 @@ export interface RunStore {
   /**
    * Takes the most urgent claimable run of `queue` (lowest priority, then earliest
    * `availableAt`): a pending run that is due, or a running run whose lease expired (a reclaim).
-   * Increments its fence. Waits up to `waitMs` for one; `null` when none came.
+   * Increments its fence. Waits up to `waitSeconds` for one; `null` when none came.
    */
   claim(request: ClaimRequest): Promise<ClaimedRun | null>;
-  /** Extends the lease; says whether a cancel was asked. LEASE_LOST when it is stale. */
-  heartbeat(lease: LeaseRef, leaseMs: number): Promise<{ cancelRequested: boolean }>;
+  /**
+   * Extends the lease to `leaseSeconds` from now; says whether a cancel was asked. LEASE_LOST
+   * when it is stale.
+   */
+  heartbeat(lease: LeaseRef, leaseSeconds: number): Promise<{ cancelRequested: boolean }>;
   /** Appends an event (step.started, output.delta, custom) for the lease holder. */
   append(lease: LeaseRef, type: string, data: Record<string, JsonValue>): Promise<RunEvent>;
   /**
@@ -129,8 +134,8 @@ export interface RunStore {
   pause(lease: LeaseRef, pause: RunPause): Promise<RunRecord>;
   /** Ends the run. A run whose cancel was asked ends `cancelled`, whatever `outcome` says. */
   finish(lease: LeaseRef, outcome: RunOutcome): Promise<RunRecord>;
-  /** Back to pending after `delayMs` with the next attempt number. */
-  retry(lease: LeaseRef, delayMs: number, error: RunError): Promise<RunRecord>;
+  /** Back to pending after `delaySeconds` with the next attempt number. */
+  retry(lease: LeaseRef, delaySeconds: number, error: RunError): Promise<RunRecord>;
   /** Back to pending now, the attempt not counted (a worker stopping). */
   release(lease: LeaseRef): Promise<RunRecord>;
   /** Pending and paused runs end `cancelled`; a running one is flagged for its holder. */
@@ -139,22 +144,25 @@ export interface RunStore {
   resume(runId: string, key: string | null, value: string): Promise<RunRecord>;
   /** A failed, timed-out or cancelled run is queued again with fresh attempts, its steps kept. */
   redrive(runId: string): Promise<RunRecord>;
-  /** Deletes finished runs (and their steps and history) that finished before `beforeMs`. */
-  prune(queue: string, beforeMs: number): Promise<number>;
+  /**
+   * Deletes the queue's finished runs (and their steps and history) whose `finishedAt` is before
+   * `finishedBeforeAt` (epoch ms); answers how many.
+   */
+  prune(queue: string, finishedBeforeAt: number): Promise<number>;
   /** Events with `seq > afterSeq`, in order, at most `limit`. */
   readEvents(runId: string, afterSeq: number, limit: number): Promise<RunEvent[]>;
   /**
    * Resolves when the run has an event after `afterSeq`, was deleted, `signal` aborted or
-   * `timeoutMs` passed: a wake-up, never a promise of data (read again after it).
+   * `timeoutSeconds` passed: a wake-up, never a promise of data (read again after it).
    */
   waitForEvents(
     runId: string,
     afterSeq: number,
-    options: { signal?: AbortSignal; timeoutMs?: number },
+    options: { signal?: AbortSignal; timeoutSeconds?: number },
   ): Promise<void>;
   /**
    * Optional: resolves when the run's status is no longer `status`, the run was deleted, `signal`
-   * aborted or `timeoutMs` passed: a wake-up like {@link waitForEvents}, which the events that
+   * aborted or `timeoutSeconds` passed: a wake-up like {@link waitForEvents}, which the events that
    * leave the status as it is (steps, output, custom events) do not cause. `RunQueue.wait` uses
    * it when present, so a waiter is not woken by every step of a long run; without it, it wakes
    * on every event and reads the run again.
@@ -162,7 +170,7 @@ export interface RunStore {
   waitForStatusChange?(
     runId: string,
     status: RunStatus,
-    options: { signal?: AbortSignal; timeoutMs?: number },
+    options: { signal?: AbortSignal; timeoutSeconds?: number },
   ): Promise<void>;
   /**
    * Optional: calls `listener` as soon as a cancel of `runId` is asked, from any process, so the

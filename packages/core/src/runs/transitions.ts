@@ -76,7 +76,7 @@ export function createRun(init: NewRun, now: number): Transition {
     createdAt: now,
     startedAt: null,
     finishedAt: null,
-    availableAt: now + init.delayMs,
+    availableAt: now + Math.round(init.delaySeconds * 1000),
   };
   const t: Transition = { run, events: [] };
   push(

@@ -39,9 +39,9 @@ let n = 0;
 const fresh = (name: string): string => join(dir, `${++n}-${name}`);
 
 const STORES = {
-  SqliteRunStore: (path: string) => new SqliteRunStore({ path, busyTimeoutMs: 50 }),
-  SqliteMemoryStore: (path: string) => new SqliteMemoryStore({ path, busyTimeoutMs: 50 }),
-  SqliteRegistry: (path: string) => new SqliteRegistry({ path, busyTimeoutMs: 50 }),
+  SqliteRunStore: (path: string) => new SqliteRunStore({ path, busyTimeoutSeconds: 0.05 }),
+  SqliteMemoryStore: (path: string) => new SqliteMemoryStore({ path, busyTimeoutSeconds: 0.05 }),
+  SqliteRegistry: (path: string) => new SqliteRegistry({ path, busyTimeoutSeconds: 0.05 }),
 } as const;
 type StoreName = keyof typeof STORES;
 
@@ -198,8 +198,8 @@ describe("an open store whose file another process has locked", () => {
   it("SqliteMemoryStore and SqliteRegistry answer UNAVAILABLE for a write, not a raw SqliteError", async () => {
     const memoryPath = fresh("memory-locked.db");
     const registryPath = fresh("registry-locked.db");
-    const memory = new SqliteMemoryStore({ path: memoryPath, busyTimeoutMs: 50 });
-    const registry = new SqliteRegistry({ path: registryPath, busyTimeoutMs: 50 });
+    const memory = new SqliteMemoryStore({ path: memoryPath, busyTimeoutSeconds: 0.05 });
+    const registry = new SqliteRegistry({ path: registryPath, busyTimeoutSeconds: 0.05 });
     const releases = [
       await lockInAnotherProcess(memoryPath),
       await lockInAnotherProcess(registryPath),

@@ -16,7 +16,7 @@ import type { AgentRuntime } from "../runtime/types.js";
  *
  * @example
  * app.post("/chat", async (req, res) => {
- *   const { status, body } = await routes.chat(req.nervaCtx, req.body?.message);
+ *   const { status, body } = await routes.chat(req.body?.message, req.nervaCtx);
  *   res.status(status).json(body);
  * });
  */
@@ -31,14 +31,14 @@ export interface BridgeContractRoutes {
   whoami(ctx: ExecContext, again: ExecContext): Record<string, unknown>;
   /** Runs `orchestrator.handle`; answer `POST /chat` with this status and JSON body. */
   chat(
-    ctx: ExecContext,
     message: unknown,
+    ctx: ExecContext,
   ): Promise<{ status: number; body: Record<string, unknown> }>;
   /**
    * The chunks `POST /chat/stream` sends as Server-Sent Events (with `ctx`): the orchestrator's
    * stream, or for the message `explode` a stream that fails after its first chunk.
    */
-  stream(ctx: ExecContext, message: unknown): AsyncIterable<unknown>;
+  stream(message: unknown, ctx: ExecContext): AsyncIterable<unknown>;
   /** What `GET /fail/:code` throws: a NervaError with that code and `retryAfterSeconds: 7`. */
   failure(code: string): NervaError;
   /**
@@ -58,8 +58,8 @@ export interface BridgeContractRoutes {
  *
  * The server serves, through the framework's bridge with `options`:
  * - `GET /whoami`: JSON `routes.whoami(ctx, again)`;
- * - `POST /chat` (JSON `{ message }`): `routes.chat(ctx, message)`'s status and JSON body;
- * - `POST /chat/stream` (JSON `{ message }`): `routes.stream(ctx, message)` as Server-Sent Events;
+ * - `POST /chat` (JSON `{ message }`): `routes.chat(message, ctx)`'s status and JSON body;
+ * - `POST /chat/stream` (JSON `{ message }`): `routes.stream(message, ctx)` as Server-Sent Events;
  * - `GET /fail/:code`: throws `routes.failure(code)` for the bridge's error handling to answer;
  * - `GET /crash`: throws `routes.crash("route")`.
  *
@@ -201,14 +201,14 @@ export function createContractRoutes(onAborted: (requestId: string) => void): Br
       traceId: ctx.traceId,
       same: ctx === again,
     }),
-    chat: async (ctx, message) => {
+    chat: async (message, ctx) => {
       const response = await orchestrator.handle(message as string, ctx);
       return {
         status: httpStatusOfResult(response),
         body: { response, userId: ctx.userId, requestId: ctx.requestId },
       };
     },
-    stream: (ctx, message) =>
+    stream: (message, ctx) =>
       message === "explode"
         ? exploding(crash("stream"))
         : orchestrator.stream(message as string, ctx),

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode } from "../errors.js";
 import { RunQueue, newRunId } from "../runs/run-queue.js";
-import type { LeaseRef, NewRun, RunStore } from "../runs/store.js";
+import type { ClaimedRun, LeaseRef, NewRun, RunStore } from "../runs/store.js";
 import { RunEventType, RunStatus, type RunEvent, type RunRecord } from "../runs/types.js";
 import { rejection } from "./rejection.js";
 import { describeRunnerContract } from "./runner-contract.js";
@@ -36,13 +36,13 @@ function newRun(overrides: Partial<NewRun> = {}): NewRun {
     timeoutSeconds: null,
     idempotencyKey: null,
     context: ctx.toWire(),
-    delayMs: 0,
+    delaySeconds: 0,
     ...overrides,
   };
 }
 
-const claimOf = (store: RunStore, workerId = "w1", leaseMs = 5_000, waitMs = 0) =>
-  store.claim({ queue: "contract", workerId, leaseMs, waitMs });
+const claimOf = (store: RunStore, workerId = "w1", leaseSeconds = 5, waitSeconds = 0) =>
+  store.claim({ queue: "contract", workerId, leaseSeconds, waitSeconds });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -130,24 +130,40 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       const claimed = store.claim({
         queue: "q",
         workerId: "w",
-        leaseMs: 1000,
-        waitMs: 1000,
-        heartbeatMs: 100,
+        leaseSeconds: 1,
+        waitSeconds: 1,
+        heartbeatSeconds: 0.1,
       });
       expect((await rejection(claimed)).code).toBe(ErrorCode.INVALID_STATE);
+    });
+
+    it("takes durations in seconds: a lease lasts leaseSeconds from its claim and from each heartbeat", async () => {
+      const { store } = await make();
+      const { run } = await store.create(newRun());
+      const claimedFrom = Date.now();
+      const claimed = (await claimOf(store, "w1", 2)) as ClaimedRun;
+      const claimedTo = Date.now();
+      expect(claimed.run.lease?.expiresAt).toBeGreaterThanOrEqual(claimedFrom + 2_000);
+      expect(claimed.run.lease?.expiresAt).toBeLessThanOrEqual(claimedTo + 2_000);
+      const beatFrom = Date.now();
+      await store.heartbeat(claimed.lease, 7.5);
+      const beatTo = Date.now();
+      const held = await store.get(run.id);
+      expect(held?.lease?.expiresAt).toBeGreaterThanOrEqual(beatFrom + 7_500);
+      expect(held?.lease?.expiresAt).toBeLessThanOrEqual(beatTo + 7_500);
     });
 
     it("claims by priority, then by availableAt, and honours delays", async () => {
       const { store } = await make();
       const late = await store.create(newRun({ priority: 5 }));
-      const delayed = await store.create(newRun({ priority: 0, delayMs: 300 }));
+      const delayed = await store.create(newRun({ priority: 0, delaySeconds: 0.3 }));
       const urgent = await store.create(newRun({ priority: 0 }));
       const order: string[] = [];
       for (let i = 0; i < 2; i++) order.push((await claimOf(store))?.run.id ?? "none");
       expect(order).toEqual([urgent.run.id, late.run.id]);
       expect(await claimOf(store)).toBeNull();
       const started = Date.now();
-      const claimed = await claimOf(store, "w1", 5_000, 3_000);
+      const claimed = await claimOf(store, "w1", 5, 3);
       expect(claimed?.run.id).toBe(delayed.run.id);
       expect(Date.now() - started).toBeGreaterThanOrEqual(150);
       expect(claimed?.run.status).toBe("running");
@@ -156,7 +172,7 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
 
     it("wakes a waiting claim when a run is created", async () => {
       const { store } = await make();
-      const waiting = claimOf(store, "w1", 5_000, 5_000);
+      const waiting = claimOf(store, "w1", 5, 5);
       await sleep(50);
       const started = Date.now();
       const { run } = await store.create(newRun());
@@ -167,18 +183,18 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
     it("refuses every write of a worker whose lease was taken over (fencing)", async () => {
       const { store } = await make();
       const { run } = await store.create(newRun());
-      const stale = await claimOf(store, "w1", 100);
+      const stale = await claimOf(store, "w1", 0.1);
       expect(stale).not.toBeNull();
       const lease = (stale as { lease: LeaseRef }).lease;
       await store.append(lease, RunEventType.STEP_STARTED, { key: "a" });
       await sleep(150);
       // Reclaimed once the lease lapsed (a store may take up to a heartbeat to notice).
-      const fresh = await claimOf(store, "w2", 5_000, 3_000);
+      const fresh = await claimOf(store, "w2", 5, 3);
       expect(fresh?.lease.fence).toBe(2);
       expect(fresh?.run.reclaims).toBe(1);
       const before = await allEvents(store, run.id);
       const refused = [
-        store.heartbeat(lease, 5_000),
+        store.heartbeat(lease, 5),
         store.append(lease, "app.progress", { n: 1 }),
         store.commitStep(lease, "only-stale", '"x"'),
         startAndCommit(store, lease, "only-stale", '"x"', Date.now()),
@@ -212,7 +228,7 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
     it("keeps the first value of a step and hands committed steps and checkpoints to the next claim", async () => {
       const { store, reopen } = await make();
       const { run } = await store.create(newRun());
-      const first = await claimOf(store, "w1", 5_000);
+      const first = await claimOf(store, "w1", 5);
       const lease = (first as { lease: LeaseRef }).lease;
       expect(await store.commitStep(lease, "a", "1")).toBe("1");
       expect(await store.commitStep(lease, "a", "2")).toBe("1");
@@ -222,8 +238,8 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       const next = await (reopen === undefined ? store : await reopen()).claim({
         queue: "contract",
         workerId: "w2",
-        leaseMs: 5_000,
-        waitMs: 0,
+        leaseSeconds: 5,
+        waitSeconds: 0,
       });
       expect(next?.run.id).toBe(run.id);
       expect(next?.run.attempt).toBe(1);
@@ -257,8 +273,8 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       const next = await (reopen === undefined ? store : await reopen()).claim({
         queue: "contract",
         workerId: "w2",
-        leaseMs: 5_000,
-        waitMs: 0,
+        leaseSeconds: 5,
+        waitSeconds: 0,
       });
       expect(Object.fromEntries(next?.steps ?? [])).toEqual({ a: '{"n":1}' });
     });
@@ -266,12 +282,12 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
     it("reclaims an expired lease and fails a run that lost its worker more than maxReclaims times", async () => {
       const { store } = await make();
       const { run } = await store.create(newRun({ maxReclaims: 1 }));
-      expect(await claimOf(store, "w1", 50)).not.toBeNull();
+      expect(await claimOf(store, "w1", 0.05)).not.toBeNull();
       await sleep(80);
-      const second = await claimOf(store, "w2", 50, 3_000);
+      const second = await claimOf(store, "w2", 0.05, 3);
       expect(second?.run.reclaims).toBe(1);
       await sleep(80);
-      expect(await claimOf(store, "w3", 50, 1_500)).toBeNull();
+      expect(await claimOf(store, "w3", 0.05, 1.5)).toBeNull();
       const failed = await store.get(run.id);
       expect(failed).toMatchObject({ status: "failed", reclaims: 2, lease: null });
       expect(failed?.error?.code).toBe(ErrorCode.LEASE_LOST);
@@ -284,15 +300,16 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       const { run } = await store.create(newRun());
       const c1 = await claimOf(store);
       const lease1 = (c1 as { lease: LeaseRef }).lease;
-      const retried = await store.retry(lease1, 250, {
+      const retried = await store.retry(lease1, 0.25, {
         code: "HANDLER_ERROR",
         message: "boom",
         retriable: true,
       });
       expect(retried).toMatchObject({ status: "pending", attempt: 2, lease: null });
       expect(retried.availableAt).toBeGreaterThanOrEqual(Date.now() + 150);
+      expect(retried.availableAt).toBeLessThanOrEqual(Date.now() + 250); // seconds, not ms
       expect(await claimOf(store)).toBeNull();
-      const c2 = await claimOf(store, "w1", 5_000, 3_000);
+      const c2 = await claimOf(store, "w1", 5, 3);
       expect(c2?.run.attempt).toBe(2);
       const done = await store.finish((c2 as { lease: LeaseRef }).lease, {
         status: "succeeded",
@@ -320,7 +337,7 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       expect(lease.runId).toBe(running.id);
       const flagged = await store.cancel(running.id, null);
       expect(flagged).toMatchObject({ status: "running", cancelRequested: true });
-      expect(await store.heartbeat(lease, 5_000)).toEqual({ cancelRequested: true });
+      expect(await store.heartbeat(lease, 5)).toEqual({ cancelRequested: true });
       // A run whose cancel was asked never ends succeeded.
       const ended = await store.finish(lease, {
         status: "succeeded",
@@ -372,7 +389,7 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       const { run } = await store.create(newRun());
       const claimed = await claimOf(store);
       const lease = (claimed as { lease: LeaseRef }).lease;
-      const tail = store.waitForEvents(run.id, 2, { timeoutMs: 5_000 });
+      const tail = store.waitForEvents(run.id, 2, { timeoutSeconds: 5 });
       await sleep(30);
       const started = Date.now();
       await store.append(lease, RunEventType.OUTPUT_DELTA, { chunk: "a" });
@@ -385,9 +402,9 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       expect(await store.readEvents(run.id, 20, 3)).toEqual(events.slice(20, 23));
       expect((await store.get(run.id))?.lastSeq).toBe(events.length);
       // A wait for what already exists returns at once; a timeout ends a wait for nothing.
-      await store.waitForEvents(run.id, 0, { timeoutMs: 5_000 });
+      await store.waitForEvents(run.id, 0, { timeoutSeconds: 5 });
       const quiet = Date.now();
-      await store.waitForEvents(run.id, events.length, { timeoutMs: 100 });
+      await store.waitForEvents(run.id, events.length, { timeoutSeconds: 0.1 });
       expect(Date.now() - quiet).toBeGreaterThanOrEqual(80);
     });
 
@@ -410,11 +427,11 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       if (store.waitForStatusChange === undefined) return;
       const { run } = await store.create(newRun());
       // A status other than the run's: at once.
-      await store.waitForStatusChange(run.id, RunStatus.RUNNING, { timeoutMs: 5_000 });
-      await store.waitForStatusChange("run_missing", RunStatus.PENDING, { timeoutMs: 5_000 });
+      await store.waitForStatusChange(run.id, RunStatus.RUNNING, { timeoutSeconds: 5 });
+      await store.waitForStatusChange("run_missing", RunStatus.PENDING, { timeoutSeconds: 5 });
       let woke = false;
       const claimWait = store
-        .waitForStatusChange(run.id, RunStatus.PENDING, { timeoutMs: 5_000 })
+        .waitForStatusChange(run.id, RunStatus.PENDING, { timeoutSeconds: 5 })
         .then(() => (woke = true));
       await sleep(30);
       expect(woke).toBe(false);
@@ -422,7 +439,7 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       await claimWait;
       woke = false;
       const finishWait = store
-        .waitForStatusChange(run.id, RunStatus.RUNNING, { timeoutMs: 5_000 })
+        .waitForStatusChange(run.id, RunStatus.RUNNING, { timeoutSeconds: 5 })
         .then(() => (woke = true));
       await startAndCommit(store, lease, "a", "1", Date.now());
       await store.append(lease, "app.tick", { i: 1 });
@@ -436,7 +453,7 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       await finishWait;
       expect(Date.now() - started).toBeLessThan(1_000);
       const quiet = Date.now();
-      await store.waitForStatusChange(run.id, RunStatus.SUCCEEDED, { timeoutMs: 100 });
+      await store.waitForStatusChange(run.id, RunStatus.SUCCEEDED, { timeoutSeconds: 0.1 });
       expect(Date.now() - quiet).toBeGreaterThanOrEqual(80);
     });
 
@@ -521,7 +538,7 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
         priority: 7,
         timeoutSeconds: 12.5,
         idempotencyKey: "rt",
-        delayMs: 10,
+        delaySeconds: 0.01,
       });
       const { run } = await store.create(init);
       const read = await (reopen === undefined ? store : await reopen()).get(run.id);

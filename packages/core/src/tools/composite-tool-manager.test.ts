@@ -5,7 +5,7 @@ import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
 import { CompositeToolManager } from "./composite-tool-manager.js";
 import { FunctionToolManager, defineTool } from "./function-tool-manager.js";
-import { MCPToolManager, type MCPNotification } from "./mcp/mcp-tool-manager.js";
+import { McpToolManager, type McpNotification } from "./mcp/mcp-tool-manager.js";
 
 const SERVER = fileURLToPath(new URL("../../test/fixtures/mcp-server.mjs", import.meta.url));
 const ctx = (allowedTools: string[] | null = null) =>
@@ -18,14 +18,14 @@ const tool = (name: string, output: string) =>
     run: () => output,
   });
 
-const open: MCPToolManager[] = [];
+const open: McpToolManager[] = [];
 afterAll(async () => {
   await Promise.all(open.map((m) => m.close()));
 });
 
 describe("CompositeToolManager", () => {
   it("combines function tools and a real MCP server", async () => {
-    const mcp = await MCPToolManager.connect({
+    const mcp = await McpToolManager.connect({
       command: process.execPath,
       args: [SERVER],
       toolPrefix: "mcp.",
@@ -65,8 +65,8 @@ describe("CompositeToolManager", () => {
   });
 
   it("refuses an ambiguous name that appears later (tools/list_changed) instead of guessing", async () => {
-    let changed!: (n: MCPNotification) => void;
-    const mcp = await MCPToolManager.connect({
+    let changed!: (n: McpNotification) => void;
+    const mcp = await McpToolManager.connect({
       command: process.execPath,
       args: [SERVER],
       onNotification: (n) => changed?.(n),
@@ -92,7 +92,7 @@ describe("CompositeToolManager", () => {
     const r = await tools.call("late", {}, ctx());
     expect(r.status).toBe("error");
     expect(r.error).toContain('Tool "late" is ambiguous');
-    expect(r.error).toContain("managers[1] (MCPToolManager)");
+    expect(r.error).toContain("managers[1] (McpToolManager)");
   });
 
   it("discovers through every manager without a stage span of its own", async () => {

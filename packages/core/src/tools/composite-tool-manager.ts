@@ -32,7 +32,7 @@ function describeManager(manager: ToolManager, index: number): string {
  * @example
  * const tools = new CompositeToolManager([
  *   new FunctionToolManager({ tools: [add] }),
- *   await MCPToolManager.connect({ command: "node", args: ["fs-server.mjs"], toolPrefix: "fs." }),
+ *   await McpToolManager.connect({ command: "node", args: ["fs-server.mjs"], toolPrefix: "fs." }),
  * ]);
  * const result = await tools.call("fs.read_file", { path: "README.md" }, ctx);
  */

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { ExecContext } from "../context/exec-context.js";
 import { CompositeToolManager } from "./composite-tool-manager.js";
 import { FunctionToolManager, defineTool } from "./function-tool-manager.js";
-import { MCPToolManager } from "./mcp/mcp-tool-manager.js";
+import { McpToolManager } from "./mcp/mcp-tool-manager.js";
 import { ToolStatus, type ToolManager, type ToolResult } from "./types.js";
 
 /**
@@ -44,7 +44,7 @@ const functionTools = () => [
 const created: ToolManager[] = [];
 const implementations: [string, () => Promise<ToolManager>][] = [
   ["FunctionToolManager", async () => new FunctionToolManager({ tools: functionTools() })],
-  ["MCPToolManager", () => MCPToolManager.connect({ command: process.execPath, args: [SERVER] })],
+  ["McpToolManager", () => McpToolManager.connect({ command: process.execPath, args: [SERVER] })],
   [
     "CompositeToolManager",
     async () => {

@@ -79,7 +79,7 @@ export interface ToolCallOptions {
  *
  * The orchestrator's kit opens the stage spans (`tools.discover`; `tools.call` with attributes
  * `tool` and `status`) and calls the manager with a context whose spans nest under them; a
- * manager may add child spans of its own (`MCPToolManager`'s `mcp.call`).
+ * manager may add child spans of its own (`McpToolManager`'s `mcp.call`).
  *
  * `call` throws a `NervaError` only for programmer errors (a `ctx` that is not an ExecContext).
  *

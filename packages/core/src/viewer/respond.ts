@@ -20,7 +20,7 @@ const MAX_NAME = 256;
  * Writes `body` as JSON. `<` is written as `\u003c`, so that no value, even one read as HTML by a
  * browser that ignored the content type, can open a tag.
  */
-export function sendJSON(
+export function sendJson(
   req: IncomingMessage | null,
   res: ServerResponse,
   status: number,

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { ErrorCode, parseOrThrow } from "../errors.js";
 import type { TraceDetail, TraceSummary } from "../tracing/trace-store.js";
 import { renderPage } from "./page.js";
-import { detailForPage, sendJSON, summaryForPage, type ApiError } from "./respond.js";
+import { detailForPage, sendJson, summaryForPage, type ApiError } from "./respond.js";
 
 /** What the viewer reads traces from: a `TraceStore`, or your own object with the same two methods. */
 export interface TraceViewerStore {
@@ -171,11 +171,11 @@ export function createTraceViewer(options: TraceViewerOptions): TraceViewer {
       const detail = o.store.trace(id);
       if (detail === null)
         return fail(res, 404, "NOT_FOUND", "No such trace in the store (unknown, or dropped).");
-      return sendJSON(req, res, 200, { ...detailForPage(detail), readAtMs: Date.now() });
+      return sendJson(req, res, 200, { ...detailForPage(detail), readAtMs: Date.now() });
     }
     if (rest === "/api/users") {
       const users = o.meter === undefined ? null : o.meter.users().slice(0, USERS_LIMIT);
-      return sendJSON(req, res, 200, { users });
+      return sendJson(req, res, 200, { users });
     }
     fail(res, 404, "NOT_FOUND", "No such page of the trace viewer.");
   }
@@ -188,7 +188,7 @@ export function createTraceViewer(options: TraceViewerOptions): TraceViewer {
     const user = params.get("user");
     let traces = o.store.traces(user === null ? { limit } : { limit: LIST_LIMIT });
     if (user !== null) traces = traces.filter((t) => t.userId === user).slice(0, limit);
-    sendJSON(req, res, 200, {
+    sendJson(req, res, 200, {
       traces: traces.map(summaryForPage),
       droppedTraces: o.store.droppedTraces ?? 0,
       droppedSpans: o.store.droppedSpans ?? 0,
@@ -214,7 +214,7 @@ export function createTraceViewer(options: TraceViewerOptions): TraceViewer {
 
   function fail(res: ServerResponse, status: number, code: string, message: string): void {
     const body: ApiError = { error: { code, message } };
-    sendJSON(null, res, status, body);
+    sendJson(null, res, status, body);
   }
 
   const viewer = (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => {

@@ -14,7 +14,7 @@ const model = createModel(scriptedModel({ rules: [{ when: /hi/, reply: "hello fr
 const runtime = new InProcessRuntime();
 runtime.register(
   "greeter",
-  async (input, ctx) => (await model.generate(ctx, { prompt: input.message })).text,
+  async (input, ctx) => (await model.generate({ prompt: input.message }, ctx)).text,
 );
 const result = await runtime.invoke(
   "greeter",
@@ -24,7 +24,7 @@ const result = await runtime.invoke(
 
 let refused = null;
 try {
-  await model.generate(ExecContext.create(), { prompt: "hi", output: "not a schema" });
+  await model.generate({ prompt: "hi", output: "not a schema" }, ExecContext.create());
 } catch (err) {
   refused = err.code;
 }

@@ -26,13 +26,14 @@ export async function takeJob(
   orphanSeconds: number,
 ): Promise<{ claimed: ClaimedRun; held: Held } | null> {
   const runId = (job.data as { runId?: string }).runId ?? "";
+  const leaseMs = Math.round(request.leaseSeconds * 1000);
   // The common case (a pending, due run of this job) in one script; any other, read and decide.
   const fast = await records.claimFast(
     runId,
     request.queue,
     job.id ?? "",
     request.workerId,
-    request.leaseMs,
+    leaseMs,
     Date.now(),
   );
   if (fast !== null) {
@@ -72,7 +73,7 @@ export async function takeJob(
     await job.moveToDelayed(run.lease.expiresAt + 1, token).catch(() => undefined);
     return null;
   }
-  const t = claimRun(run, request.workerId, request.leaseMs, now);
+  const t = claimRun(run, request.workerId, leaseMs, now);
   const [code, nv] = await records.commit(t.run, v, t.events, { kind: "" });
   if (code !== 1) {
     // Someone changed the record in between (a cancel, a resume): let BullMQ deliver again.

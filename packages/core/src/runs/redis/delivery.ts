@@ -68,12 +68,16 @@ export class RedisDelivery {
   #worker(request: ClaimRequest): Promise<Worker> {
     let worker = this.#workers.get(request.queue);
     if (worker === undefined) {
-      const heartbeatMs = request.heartbeatMs ?? Math.max(100, Math.floor(request.leaseMs / 3));
+      const leaseMs = Math.round(request.leaseSeconds * 1000);
+      const heartbeatMs =
+        request.heartbeatSeconds === undefined
+          ? Math.max(100, Math.floor(leaseMs / 3))
+          : Math.round(request.heartbeatSeconds * 1000);
       const w = new this.#bull.Worker(request.queue, null, {
         connection: this.#bullConnection(),
         prefix: this.#records.key("bull"),
         autorun: false,
-        lockDuration: request.leaseMs,
+        lockDuration: leaseMs,
         stalledInterval: heartbeatMs,
         // Nerva counts reclaims per run (maxReclaims) and fails the run itself; BullMQ must
         // never drop a stalled job on its own, or the record would stay "running".
@@ -84,7 +88,7 @@ export class RedisDelivery {
       worker = w.waitUntilReady().then(async () => {
         void w.startStalledCheckTimer().catch(() => undefined);
         const sweep = setInterval(
-          () => void this.#sweep(request.queue, request.leaseMs),
+          () => void this.#sweep(request.queue, leaseMs),
           Math.max(1_000, heartbeatMs * 4),
         );
         sweep.unref();
@@ -117,7 +121,7 @@ export class RedisDelivery {
 
   /**
    * Hands the jobs of `request.queue` to `take` (a prefetched one first, else one fetched under a
-   * fresh lock token) until `take` claims one, `request.waitMs` passed, `request.signal` aborted
+   * fresh lock token) until `take` claims one, `request.waitSeconds` passed, `request.signal` aborted
    * or the store closed.
    */
   async claim(
@@ -125,7 +129,7 @@ export class RedisDelivery {
     take: (job: Job, token: string) => Promise<ClaimedRun | null>,
   ): Promise<ClaimedRun | null> {
     const worker = await this.#worker(request);
-    const deadline = Date.now() + request.waitMs;
+    const deadline = Date.now() + request.waitSeconds * 1000;
     while (!this.#closed() && request.signal?.aborted !== true) {
       const ready = this.#prefetched.get(request.queue)?.shift();
       if (ready !== undefined) {
@@ -137,7 +141,7 @@ export class RedisDelivery {
       const next = this.#fetching.then(() =>
         request.signal?.aborted === true || this.#closed()
           ? undefined
-          : worker.getNextJob(token, { block: request.waitMs > 0 }).catch((e: unknown) => {
+          : worker.getNextJob(token, { block: request.waitSeconds > 0 }).catch((e: unknown) => {
               throw toUnavailable(e);
             }),
       );

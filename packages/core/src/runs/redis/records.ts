@@ -285,13 +285,13 @@ export class RedisRecords {
     };
   }
 
-  async prune(queue: string, beforeMs: number): Promise<number> {
+  async prune(queue: string, finishedBeforeAt: number): Promise<number> {
     let total = 0;
     const prune = (this.redis as unknown as { nervaPrune: (...a: unknown[]) => Promise<number> })
       .nervaPrune;
     for (;;) {
       const n = await prune
-        .call(this.redis, this.prefix, queue, beforeMs, 200)
+        .call(this.redis, this.prefix, queue, finishedBeforeAt, 200)
         .catch((e: unknown) => {
           throw toUnavailable(e);
         });

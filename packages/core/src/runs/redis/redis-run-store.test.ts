@@ -37,7 +37,7 @@ describe("RedisRunStore claim script", () => {
       const { id } = await queue.enqueue({ handler: "h", input: { message: "m" }, ctx });
       // A worker id JSON must escape, written into the record by Lua.
       const workerId = 'w"1\\/é';
-      const claimed = await store.claim({ queue: "q", workerId, leaseMs: 30_000, waitMs: 5_000 });
+      const claimed = await store.claim({ queue: "q", workerId, leaseSeconds: 30, waitSeconds: 5 });
       expect(claimed?.run).toMatchObject({
         id,
         status: "running",
@@ -58,7 +58,7 @@ describe("RedisRunStore claim script", () => {
       ]);
       expect(events[1]?.data).toEqual({ fence: 1, workerId });
       const lease = claimed!.lease;
-      await store.heartbeat(lease, 60_000);
+      await store.heartbeat(lease, 60);
       expect(await raw.hget(`${prefix}:run:${id}`, "claim")).toBeNull();
       const beaten = await reader.get(id);
       expect({ ...beaten, lease: null }).toEqual({ ...claimed?.run, lease: null });

@@ -186,8 +186,8 @@ export class RedisRunStore implements RunStore {
     return t.run;
   }
 
-  prune(queue: string, beforeMs: number): Promise<number> {
-    return this.#records.prune(queue, beforeMs);
+  prune(queue: string, finishedBeforeAt: number): Promise<number> {
+    return this.#records.prune(queue, finishedBeforeAt);
   }
 
   readEvents(runId: string, afterSeq: number, limit: number): Promise<RunEvent[]> {
@@ -197,7 +197,7 @@ export class RedisRunStore implements RunStore {
   waitForEvents(
     runId: string,
     afterSeq: number,
-    options: { signal?: AbortSignal; timeoutMs?: number },
+    options: { signal?: AbortSignal; timeoutSeconds?: number },
   ): Promise<void> {
     return this.#tails.waitForEvents(runId, afterSeq, options);
   }
@@ -244,8 +244,9 @@ export class RedisRunStore implements RunStore {
     return result;
   }
 
-  async heartbeat(lease: LeaseRef, leaseMs: number): Promise<{ cancelRequested: boolean }> {
+  async heartbeat(lease: LeaseRef, leaseSeconds: number): Promise<{ cancelRequested: boolean }> {
     const held = this.#holder(lease);
+    const leaseMs = Math.round(leaseSeconds * 1000);
     const [{ t }] = await Promise.all([
       this.#leased(lease, (run) => ({
         run: heartbeatRun(run, lease, leaseMs, Date.now()),
@@ -312,7 +313,8 @@ export class RedisRunStore implements RunStore {
     );
   }
 
-  async retry(lease: LeaseRef, delayMs: number, error: RunError): Promise<RunRecord> {
+  async retry(lease: LeaseRef, delaySeconds: number, error: RunError): Promise<RunRecord> {
+    const delayMs = Math.round(delaySeconds * 1000);
     return this.#end(
       lease,
       (run) => retryRun(run, lease, delayMs, error, Date.now()),

@@ -31,7 +31,7 @@ export class RedisTails {
   async waitForEvents(
     runId: string,
     afterSeq: number,
-    options: { signal?: AbortSignal; timeoutMs?: number },
+    options: { signal?: AbortSignal; timeoutSeconds?: number },
   ): Promise<void> {
     if (this.#closed() || options.signal?.aborted === true) return;
     const redis = this.#records.redis;
@@ -42,7 +42,7 @@ export class RedisTails {
     const done = new AbortController();
     const signal =
       options.signal === undefined ? done.signal : AbortSignal.any([options.signal, done.signal]);
-    const waiting = this.#events.wait(runId, options.timeoutMs ?? Infinity, signal);
+    const waiting = this.#events.wait(runId, (options.timeoutSeconds ?? Infinity) * 1000, signal);
     try {
       const [seq, exists] = await Promise.all([
         redis.hget(this.#records.key("run", runId), "seq"),

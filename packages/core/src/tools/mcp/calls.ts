@@ -35,7 +35,7 @@ function errorText(result: Record<string, unknown>): string {
 }
 
 /**
- * The call path of an MCPToolManager: one round trip to the server per call, bounded by
+ * The call path of an McpToolManager: one round trip to the server per call, bounded by
  * `timeoutSeconds` and the request's deadline, its answer turned into a ToolResult; and the
  * server's log and progress notifications, attributed to the call they belong to.
  */
@@ -142,7 +142,7 @@ export class McpCalls {
 
   /**
    * A server log message: to `onNotification`, and to the call in flight when exactly one is
-   * (stdio notifications carry no request id; see MCPToolManager).
+   * (stdio notifications carry no request id; see McpToolManager).
    */
   onLog(params: LogParams): void {
     const logger = params.logger ?? null;

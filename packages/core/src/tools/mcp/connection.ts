@@ -5,7 +5,7 @@ import type { z } from "zod";
 import { ErrorCode, NervaError } from "../../errors.js";
 import { importOptional } from "../../internal/optional-dependency.js";
 import { messageOf } from "../../runtime/results.js";
-import type { MCPNotification, OptionsSchema } from "./options.js";
+import type { McpNotification, OptionsSchema } from "./options.js";
 
 const SDK = "@modelcontextprotocol/sdk";
 type ClientModule = typeof import("@modelcontextprotocol/sdk/client/index.js");
@@ -47,7 +47,7 @@ export class McpConnection {
   readonly connectTimeoutMs: number;
   readonly #transport: StdioClientTransport;
   readonly #command: string;
-  readonly #onNotification: ((n: MCPNotification) => void) | undefined;
+  readonly #onNotification: ((n: McpNotification) => void) | undefined;
   readonly #stderr: { text: string };
   /** The values of `options.env`: masked wherever the server's own text is quoted. */
   readonly #secrets: readonly string[];
@@ -83,7 +83,7 @@ export class McpConnection {
     o: z.output<typeof OptionsSchema>,
     handlers: McpHandlers,
   ): Promise<McpConnection> {
-    const feature = "MCPToolManager";
+    const feature = "McpToolManager";
     const [clientModule, stdioModule, typesModule] = await Promise.all([
       importOptional(SDK, () => import(`${SDK}/client/index.js`) as Promise<ClientModule>, feature),
       importOptional(SDK, () => import(`${SDK}/client/stdio.js`) as Promise<StdioModule>, feature),
@@ -186,7 +186,7 @@ export class McpConnection {
     }
   }
 
-  notify(n: MCPNotification): void {
+  notify(n: McpNotification): void {
     try {
       this.#onNotification?.(n);
     } catch {

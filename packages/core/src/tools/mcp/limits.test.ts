@@ -4,18 +4,18 @@
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecContext } from "../../context/exec-context.js";
-import { MCPToolManager, type MCPNotification } from "./mcp-tool-manager.js";
+import { McpToolManager, type McpNotification } from "./mcp-tool-manager.js";
 
 const SERVER = fileURLToPath(
   new URL("../../../test/fixtures/mcp-deep-server.mjs", import.meta.url),
 );
 
-describe("MCPToolManager against a server sending deep JSON", () => {
-  let manager: MCPToolManager;
-  const seen: MCPNotification[] = [];
+describe("McpToolManager against a server sending deep JSON", () => {
+  let manager: McpToolManager;
+  const seen: McpNotification[] = [];
 
   beforeAll(async () => {
-    manager = await MCPToolManager.connect({
+    manager = await McpToolManager.connect({
       command: process.execPath,
       args: [SERVER],
       name: "deep",

@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecContext } from "../../context/exec-context.js";
 import { ErrorCode, NervaError } from "../../errors.js";
 import {
-  MCPToolManager,
-  type MCPNotification,
-  type MCPToolManagerOptions,
+  McpToolManager,
+  type McpNotification,
+  type McpToolManagerOptions,
 } from "./mcp-tool-manager.js";
 
 /** A real MCP server (the SDK's McpServer over stdio), started as a child process per manager. */
@@ -14,9 +14,9 @@ const SERVER = fileURLToPath(new URL("../../../test/fixtures/mcp-server.mjs", im
 const ctx = (allowedTools: string[] | null = null, timeoutSeconds?: number) =>
   ExecContext.create({ userId: "u1", permissions: { allowedTools }, timeoutSeconds });
 
-const open: MCPToolManager[] = [];
-async function start(options: Partial<MCPToolManagerOptions> = {}): Promise<MCPToolManager> {
-  const manager = await MCPToolManager.connect({
+const open: McpToolManager[] = [];
+async function start(options: Partial<McpToolManagerOptions> = {}): Promise<McpToolManager> {
+  const manager = await McpToolManager.connect({
     command: process.execPath,
     args: [SERVER],
     name: "fixture",
@@ -38,13 +38,13 @@ function isAlive(pid: number): boolean {
 /** Resolves with the first notification matching `predicate` (pushed by the server, no polling). */
 function notifications() {
   const waiters: {
-    predicate: (n: MCPNotification) => boolean;
-    resolve: (n: MCPNotification) => void;
+    predicate: (n: McpNotification) => boolean;
+    resolve: (n: McpNotification) => void;
   }[] = [];
-  const seen: MCPNotification[] = [];
+  const seen: McpNotification[] = [];
   return {
     seen,
-    onNotification: (n: MCPNotification) => {
+    onNotification: (n: McpNotification) => {
       seen.push(n);
       for (const w of [...waiters]) {
         if (w.predicate(n)) {
@@ -53,8 +53,8 @@ function notifications() {
         }
       }
     },
-    next: (predicate: (n: MCPNotification) => boolean) =>
-      new Promise<MCPNotification>((resolve) => waiters.push({ predicate, resolve })),
+    next: (predicate: (n: McpNotification) => boolean) =>
+      new Promise<McpNotification>((resolve) => waiters.push({ predicate, resolve })),
   };
 }
 
@@ -63,8 +63,8 @@ afterAll(async () => {
   for (const m of open) expect(m.pid).toBeNull();
 });
 
-describe("MCPToolManager against a real MCP server process", () => {
-  let tools: MCPToolManager;
+describe("McpToolManager against a real MCP server process", () => {
+  let tools: McpToolManager;
   beforeAll(async () => {
     tools = await start();
   });
@@ -178,7 +178,7 @@ describe("MCPToolManager against a real MCP server process", () => {
   });
 });
 
-describe("MCPToolManager notifications", () => {
+describe("McpToolManager notifications", () => {
   it("refreshes the tool list on tools/list_changed", async () => {
     const n = notifications();
     const tools = await start({ onNotification: n.onNotification, toolPrefix: "fx." });
@@ -232,7 +232,7 @@ describe("MCPToolManager notifications", () => {
   });
 });
 
-describe("MCPToolManager lifecycle", () => {
+describe("McpToolManager lifecycle", () => {
   it("resolves error (not a hang) for calls in flight and later when the server dies", async () => {
     const n = notifications();
     const tools = await start({ onNotification: n.onNotification });
@@ -270,7 +270,7 @@ describe("MCPToolManager lifecycle", () => {
 
   it("fails fast with INVALID_OPTIONS when the command does not exist", async () => {
     const started = performance.now();
-    const err = await MCPToolManager.connect({ command: "/nonexistent/mcp-server" }).catch(
+    const err = await McpToolManager.connect({ command: "/nonexistent/mcp-server" }).catch(
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(NervaError);
@@ -280,7 +280,7 @@ describe("MCPToolManager lifecycle", () => {
   });
 
   it("reports a server that dies during start-up with its stderr", async () => {
-    const err = await MCPToolManager.connect({
+    const err = await McpToolManager.connect({
       command: process.execPath,
       args: ["-e", "process.stderr.write('bad config: missing API_URL\\n'); process.exit(2)"],
       name: "broken",
@@ -291,11 +291,11 @@ describe("MCPToolManager lifecycle", () => {
   });
 
   it("validates options naming the field", async () => {
-    await expect(MCPToolManager.connect({ command: "" })).rejects.toThrow(/options\.command/);
+    await expect(McpToolManager.connect({ command: "" })).rejects.toThrow(/options\.command/);
     await expect(
-      MCPToolManager.connect({ command: "node", toolPrefix: "has space" }),
+      McpToolManager.connect({ command: "node", toolPrefix: "has space" }),
     ).rejects.toThrow(/options\.toolPrefix/);
-    await expect(MCPToolManager.connect({ command: "node", timeoutSeconds: -1 })).rejects.toThrow(
+    await expect(McpToolManager.connect({ command: "node", timeoutSeconds: -1 })).rejects.toThrow(
       /options\.timeoutSeconds/,
     );
   });
@@ -307,8 +307,8 @@ describe("MCPToolManager lifecycle", () => {
     );
     const entry = fileURLToPath(new URL("./index.ts", import.meta.url));
     const script = `
-      import { MCPToolManager } from ${JSON.stringify(entry)};
-      try { await MCPToolManager.connect({ command: "node" }); console.log("connected?!"); }
+      import { McpToolManager } from ${JSON.stringify(entry)};
+      try { await McpToolManager.connect({ command: "node" }); console.log("connected?!"); }
       catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message, details: e.details })); }`;
     const out = await new Promise<string>((resolve, reject) =>
       execFile(
@@ -330,7 +330,7 @@ describe("MCPToolManager lifecycle", () => {
   });
 });
 
-describe("MCPToolManager and the server's own text", () => {
+describe("McpToolManager and the server's own text", () => {
   it("masks the values of options.env in tool errors, mcp.log events and the stderr of an exit", async () => {
     const secret = `plain ${process.pid} words ${Date.now()}`;
     const n = notifications();

@@ -1,4 +1,4 @@
-// MCPToolManager, the ToolManager over an MCP server. This file holds the ToolManager methods and
+// McpToolManager, the ToolManager over an MCP server. This file holds the ToolManager methods and
 // their checks; each seam has a file of its own: options.ts (options, notification type),
 // connection.ts (the server process and session, start-up errors, state), tool-list.ts (tool
 // discovery, names and schema bounds), calls.ts (the call path, log and progress attribution).
@@ -17,15 +17,15 @@ import {
 } from "../types.js";
 import { McpCalls } from "./calls.js";
 import { McpConnection } from "./connection.js";
-import { OptionsSchema, type MCPToolManagerOptions } from "./options.js";
+import { OptionsSchema, type McpToolManagerOptions } from "./options.js";
 import { McpToolList } from "./tool-list.js";
 
-export type { MCPNotification, MCPToolManagerOptions } from "./options.js";
+export type { McpNotification, McpToolManagerOptions } from "./options.js";
 
 /**
  * Tools served by a Model Context Protocol server over stdio, through the official SDK
  * (`@modelcontextprotocol/sdk`, an optional peer dependency loaded on first use). Start one with
- * {@link MCPToolManager.connect}; it spawns the server, initialises the session and lists the
+ * {@link McpToolManager.connect}; it spawns the server, initialises the session and lists the
  * tools (following pagination).
  *
  * - Calls run concurrently over the one connection; each resolves its own result.
@@ -43,14 +43,14 @@ export type { MCPNotification, MCPToolManagerOptions } from "./options.js";
  *   SIGKILL).
  *
  * @example
- * const tools = await MCPToolManager.connect({ command: "node", args: ["./mcp-server.mjs"] });
+ * const tools = await McpToolManager.connect({ command: "node", args: ["./mcp-server.mjs"] });
  * try {
  *   const result = await tools.call("add", { a: 1, b: 2 }, ctx);
  * } finally {
  *   await tools.close();
  * }
  */
-export class MCPToolManager implements ToolManager {
+export class McpToolManager implements ToolManager {
   readonly #connection: McpConnection;
   readonly #tools: McpToolList;
   readonly #calls: McpCalls;
@@ -67,9 +67,9 @@ export class MCPToolManager implements ToolManager {
    * not installed, and INTERNAL when the server fails during start-up (with its stderr).
    *
    * @example
-   * const tools = await MCPToolManager.connect({ command: "node", args: ["./servers/files.mjs"], toolPrefix: "fs." });
+   * const tools = await McpToolManager.connect({ command: "node", args: ["./servers/files.mjs"], toolPrefix: "fs." });
    */
-  static async connect(options: MCPToolManagerOptions): Promise<MCPToolManager> {
+  static async connect(options: McpToolManagerOptions): Promise<McpToolManager> {
     const o = parseOrThrow(
       OptionsSchema,
       options,
@@ -77,7 +77,7 @@ export class MCPToolManager implements ToolManager {
       "options",
       'Pass { command: "node", args?: string[], env?: Record<string, string>, cwd?, name?, toolPrefix?, timeoutSeconds?, connectTimeoutSeconds?, onNotification? }.',
     );
-    let manager: MCPToolManager | null = null;
+    let manager: McpToolManager | null = null;
     const connection = await McpConnection.create(o, {
       toolsChanged: () => void manager?.refreshTools(),
       log: (params) => {
@@ -87,7 +87,7 @@ export class MCPToolManager implements ToolManager {
         if (manager !== null) manager.#calls.onProgress(params);
       },
     });
-    const self = new MCPToolManager(connection, o);
+    const self = new McpToolManager(connection, o);
     manager = self;
     await connection.open(() => self.#tools.listAll());
     return self;

@@ -15,13 +15,13 @@ export const OptionsSchema = z
     timeoutSeconds: seconds.default(30),
     connectTimeoutSeconds: seconds.default(10),
     onNotification: z
-      .custom<(n: MCPNotification) => void>((v) => typeof v === "function", "must be a function")
+      .custom<(n: McpNotification) => void>((v) => typeof v === "function", "must be a function")
       .optional(),
   })
   .strict();
 
 /**
- * Options of {@link MCPToolManager.connect}:
+ * Options of {@link McpToolManager.connect}:
  * - `command`, `args`, `cwd`: how to start the server (spawned directly, no shell);
  * - `env`: variables added to the child's environment. The child does NOT inherit this
  *   process's environment: it gets only HOME, LOGNAME, PATH, SHELL, TERM and USER plus `env`,
@@ -34,9 +34,9 @@ export const OptionsSchema = z
  * - `onNotification`: sees every server log message and tool-list change.
  *
  * @example
- * const options: MCPToolManagerOptions = { command: "node", args: ["server.mjs"], toolPrefix: "fs.", timeoutSeconds: 10 };
+ * const options: McpToolManagerOptions = { command: "node", args: ["server.mjs"], toolPrefix: "fs.", timeoutSeconds: 10 };
  */
-export type MCPToolManagerOptions = z.input<typeof OptionsSchema>;
+export type McpToolManagerOptions = z.input<typeof OptionsSchema>;
 
 /**
  * A notification from the server, as given to `onNotification`:
@@ -45,9 +45,9 @@ export type MCPToolManagerOptions = z.input<typeof OptionsSchema>;
  * failed, or the server exited).
  *
  * @example
- * const onNotification = (n: MCPNotification) => { if (n.kind === "log") logger.info(n.data); };
+ * const onNotification = (n: McpNotification) => { if (n.kind === "log") logger.info(n.data); };
  */
-export type MCPNotification =
+export type McpNotification =
   | {
       readonly kind: "log";
       readonly level: string;
