@@ -46,9 +46,7 @@ async function nerva(kind) {
     kind === "sqlite"
       ? new SqliteRunStore({ path: join(dir, "nerva.db") })
       : new core.InMemoryRunStore();
-  const createHost = core.GraphHost
-    ? (o) => new core.GraphHost(o)
-    : core.createGraphRuntime;
+  const createHost = core.GraphHost ? (o) => new core.GraphHost(o) : core.createGraphRuntime;
   const host = createHost({
     graph,
     runtime: new core.InProcessRuntime(),
