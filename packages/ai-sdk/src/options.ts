@@ -28,7 +28,10 @@ export const ModelOptionsSchema = z
     unknownPrice: z.enum(["zero", "throw"]).default("zero"),
     // Checked by modelRetryPolicy with the runs' RetryOptionsSchema.
     retry: z
-      .custom<object>((v) => typeof v === "object" && v !== null && !Array.isArray(v), "must be an object")
+      .custom<object>(
+        (v) => typeof v === "object" && v !== null && !Array.isArray(v),
+        "must be an object",
+      )
       .optional(),
     recordContent: z.boolean().default(false),
     allowGateway: z.boolean().default(false),

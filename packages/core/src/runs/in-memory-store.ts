@@ -154,7 +154,12 @@ export class InMemoryRunStore implements RunStore {
         }
       }
       if (best !== null) {
-        const t = claimRun(best.run, request.workerId, Math.round(request.leaseSeconds * 1000), now);
+        const t = claimRun(
+          best.run,
+          request.workerId,
+          Math.round(request.leaseSeconds * 1000),
+          now,
+        );
         this.#apply(best, t);
         if (!t.claimed) continue;
         return {

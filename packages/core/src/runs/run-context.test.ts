@@ -57,7 +57,12 @@ async function activeRun(make: () => RunStore) {
     input: { message: "x" },
     ctx: ExecContext.create(),
   });
-  const claimed = await real.claim({ queue: "ctx", workerId: "w", leaseSeconds: 30, waitSeconds: 0 });
+  const claimed = await real.claim({
+    queue: "ctx",
+    workerId: "w",
+    leaseSeconds: 30,
+    waitSeconds: 0,
+  });
   if (claimed === null) throw new Error("nothing to claim");
   const run = new ActiveRun(store, claimed, DEFAULT_MAX_STEP_BYTES);
   const history = async () =>

@@ -32,7 +32,9 @@ async function openStore(): Promise<RunStore> {
   if (config.store === "sqlite") {
     return new SqliteRunStore({
       path: config.path as string,
-      ...(config.busyTimeoutSeconds === undefined ? {} : { busyTimeoutSeconds: config.busyTimeoutSeconds }),
+      ...(config.busyTimeoutSeconds === undefined
+        ? {}
+        : { busyTimeoutSeconds: config.busyTimeoutSeconds }),
     });
   }
   const { RedisRunStore } = await import("./redis/redis-run-store.js");
