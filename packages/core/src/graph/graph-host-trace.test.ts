@@ -4,7 +4,6 @@ import { ExecContext } from "../context/exec-context.js";
 import { NervaError } from "../errors.js";
 import { InMemoryRunStore } from "../runs/in-memory-store.js";
 import { RunQueue } from "../runs/run-queue.js";
-import { Runner } from "../runs/runner.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { MemoryTraceSink } from "../tracing/memory-sink.js";
 import { AgentRunner, END, GraphHost, agentNode, defineGraph, fnNode } from "./index.js";
