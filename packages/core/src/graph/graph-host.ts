@@ -1,3 +1,4 @@
+import { stoppable } from "../internal/stoppable.js";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { requireObjectOptions } from "../internal/object-options.js";
@@ -341,23 +342,7 @@ export class GraphHost {
     id: string,
     options: { afterSeq?: number; types?: readonly string[]; signal?: AbortSignal } = {},
   ): AsyncGenerator<RunEvent, void, undefined> {
-    // An async generator queues return() behind a pending next(): the reader's return() (a
-    // client that left an SSE stream) aborts the wait first, so the tail ends now.
-    const stop = new AbortController();
-    const tail = this.#events(id, options, stop.signal);
-    const wrapped: AsyncGenerator<RunEvent, void, undefined> = {
-      next: () => tail.next(),
-      return: (value?: void | PromiseLike<void>) => {
-        stop.abort();
-        return tail.return(value as void);
-      },
-      throw: (err: unknown) => {
-        stop.abort();
-        return tail.throw(err);
-      },
-      [Symbol.asyncIterator]: () => wrapped,
-    };
-    return wrapped;
+    return stoppable((stopped) => this.#events(id, options, stopped));
   }
 
   async *#events(

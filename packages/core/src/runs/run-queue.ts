@@ -1,3 +1,4 @@
+import { stoppable } from "../internal/stoppable.js";
 import { z } from "zod";
 import { ExecContext } from "../context/exec-context.js";
 import type { RunAnswerers } from "../context/run-slot.js";
@@ -286,23 +287,7 @@ export class RunQueue {
    * for await (const e of queue.events(run.id, { afterSeq: 0 })) console.log(e.seq, e.type, e.data);
    */
   events(id: string, options: EventsOptions = {}): AsyncGenerator<RunEvent, void, undefined> {
-    // An async generator queues return() behind a pending next(): the reader's return() aborts
-    // the store's wait first, so the tail ends now rather than at the next event or timeout.
-    const stop = new AbortController();
-    const tail = this.#tail(id, options, stop.signal);
-    const wrapped: AsyncGenerator<RunEvent, void, undefined> = {
-      next: () => tail.next(),
-      return: (value?: void | PromiseLike<void>) => {
-        stop.abort();
-        return tail.return(value as void);
-      },
-      throw: (err: unknown) => {
-        stop.abort();
-        return tail.throw(err);
-      },
-      [Symbol.asyncIterator]: () => wrapped,
-    };
-    return wrapped;
+    return stoppable((stopped) => this.#tail(id, options, stopped));
   }
 
   async *#tail(
