@@ -5,6 +5,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import * as core from "@nerva/core";
+import * as middleware from "@nerva/core/middleware";
 
 const page = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "middleware.md"), "utf8");
 
@@ -20,7 +21,7 @@ describe("docs/middleware.md", () => {
     const documented = [...row.matchAll(/`(\w+_total)/g)].map((m) => m[1] as string).sort();
     const runtime = new core.InProcessRuntime();
     runtime.register("ok", async () => "fine");
-    const metrics = new core.MetricsMiddleware();
+    const metrics = new middleware.MetricsMiddleware();
     const orchestrator = new core.Orchestrator({
       router: new core.RuleRouter({ rules: [{ handler: "ok", pattern: "^go" }] }),
       runtime,
