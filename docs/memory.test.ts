@@ -64,9 +64,9 @@ describe("docs/memory.md", () => {
   });
 
   it("names the entry points that export each store", () => {
-    expect(core).toHaveProperty("TieredMemory");
-    expect(core).toHaveProperty("InMemoryMemoryStore");
+    expect(memoryEntry).toHaveProperty("TieredMemory");
+    expect(memoryEntry).toHaveProperty("InMemoryMemoryStore");
     expect(sqlite).toHaveProperty("SqliteMemoryStore");
-    expect(core).not.toHaveProperty("SqliteMemoryStore");
+    expect(memoryEntry).not.toHaveProperty("SqliteMemoryStore");
   });
 });

@@ -13,7 +13,7 @@ describe("docs/middleware.md", () => {
   it("lists exported built-in middleware", () => {
     const listed = [...page.matchAll(/^\| `(\w+Middleware)`/gm)].map((m) => m[1] as string);
     expect(listed).toEqual(["LoggingMiddleware", "MetricsMiddleware", "InputSizeLimitMiddleware"]);
-    for (const name of listed) expect(core).toHaveProperty(name);
+    for (const name of listed) expect(middleware).toHaveProperty(name);
   });
 
   it("names the counters MetricsMiddleware really keeps", async () => {
