@@ -43,7 +43,7 @@ export const coreFloors = [
   ["memory", "middleware"],
   ["orchestrator"],
   ["runs"],
-  ["graph"],
+  ["graph", "declarative-policy"],
   ["http", "viewer", "wire", "client-view.ts"],
   ["testing", "sqlite", "redis", "index.ts", "wire.ts"],
 ];

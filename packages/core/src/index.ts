@@ -180,7 +180,6 @@ export {
   Checkpoint,
   PolicyEffect,
   type Approval,
-  type ApprovalStore,
   type PolicyAction,
   type PolicyDecision,
   type PolicyEngine,
@@ -188,9 +187,8 @@ export {
 export {
   DeclarativePolicyEngine,
   type DeclarativePolicyOptions,
-} from "./policy/declarative-engine.js";
+} from "./declarative-policy/declarative-engine.js";
 export { NoopPolicyEngine } from "./policy/noop-engine.js";
-export { InMemoryApprovalStore } from "./policy/approvals.js";
 export { decisionError, policyDelegation } from "./policy/decision.js";
 export {
   PolicyDocumentSchema,

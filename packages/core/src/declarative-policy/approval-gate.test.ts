@@ -6,7 +6,7 @@ import { RuleRouter } from "../router/rule-router.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { rejection } from "../testing/rejection.js";
 import { DeclarativePolicyEngine } from "./declarative-engine.js";
-import type { PolicyAction } from "./types.js";
+import type { PolicyAction } from "../policy/types.js";
 
 const runtimes: InProcessRuntime[] = [];
 afterEach(async () => {
@@ -35,7 +35,11 @@ describe("approvals are bound to the requester", () => {
     const policy = engine();
     const pending = await policy.evaluate(transfer, as({ sessionId: "sess-a" }));
     expect(pending.effect).toBe("pending");
-    await policy.approve(pending.approvalId as string, manager());
+    await policy.approvals.resume(
+      pending.approvalId as string,
+      { decision: "approve" },
+      { ctx: manager() },
+    );
 
     // The same action from another anonymous session does not match: it waits for its own.
     const other = await policy.evaluate(transfer, as({ sessionId: "sess-b" }));
@@ -67,17 +71,17 @@ describe("approvals are bound to the requester", () => {
     const asked = await rejection(o.handle("delete everything", as({ sessionId: "sess-a" })));
     expect(asked.code).toBe(ErrorCode.APPROVAL_PENDING);
     const id = asked.details["approvalId"] as string;
-    await policy.approve(id, manager());
+    await policy.approvals.resume(id, { decision: "approve" }, { ctx: manager() });
 
     expect(await policy.approval(id, as({ sessionId: "sess-b" }))).toBeNull();
-    expect((await rejection(o.resume(id, as({ sessionId: "sess-b" })))).code).toBe(
+    expect((await rejection(o.handleApproved(id, as({ sessionId: "sess-b" })))).code).toBe(
       ErrorCode.NOT_FOUND,
     );
-    expect((await rejection(o.resume(id, as({ userId: "u1", sessionId: "sess-a" })))).code).toBe(
-      ErrorCode.NOT_FOUND,
-    );
+    expect(
+      (await rejection(o.handleApproved(id, as({ userId: "u1", sessionId: "sess-a" })))).code,
+    ).toBe(ErrorCode.NOT_FOUND);
     expect(deleted).toBe(0);
-    expect((await o.resume(id, as({ sessionId: "sess-a" }))).text).toBe("deleted");
+    expect((await o.handleApproved(id, as({ sessionId: "sess-a" }))).text).toBe("deleted");
     expect(deleted).toBe(1);
   });
 
@@ -91,15 +95,25 @@ describe("approvals are bound to the requester", () => {
     });
     expect(refused.reason).toContain("this request has neither");
     expect(refused.reason).toContain("Give the context a userId or a sessionId");
-    expect(await policy.pendingApprovals(manager())).toEqual([]);
+    expect((await policy.approvals.list()).runs).toEqual([]);
   });
 
   it("does not let an anonymous session decide its own request", async () => {
     const policy = engine();
     const pending = await policy.evaluate(transfer, as({ sessionId: "sess-a" }));
     const self = as({ sessionId: "sess-a", permissions: { roles: ["manager"] } });
-    const err = await rejection(policy.approve(pending.approvalId as string, self));
+    const err = await rejection(
+      policy.approvals.resume(pending.approvalId as string, { decision: "approve" }, { ctx: self }),
+    );
     expect(err.code).toBe(ErrorCode.PERMISSION_DENIED);
-    expect(err.message).toContain('Session "sess-a" requested approval');
+    expect(err.message).toContain("session sess-a, who asked for it");
+    // Another anonymous session holding the role may decide it.
+    const other = as({ sessionId: "sess-z", permissions: { roles: ["manager"] } });
+    await policy.approvals.resume(
+      pending.approvalId as string,
+      { decision: "approve" },
+      { ctx: other },
+    );
+    expect((await policy.evaluate(transfer, as({ sessionId: "sess-a" }))).effect).toBe("allow");
   });
 });
