@@ -4,6 +4,8 @@ import { ErrorCode } from "../errors.js";
 import { Orchestrator } from "../orchestrator/orchestrator.js";
 import { RuleRouter } from "../router/rule-router.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
+import { RunQueue } from "../runs/run-queue.js";
+import { storeBackends } from "../runs/store-backends.test-support.js";
 import { rejection } from "../testing/rejection.js";
 import { DeclarativePolicyEngine } from "./declarative-engine.js";
 import type { PolicyAction } from "../policy/types.js";
@@ -115,5 +117,61 @@ describe("approvals are bound to the requester", () => {
       { ctx: other },
     );
     expect((await policy.evaluate(transfer, as({ sessionId: "sess-a" }))).effect).toBe("allow");
+  });
+});
+
+describe.each(storeBackends("approval-gate"))("approvals on a %s run store", (_name, open) => {
+  it("lets a burst of retries use one approval once, and asks anew for the rest", async () => {
+    const approvals = new RunQueue({ store: open(), name: "approvals" });
+    try {
+      const policy = new DeclarativePolicyEngine(engine().document, { approvals });
+      const pending = await policy.evaluate(transfer, as({ userId: "u1" }));
+      const id = pending.approvalId as string;
+      await approvals.resume(id, { decision: "approve" }, { ctx: manager() });
+      const burst = await Promise.all(
+        Array.from({ length: 8 }, () => policy.evaluate(transfer, as({ userId: "u1" }))),
+      );
+      expect(burst.filter((d) => d.effect === "allow")).toHaveLength(1);
+      expect(burst.filter((d) => d.effect === "pending")).toHaveLength(7);
+      expect(burst.every((d) => d.approvalId !== id)).toBe(true);
+      const events = [];
+      for await (const e of approvals.events(id)) events.push(e.type);
+      expect(events).toEqual(["run.enqueued", "run.paused", "run.resumed", "run.succeeded"]);
+    } finally {
+      await approvals.store.close();
+    }
+  });
+
+  it("refuses every bad decision before the approval changes", async () => {
+    const approvals = new RunQueue({ store: open(), name: "approvals" });
+    try {
+      const policy = new DeclarativePolicyEngine(engine().document, { approvals });
+      const id = (await policy.evaluate(transfer, as({ userId: "u1" }))).approvalId as string;
+      const refusals = [
+        approvals.resume(id, { decision: "approve" }),
+        approvals.resume(id, { decision: "approve" }, { ctx: as({ userId: "u2" }) }),
+        approvals.resume(
+          id,
+          { decision: "approve" },
+          { ctx: as({ userId: "u1", permissions: { roles: ["manager"] } }) },
+        ),
+        approvals.resume(id, { decision: "approve", extra: 1 }, { ctx: manager() }),
+        approvals.resume(id, "yes", { ctx: manager() }),
+      ];
+      expect((await Promise.all(refusals.map(rejection))).map((e) => e.code)).toEqual([
+        ErrorCode.PERMISSION_DENIED,
+        ErrorCode.PERMISSION_DENIED,
+        ErrorCode.PERMISSION_DENIED,
+        ErrorCode.INVALID_INPUT,
+        ErrorCode.INVALID_INPUT,
+      ]);
+      expect(await approvals.get(id)).toMatchObject({ status: "paused", lastSeq: 2 });
+      await approvals.resume(id, { decision: "deny" }, { ctx: manager() });
+      expect(
+        (await rejection(approvals.resume(id, { decision: "approve" }, { ctx: manager() }))).code,
+      ).toBe(ErrorCode.INVALID_STATE);
+    } finally {
+      await approvals.store.close();
+    }
   });
 });

@@ -175,10 +175,7 @@ export class ApprovalGate {
    * Uses the answered approval `run` for `ctx`: ends it with its decision as the result. `null`
    * when another attempt ended it first.
    */
-  async #use(
-    run: RunRecord,
-    ctx: ExecContext,
-  ): Promise<{ decision: ApprovalDecision } | null> {
+  async #use(run: RunRecord, ctx: ExecContext): Promise<{ decision: ApprovalDecision } | null> {
     const holder: { decision: ApprovalDecision | null } = { decision: null };
     try {
       await this.#queue.store.finishPending(run.id, (answers): RunOutcome => {

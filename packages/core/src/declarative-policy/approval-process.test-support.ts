@@ -22,7 +22,12 @@ const config = JSON.parse(process.env.NERVA_TEST_CONFIG ?? "{}") as Config;
 const APPROVAL_DOC = {
   version: 1 as const,
   approvals: [
-    { name: "transfers", kind: "tool" as const, names: ["wire_transfer"], approverRoles: ["manager"] },
+    {
+      name: "transfers",
+      kind: "tool" as const,
+      names: ["wire_transfer"],
+      approverRoles: ["manager"],
+    },
   ],
 };
 
@@ -42,10 +47,16 @@ async function main(): Promise<void> {
       if (run === undefined) throw new Error("no paused approval");
       const events: string[] = [];
       for await (const e of approvals.events(run.id, { follow: false })) events.push(e.type);
+      // The requester holding the approver role still may not decide their own request.
+      const self = ExecContext.create({ userId: "alice", permissions: { roles: ["manager"] } });
+      const selfCode = await approvals.resume(run.id, { decision: "approve" }, { ctx: self }).then(
+        () => "accepted",
+        (err: { code?: string }) => err.code,
+      );
       const manager = ExecContext.create({ userId: "boss", permissions: { roles: ["manager"] } });
       await approvals.resume(run.id, { decision: "approve", note: "from afar" }, { ctx: manager });
       process.stdout.write(
-        `${JSON.stringify({ id: run.id, prompt: run.pause?.prompt, events, status: (await approvals.get(run.id))?.status })}\n`,
+        `${JSON.stringify({ id: run.id, prompt: run.pause?.prompt, events, selfCode, status: (await approvals.get(run.id))?.status })}\n`,
       );
       return;
     }
@@ -69,10 +80,17 @@ async function main(): Promise<void> {
     process.stdout.write("ready\n");
     await new Promise<void>((resolve) => process.stdin.once("data", () => resolve()));
     const decision = await policy.evaluate(
-      { checkpoint: "during_execution", kind: "tool", name: "wire_transfer", args: { amount: 900 } },
+      {
+        checkpoint: "during_execution",
+        kind: "tool",
+        name: "wire_transfer",
+        args: { amount: 900 },
+      },
       ExecContext.create({ userId: "alice" }),
     );
-    process.stdout.write(`${JSON.stringify({ effect: decision.effect, approvalId: decision.approvalId ?? null })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ effect: decision.effect, approvalId: decision.approvalId ?? null })}\n`,
+    );
   } finally {
     await store.close();
   }

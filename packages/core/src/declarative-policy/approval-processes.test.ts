@@ -30,7 +30,12 @@ afterAll(async () => {
 const DOC = {
   version: 1 as const,
   approvals: [
-    { name: "transfers", kind: "tool" as const, names: ["wire_transfer"], approverRoles: ["manager"] },
+    {
+      name: "transfers",
+      kind: "tool" as const,
+      names: ["wire_transfer"],
+      approverRoles: ["manager"],
+    },
   ],
 };
 const transfer: PolicyAction = {
@@ -110,6 +115,7 @@ describe.each(backends)("approvals across processes on %s", (_name, open) => {
       expect(seen).toMatchObject({
         id: pending.approvalId,
         events: ["run.enqueued", "run.paused"],
+        selfCode: "PERMISSION_DENIED",
         status: "pending",
       });
       expect(seen["prompt"]).toContain('Tool "wire_transfer" needs approval (rule "transfers")');

@@ -428,7 +428,8 @@ export function finishPendingRun(
   // Nothing to write: the record itself, so a store sees that nothing changed.
   if (outcome === null) return { run: run as Draft, events: [] };
   const t = start(run);
-  if (outcome.status === RunStatus.SUCCEEDED) end(t, RunStatus.SUCCEEDED, outcome.result, null, now);
+  if (outcome.status === RunStatus.SUCCEEDED)
+    end(t, RunStatus.SUCCEEDED, outcome.result, null, now);
   else end(t, outcome.status, outcome.result, outcome.error, now);
   return t;
 }

@@ -53,9 +53,7 @@ export function describePendingRunContract(
     const { store } = await make();
     const { run } = await store.create(newRun({ pause: PAUSE }));
     // A paused run is not pending: nothing is finished.
-    expect((await rejection(store.finishPending(run.id, used))).code).toBe(
-      ErrorCode.INVALID_STATE,
-    );
+    expect((await rejection(store.finishPending(run.id, used))).code).toBe(ErrorCode.INVALID_STATE);
     await store.resume(run.id, null, '"yes"');
     // `null` reads the answers and leaves the run as it is.
     const read = await store.finishPending(run.id, () => null);
@@ -68,9 +66,7 @@ export function describePendingRunContract(
     expect((await store.get(run.id))?.status).toBe("succeeded");
     const last = (await store.readEvents(run.id, 0, 20)).at(-1);
     expect(last).toMatchObject({ type: RunEventType.SUCCEEDED, data: { output: '"yes"' } });
-    expect((await rejection(store.finishPending(run.id, used))).code).toBe(
-      ErrorCode.INVALID_STATE,
-    );
+    expect((await rejection(store.finishPending(run.id, used))).code).toBe(ErrorCode.INVALID_STATE);
     expect((await rejection(store.finishPending("run_missing", used))).code).toBe(
       ErrorCode.NOT_FOUND,
     );

@@ -211,9 +211,13 @@ export class RedisRunStore implements RunStore {
       }
       if (code === -1) throw runNotFound(runId);
     }
-    throw new NervaError(ErrorCode.UNAVAILABLE, `Run ${runId} kept changing while being finished; retry.`, {
-      details: { retryAfterSeconds: 1 },
-    });
+    throw new NervaError(
+      ErrorCode.UNAVAILABLE,
+      `Run ${runId} kept changing while being finished; retry.`,
+      {
+        details: { retryAfterSeconds: 1 },
+      },
+    );
   }
 
   async redrive(runId: string): Promise<RunRecord> {
