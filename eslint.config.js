@@ -44,8 +44,8 @@ export const coreFloors = [
   ["orchestrator"],
   ["runs"],
   ["graph", "declarative-policy"],
-  ["http", "viewer", "wire", "client-view.ts"],
-  ["testing", "sqlite", "redis", "index.ts", "wire.ts"],
+  ["http", "viewer", "wire"],
+  ["testing", "sqlite", "redis", "index.ts", "wire.ts", "policy.ts"],
 ];
 
 const coreSrc = join(import.meta.dirname, "packages/core/src");

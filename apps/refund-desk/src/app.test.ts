@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentRunner } from "@nerva/core";
+import { AgentRunner } from "@nerva/core/graph";
 import { readSSEEvents } from "@nerva/core/testing";
 import { refundDeskApp } from "./app.js";
 import * as desk from "./refund-desk.js";

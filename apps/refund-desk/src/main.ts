@@ -3,7 +3,7 @@
 //   curl -XPOST localhost:3000/refunds -H 'content-type: application/json' -d '{"orderId":"42"}'
 //   curl -N localhost:3000/refunds/<id>/events
 //   curl -XPOST localhost:3000/refunds/<id>/input -H 'content-type: application/json' -d '{"value":"approved"}'
-import { AgentRunner } from "@nerva/core";
+import { AgentRunner } from "@nerva/core/graph";
 import { refundDeskApp } from "./app.js";
 import * as desk from "./refund-desk.js";
 
