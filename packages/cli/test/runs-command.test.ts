@@ -74,7 +74,8 @@ describe("nerva runs --store", () => {
 
 describe("nerva runs and policy approvals", () => {
   it("lists and shows an approval like any paused run, and will not decide it without an approver", async () => {
-    const { DeclarativePolicyEngine, ExecContext, RunQueue } = await import("@nerva/core");
+    const { ExecContext, RunQueue } = await import("@nerva/core");
+    const { DeclarativePolicyEngine } = await import("@nerva/core/policy");
     const { SqliteRunStore } = await import("@nerva/core/sqlite");
     const db = join(dir, "approvals.db");
     const approvals = new RunQueue({ store: new SqliteRunStore({ path: db }), name: "approvals" });
