@@ -43,9 +43,9 @@ export const coreFloors = [
   ["memory", "middleware"],
   ["orchestrator"],
   ["runs"],
-  ["graph"],
+  ["graph", "declarative-policy"],
   ["http", "viewer", "wire"],
-  ["testing", "sqlite", "redis", "index.ts", "wire.ts"],
+  ["testing", "sqlite", "redis", "index.ts", "wire.ts", "policy.ts"],
 ];
 
 const coreSrc = join(import.meta.dirname, "packages/core/src");

@@ -72,6 +72,57 @@ describe("nerva runs --store", () => {
   });
 });
 
+describe("nerva runs and policy approvals", () => {
+  it("lists and shows an approval like any paused run, and will not decide it without an approver", async () => {
+    const { ExecContext, RunQueue } = await import("@nerva/core");
+    const { DeclarativePolicyEngine } = await import("@nerva/core/policy");
+    const { SqliteRunStore } = await import("@nerva/core/sqlite");
+    const db = join(dir, "approvals.db");
+    const approvals = new RunQueue({ store: new SqliteRunStore({ path: db }), name: "approvals" });
+    const policy = new DeclarativePolicyEngine(
+      {
+        version: 1,
+        approvals: [
+          { name: "refunds", kind: "tool", names: ["refund"], approverRoles: ["manager"] },
+        ],
+      },
+      { approvals },
+    );
+    const pending = await policy.evaluate(
+      { checkpoint: "during_execution", kind: "tool", name: "refund", args: { amount: 5 } },
+      ExecContext.create({ userId: "alice" }),
+    );
+    await approvals.store.close();
+    const id = pending.approvalId as string;
+
+    const list = nerva(["runs", "list", "--store", db]);
+    expect(list.status).toBe(0);
+    expect(list.stdout).toMatch(/^queue approvals\b/m);
+    expect(list.stdout).toMatch(new RegExp(`${id}\\s+paused\\s+refund`));
+    const shown = JSON.parse(nerva(["runs", "show", id, "--store", db]).stdout) as {
+      status: string;
+      pause: { kind: string; prompt: string; answeredBy: unknown };
+    };
+    expect(shown.status).toBe("paused");
+    expect(shown.pause.kind).toBe("approval");
+    expect(shown.pause.prompt).toContain('Tool "refund" needs approval (rule "refunds")');
+    expect(shown.pause.answeredBy).toEqual({ roles: ["manager"], exceptUsers: ["alice"] });
+    // The command line has no identity, so it is not an approver.
+    const answer = nerva([
+      "runs",
+      "resume",
+      id,
+      "--store",
+      db,
+      "--value",
+      '{"decision":"approve"}',
+    ]);
+    expect(answer.status).not.toBe(0);
+    expect(oneLine(answer.stderr)).toMatch(/PERMISSION_DENIED/);
+    expect(show(db, id).status).toBe("paused");
+  });
+});
+
 describe("nerva runs and the session key's record", () => {
   it("never shows, follows, answers or cancels the record that keeps the session key", async () => {
     const db = join(dir, "keys.db");

@@ -20,10 +20,17 @@ export interface WaitForInputOptions {
   answeredBy?: RunAnswerers;
 }
 
-/** Who may answer a pause: users by id, or anyone with one of the roles. */
+/**
+ * Who may answer a pause: users by id, or anyone with one of the roles, except the users and
+ * anonymous sessions listed in `exceptUsers` / `exceptSessions` (a policy approval's requester
+ * when the rule forbids self-approval).
+ */
 export interface RunAnswerers {
   readonly users?: readonly string[];
   readonly roles?: readonly string[];
+  readonly exceptUsers?: readonly string[];
+  /** Sessions of anonymous contexts (no user) that may not answer. */
+  readonly exceptSessions?: readonly string[];
 }
 
 /**

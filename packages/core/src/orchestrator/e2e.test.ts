@@ -9,7 +9,7 @@ import { SqliteMemoryStore } from "../memory/sqlite-memory-store.js";
 import { TieredMemory } from "../memory/tiered-memory.js";
 import { LoggingMiddleware } from "../middleware/logging.js";
 import { MetricsMiddleware } from "../middleware/metrics.js";
-import { DeclarativePolicyEngine } from "../policy/declarative-engine.js";
+import { DeclarativePolicyEngine } from "../declarative-policy/declarative-engine.js";
 import { policyDelegation } from "../policy/decision.js";
 import { SqliteRegistry } from "../registry/sqlite-registry.js";
 import { RuleRouter } from "../router/rule-router.js";
@@ -300,29 +300,52 @@ describe("orchestrator end to end", () => {
     const pending = await rejection(orchestrator.handle("please delete my account", requester));
     expect(pending.code).toBe(ErrorCode.APPROVAL_PENDING);
     const approvalId = pending.details["approvalId"] as string;
-    expect(approvalId).toMatch(/^[0-9a-f-]{36}$/);
+    // The approval is a paused run of the policy's approvals queue.
+    expect((await policy.approvals.get(approvalId))?.status).toBe("paused");
     expect(counters.deletions).toBe(0);
-    expect((await rejection(orchestrator.resume(approvalId, user("alice")))).code).toBe(
+    expect((await rejection(orchestrator.handleApproved(approvalId, user("alice")))).code).toBe(
       ErrorCode.APPROVAL_PENDING,
     );
-    expect((await rejection(policy.approve(approvalId, user("alice")))).code).toBe(
-      ErrorCode.PERMISSION_DENIED,
-    );
-    expect((await rejection(orchestrator.resume(approvalId, user("mallory")))).code).toBe(
+    expect(
+      (
+        await rejection(
+          policy.approvals.resume(approvalId, { decision: "approve" }, { ctx: user("alice") }),
+        )
+      ).code,
+    ).toBe(ErrorCode.PERMISSION_DENIED);
+    expect((await rejection(orchestrator.handleApproved(approvalId, user("mallory")))).code).toBe(
       ErrorCode.NOT_FOUND,
     );
     expect(counters.deletions).toBe(0);
 
     const manager = user("boss", { permissions: { roles: ["manager"] } });
-    await policy.approve(approvalId, manager, "verified by phone");
-    const done = await orchestrator.resume(approvalId, user("alice"));
+    await policy.approvals.resume(
+      approvalId,
+      { decision: "approve", note: "verified by phone" },
+      { ctx: manager },
+    );
+    const done = await orchestrator.handleApproved(approvalId, user("alice"));
     expect(done).toMatchObject({ status: "success", text: "Your account is deleted." });
     expect(counters.deletions).toBe(1);
     // The approval was for one run: another attempt waits for a new one.
-    const again = await rejection(orchestrator.resume(approvalId, user("alice")));
+    const again = await rejection(orchestrator.handleApproved(approvalId, user("alice")));
     expect(again.code).toBe(ErrorCode.APPROVAL_PENDING);
     expect(again.details["approvalId"]).not.toBe(approvalId);
     expect(counters.deletions).toBe(1);
+  });
+
+  it("refuses a denied approval with POLICY_DENIED, to handleApproved and to the same request sent again", async () => {
+    const { orchestrator, policy, counters } = await makeApp();
+    const pending = await rejection(orchestrator.handle("please delete my account", user("bob")));
+    const approvalId = pending.details["approvalId"] as string;
+    const manager = user("boss", { permissions: { roles: ["manager"] } });
+    await policy.approvals.resume(approvalId, { decision: "deny", note: "no" }, { ctx: manager });
+    const denied = await rejection(orchestrator.handleApproved(approvalId, user("bob")));
+    expect(denied.code).toBe(ErrorCode.POLICY_DENIED);
+    expect(denied.message).toContain("was denied: no");
+    const resent = await rejection(orchestrator.handle("please delete my account", user("bob")));
+    expect(resent.code).toBe(ErrorCode.POLICY_DENIED);
+    expect(counters.deletions).toBe(0);
   });
 
   it("stops a run that exceeds its token budget mid-way, charging the real usage", async () => {

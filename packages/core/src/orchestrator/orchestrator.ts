@@ -6,7 +6,7 @@ import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import type { AgentHandler, AgentRuntime } from "../runtime/types.js";
 import { createKit } from "./kit.js";
 import { channelOf, checkMessage, wire, type Wiring } from "./options.js";
-import { approvedMessage } from "./resume.js";
+import { approvedMessage } from "./approved.js";
 import { runRequest } from "./run.js";
 import { streamRequest } from "./stream.js";
 import type {
@@ -159,16 +159,18 @@ export class Orchestrator {
   }
 
   /**
-   * Runs the message of an approved approval again for its requester (the same user, or the
-   * same session of an anonymous request). Rejects with APPROVAL_PENDING while it waits,
-   * POLICY_DENIED when it was denied, NOT_FOUND when `ctx` is not its requester. Needs a policy
-   * with `approval(id, ctx)` (DeclarativePolicyEngine has it).
+   * Sends the message of an approved approval again for its requester (the same user, or the
+   * same session of an anonymous request); the policy lets it through once. Rejects with
+   * APPROVAL_PENDING while the approval waits, POLICY_DENIED when it was denied, NOT_FOUND when
+   * `ctx` is not its requester. Sending the same message with `handle` works as well. Needs a
+   * policy with `approval(id, ctx)` (DeclarativePolicyEngine has it). Approvers decide with
+   * the one resume of every pause: `policy.approvals.resume(approvalId, { decision }, { ctx })`.
    *
    * @example
-   * await policy.approve(approvalId, managerCtx);
-   * const response = await orchestrator.resume(approvalId, requesterCtx);
+   * await policy.approvals.resume(approvalId, { decision: "approve" }, { ctx: managerCtx });
+   * const response = await orchestrator.handleApproved(approvalId, requesterCtx);
    */
-  async resume(
+  async handleApproved(
     approvalId: string,
     ctx: ExecContext,
     options: HandleOptions = NO_OPTIONS,

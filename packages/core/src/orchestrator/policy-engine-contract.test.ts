@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ExecContext, type ExecContextOptions } from "../context/exec-context.js";
 import { httpStatusOfResult, toHttpError } from "../http/status.js";
-import { DeclarativePolicyEngine } from "../policy/declarative-engine.js";
+import { DeclarativePolicyEngine } from "../declarative-policy/declarative-engine.js";
 import type { PolicyDocumentInit } from "../policy/document.js";
 import { policyDelegation } from "../policy/decision.js";
 import type { PolicyAction, PolicyDecision, PolicyEngine } from "../policy/types.js";

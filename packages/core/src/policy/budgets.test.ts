@@ -5,7 +5,7 @@ import { ErrorCode } from "../errors.js";
 import { Orchestrator } from "../orchestrator/orchestrator.js";
 import { RuleRouter } from "../router/rule-router.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
-import { DeclarativePolicyEngine } from "./declarative-engine.js";
+import { DeclarativePolicyEngine } from "../declarative-policy/declarative-engine.js";
 import type { PolicyDocumentInit } from "./document.js";
 import type { PolicyAction } from "./types.js";
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ErrorCode, NervaError } from "../errors.js";
-import { DeclarativePolicyEngine } from "./declarative-engine.js";
+import { DeclarativePolicyEngine } from "../declarative-policy/declarative-engine.js";
 import { loadPolicyFile, parsePolicyDocument, parsePolicyText } from "./document.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-policy-"));

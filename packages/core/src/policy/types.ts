@@ -61,15 +61,29 @@ export interface PolicyDecision {
   readonly approvalId?: string;
 }
 
-/** Status of an approval request. */
+/**
+ * Where an approval is: `pending` (paused, waiting for an approver), `approved` or `denied`
+ * (answered, not yet used by its requester), `used` (its requester's attempt used it), `expired`
+ * (not decided or not used in time).
+ */
 export const ApprovalStatus = {
   PENDING: "pending",
   APPROVED: "approved",
   DENIED: "denied",
+  USED: "used",
+  EXPIRED: "expired",
 } as const;
 export type ApprovalStatus = (typeof ApprovalStatus)[keyof typeof ApprovalStatus];
 
-/** A request for a human to allow one specific action (same kind, name, user and payload). */
+/**
+ * A request for a human to allow one specific action (same kind, name, user and payload), as a
+ * policy engine shows it. With DeclarativePolicyEngine it is a paused run of its approvals
+ * queue: `id` is the run id, answered with `queue.resume(id, { decision }, { ctx })`.
+ *
+ * @example
+ * const approval = await policy.approval!(approvalId, requesterCtx);
+ * if (approval?.status === "pending") console.log(approval.rule, approval.expiresAt);
+ */
 export interface Approval {
   readonly id: string;
   readonly status: ApprovalStatus;
@@ -92,33 +106,6 @@ export interface Approval {
   readonly decidedAt: number | null;
   readonly decidedBy: string | null;
   readonly note: string | null;
-  /** An approval allows one attempt; a decision is reported once. */
-  readonly consumed: boolean;
-}
-
-/**
- * Where approvals live. `claim` must be atomic: of two concurrent attempts, only one consumes an
- * approval.
- *
- * @example
- * const engine = new DeclarativePolicyEngine(doc, { approvals: new InMemoryApprovalStore() });
- */
-export interface ApprovalStore {
-  create(approval: Approval): Promise<void>;
-  get(id: string): Promise<Approval | null>;
-  /** The newest approval with this fingerprint that is unexpired and not consumed, if any. */
-  findOpen(fingerprint: string, now: number): Promise<Approval | null>;
-  /** Sets status, decider and note of a pending approval; returns it, or `null` if not pending. */
-  decide(
-    id: string,
-    status: "approved" | "denied",
-    by: string | null,
-    note: string | null,
-    now: number,
-  ): Promise<Approval | null>;
-  /** Marks a decided approval consumed; `false` when someone else already did. */
-  claim(id: string): Promise<boolean>;
-  list(filter?: { status?: ApprovalStatus; userId?: string }): Promise<Approval[]>;
 }
 
 /**
@@ -135,7 +122,7 @@ export interface PolicyEngine {
   charge(usage: TokenUsage, ctx: ExecContext): Promise<void>;
   /**
    * Optional: the approval `id` if `ctx` is its requester or may decide it, else `null`. The
-   * orchestrator's `resume` needs it.
+   * orchestrator's `handleApproved` needs it.
    */
   approval?(id: string, ctx: ExecContext): Promise<Approval | null>;
 }

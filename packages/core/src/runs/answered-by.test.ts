@@ -58,6 +58,43 @@ describe.each(storeBackends("answered-by"))("answeredBy on %s", (_name, open) =>
     }
   });
 
+  it("refuses a user or anonymous session named in exceptUsers / exceptSessions, even with the role", async () => {
+    const queue = new RunQueue({ store: open(), name: "except" });
+    const runner = new Runner({
+      queue,
+      handlers: {
+        ask: async (input, ctx) =>
+          ctx.run!.waitForInput<string>("ok", {
+            answeredBy: { roles: ["approver"], exceptUsers: ["mia"], exceptSessions: ["s-anon"] },
+          }),
+      },
+    });
+    await runner.start();
+    try {
+      const { id } = await queue.enqueue({ handler: "ask", input: { message: "" } });
+      const paused = await queue.wait(id, { until: ["paused"] });
+      expect(paused.pause?.answeredBy?.exceptUsers).toEqual(["mia"]);
+      await expect(queue.resume(id, "yes", { ctx: manager() })).rejects.toMatchObject({
+        code: "PERMISSION_DENIED",
+        message: expect.stringMatching(/user mia, who asked for it/),
+      });
+      const anon = ExecContext.create({
+        sessionId: "s-anon",
+        permissions: { roles: ["approver"] },
+      });
+      await expect(queue.resume(id, "yes", { ctx: anon })).rejects.toMatchObject({
+        code: "PERMISSION_DENIED",
+      });
+      expect((await queue.get(id))?.status).toBe("paused");
+      const other = ExecContext.create({ userId: "lee", permissions: { roles: ["approver"] } });
+      await queue.resume(id, "yes", { ctx: other });
+      expect((await queue.wait(id)).result?.output).toBe("yes");
+    } finally {
+      await runner.stop();
+      await queue.store.close();
+    }
+  });
+
   it("refuses an answeredBy that names nobody, with the field", async () => {
     const queue = new RunQueue({ store: open(), name: "bad" });
     const runner = new Runner({

@@ -6,6 +6,7 @@ import type {
   LeaseRef,
   NewRun,
   RunListQuery,
+  PendingOutcome,
   RunOutcome,
   RunStore,
 } from "./store.js";
@@ -15,6 +16,7 @@ import {
   checkFence,
   claimRun,
   createRun,
+  finishPendingRun,
   finishRun,
   heartbeatRun,
   isClaimable,
@@ -258,6 +260,18 @@ export class InMemoryRunStore implements RunStore {
     entry.inputs.set(answered, value);
     this.#apply(entry, t);
     return entry.run;
+  }
+
+  async finishPending(
+    runId: string,
+    outcome: PendingOutcome,
+  ): Promise<{ run: RunRecord; answers: ReadonlyMap<string, string> }> {
+    const entry = this.#entry(runId);
+    const answers: ReadonlyMap<string, string> = new Map(entry.inputs);
+    const run = entry.run;
+    const t = finishPendingRun(run, () => outcome(answers, run), Date.now());
+    if (t.events.length > 0) this.#apply(entry, t);
+    return { run: entry.run, answers };
   }
 
   async redrive(runId: string): Promise<RunRecord> {

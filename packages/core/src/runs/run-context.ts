@@ -422,7 +422,7 @@ function checkAnswerers(given: unknown): RunAnswerers | undefined {
   if (typeof given !== "object" || given === null || Array.isArray(given)) {
     throw bad("must be an object");
   }
-  const { users, roles, ...rest } = given as Record<string, unknown>;
+  const { users, roles, exceptUsers, exceptSessions, ...rest } = given as Record<string, unknown>;
   if (Object.keys(rest).length > 0) throw bad(`unknown key ${Object.keys(rest)[0]}`);
   const list = (v: unknown, name: string): string[] | undefined => {
     if (v === undefined) return undefined;
@@ -437,6 +437,13 @@ function checkAnswerers(given: unknown): RunAnswerers | undefined {
   };
   const u = list(users, "users");
   const r = list(roles, "roles");
+  const xu = list(exceptUsers, "exceptUsers");
+  const xs = list(exceptSessions, "exceptSessions");
   if ((u?.length ?? 0) + (r?.length ?? 0) === 0) throw bad("names nobody");
-  return { ...(u === undefined ? {} : { users: u }), ...(r === undefined ? {} : { roles: r }) };
+  return {
+    ...(u === undefined ? {} : { users: u }),
+    ...(r === undefined ? {} : { roles: r }),
+    ...(xu === undefined ? {} : { exceptUsers: xu }),
+    ...(xs === undefined ? {} : { exceptSessions: xs }),
+  };
 }

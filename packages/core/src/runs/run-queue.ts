@@ -9,6 +9,7 @@ import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { createAgentInput, type AgentInputInit } from "../types/agent.js";
 import { plainEnqueue, plainInput } from "./enqueue-check.js";
 import { toJsonText } from "./json-value.js";
+import { APPROVAL_KEY, approvalDecision } from "./approval-answer.js";
 import {
   EnqueueOptionsSchema,
   EventsOptionsSchema,
@@ -260,7 +261,9 @@ export class RunQueue {
 
   /**
    * Answers a paused run: `value` becomes what its `waitForInput(key)` returns (for a chain that
-   * paused on `needs_data`/`needs_credentials`, `{ args }` merged into the handler's args).
+   * paused on `needs_data`/`needs_credentials`, `{ args }` merged into the handler's args; for a
+   * policy approval, `{ decision: "approve" | "deny", note? }`, recorded with its decider).
+   * PERMISSION_DENIED when the pause names who may answer and `ctx` is not one of them.
    * INVALID_STATE when the run is not paused; INVALID_INPUT for another key.
    *
    * @example
@@ -280,10 +283,13 @@ export class RunQueue {
       "Pass { key?: the non-empty pause key the run waits for, ctx?: the answerer's ExecContext }.",
     );
     const key = o.key ?? null;
-    const text = toJsonText(value ?? null, "value", this.maxStepBytes, "Resume with plain JSON.");
+    let text = toJsonText(value ?? null, "value", this.maxStepBytes, "Resume with plain JSON.");
     const pause = (await this.store.get(id))?.pause ?? null;
     if (pause?.answeredBy !== undefined) checkAnswerer(id, pause.answeredBy, o.ctx);
     const waiting = pause?.key ?? "";
+    if (pause !== null && waiting === APPROVAL_KEY) {
+      text = JSON.stringify(approvalDecision(id, pause, value, o.ctx, Date.now()));
+    }
     if (waiting.startsWith("$chain/")) {
       parseOrThrow(
         ChainAnswerSchema,
@@ -413,6 +419,18 @@ export class RunQueue {
  */
 function checkAnswerer(id: string, who: RunAnswerers, ctx: ExecContext | undefined): void {
   const user = ctx?.userId ?? null;
+  const session = ctx?.sessionId ?? null;
+  const excepted =
+    user !== null
+      ? (who.exceptUsers ?? []).includes(user)
+      : session !== null && (who.exceptSessions ?? []).includes(session);
+  if (excepted) {
+    throw new NervaError(
+      ErrorCode.PERMISSION_DENIED,
+      `Run ${id} may not be answered by ${user !== null ? `user ${user}` : `session ${session}`}, who asked for it (self-approval is not allowed).`,
+      { details: { runId: id } },
+    );
+  }
   const byUser = user !== null && (who.users ?? []).includes(user);
   const byRole = ctx !== undefined && (who.roles ?? []).some((r) => ctx.permissions.hasRole(r));
   if (byUser || byRole) return;

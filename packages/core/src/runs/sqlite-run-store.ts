@@ -26,6 +26,7 @@ import type {
   LeaseRef,
   NewRun,
   RunListQuery,
+  PendingOutcome,
   RunOutcome,
   RunStore,
 } from "./store.js";
@@ -34,6 +35,7 @@ import {
   closedStore,
   claimRun,
   createRun,
+  finishPendingRun,
   finishRun,
   heartbeatRun,
   pauseRun,
@@ -308,6 +310,21 @@ export class SqliteRunStore implements RunStore {
       this.#s.putValue.run(runId, "input", answered, value);
       return resumeRun(run, answered, now);
     });
+  }
+
+  async finishPending(
+    runId: string,
+    outcome: PendingOutcome,
+  ): Promise<{ run: RunRecord; answers: ReadonlyMap<string, string> }> {
+    const answers = new Map<string, string>();
+    const run = await this.#change(runId, (run, now) => {
+      answers.clear();
+      for (const v of this.#s.values.all(runId) as { kind: string; key: string; value: string }[]) {
+        if (v.kind === "input") answers.set(v.key, v.value);
+      }
+      return finishPendingRun(run, () => outcome(answers, run), now);
+    });
+    return { run, answers };
   }
 
   async redrive(runId: string): Promise<RunRecord> {

@@ -25,7 +25,22 @@ export interface NewRun {
   readonly context: ExecContextWire;
   /** How long from now before the run may be claimed. */
   readonly delaySeconds: number;
+  /**
+   * Optional: the run starts paused on this pause instead of pending (`run.enqueued` then
+   * `run.paused`), and waits for `resume` before any worker may claim it: a question that is
+   * the whole of the run, such as a policy approval.
+   */
+  readonly pause?: RunPause;
 }
+
+/**
+ * What `RunStore.finishPending` is told: how the run ends given the answers it was resumed with
+ * (JSON text by pause key), or `null` to end nothing and only read them.
+ */
+export type PendingOutcome = (
+  answers: ReadonlyMap<string, string>,
+  run: RunRecord,
+) => RunOutcome | null;
 
 /** The proof of holding a run: every worker write carries it and is refused when it is stale. */
 export interface LeaseRef {
@@ -142,6 +157,18 @@ export interface RunStore {
   cancel(runId: string, reason: string | null): Promise<RunRecord>;
   /** A paused run becomes pending with `value` (JSON text) recorded under its pause key. */
   resume(runId: string, key: string | null, value: string): Promise<RunRecord>;
+  /**
+   * Ends a pending run that no worker holds, in one atomic step with reading its
+   * answers: for a run nothing executes once it is answered (a policy approval, used by the
+   * request it allows). `outcome` is called with the answers (maybe more than once, so it must
+   * have no side effects); the run ends as it says, or is left as it is when it says `null`.
+   * INVALID_STATE when the run is not pending, so of concurrent callers one ends it; NOT_FOUND
+   * for an unknown run.
+   */
+  finishPending(
+    runId: string,
+    outcome: PendingOutcome,
+  ): Promise<{ run: RunRecord; answers: ReadonlyMap<string, string> }>;
   /** A failed, timed-out or cancelled run is queued again with fresh attempts, its steps kept. */
   redrive(runId: string): Promise<RunRecord>;
   /**

@@ -85,7 +85,25 @@ export function createRun(init: NewRun, now: number): Transition {
     { handlers: [...init.handlers], priority: init.priority, availableAt: run.availableAt },
     now,
   );
+  if (init.pause !== undefined) {
+    run.status = RunStatus.PAUSED;
+    run.pause = init.pause;
+    push(t, RunEventType.PAUSED, pausedData(init.pause), now);
+  }
   return t;
+}
+
+/** The data of a `run.paused` event: what the pause asks and who may answer. */
+function pausedData(pause: RunPause): Record<string, JsonValue> {
+  return {
+    key: pause.key,
+    prompt: pause.prompt,
+    kind: pause.kind,
+    data: { ...pause.data },
+    ...(pause.answeredBy === undefined
+      ? {}
+      : { answeredBy: JSON.parse(JSON.stringify(pause.answeredBy)) as JsonValue }),
+  };
 }
 
 /** Whether a worker may claim `run` at `now`: due and pending, or running with an expired lease. */
@@ -284,20 +302,7 @@ export function pauseRun(
   t.run.status = RunStatus.PAUSED;
   t.run.lease = null;
   t.run.pause = pause;
-  push(
-    t,
-    RunEventType.PAUSED,
-    {
-      key: pause.key,
-      prompt: pause.prompt,
-      kind: pause.kind,
-      data: { ...pause.data },
-      ...(pause.answeredBy === undefined
-        ? {}
-        : { answeredBy: JSON.parse(JSON.stringify(pause.answeredBy)) as JsonValue }),
-    },
-    now,
-  );
+  push(t, RunEventType.PAUSED, pausedData(pause), now);
   return t;
 }
 
@@ -400,6 +405,32 @@ export function resumeRun(run: RunRecord, key: string, now: number): Transition 
   t.run.pause = null;
   t.run.availableAt = now;
   push(t, RunEventType.RESUMED, { key }, now);
+  return t;
+}
+
+/**
+ * Ends a pending run nobody holds with `outcome` (see `RunStore.finishPending`), or leaves it as
+ * it is for `null`. INVALID_STATE when it is not pending: someone ended, claimed or cancelled it.
+ */
+export function finishPendingRun(
+  run: RunRecord,
+  decide: () => RunOutcome | null,
+  now: number,
+): Transition {
+  if (run.status !== RunStatus.PENDING) {
+    throw new NervaError(
+      ErrorCode.INVALID_STATE,
+      `Run ${run.id} is ${run.status}, not pending: it was already finished, claimed or cancelled.`,
+      { details: { runId: run.id, status: run.status } },
+    );
+  }
+  const outcome = decide();
+  // Nothing to write: the record itself, so a store sees that nothing changed.
+  if (outcome === null) return { run: run as Draft, events: [] };
+  const t = start(run);
+  if (outcome.status === RunStatus.SUCCEEDED)
+    end(t, RunStatus.SUCCEEDED, outcome.result, null, now);
+  else end(t, outcome.status, outcome.result, outcome.error, now);
   return t;
 }
 

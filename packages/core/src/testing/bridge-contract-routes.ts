@@ -4,7 +4,7 @@ import { NervaError, type ErrorCode } from "../errors.js";
 import type { NervaHttpOptions } from "../http/options.js";
 import { httpStatusOfResult } from "../http/status.js";
 import { Orchestrator } from "../orchestrator/orchestrator.js";
-import { DeclarativePolicyEngine } from "../policy/declarative-engine.js";
+import { DeclarativePolicyEngine } from "../declarative-policy/declarative-engine.js";
 import { RuleRouter } from "../router/rule-router.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import type { AgentRuntime } from "../runtime/types.js";

@@ -5,6 +5,7 @@ import { RunQueue, newRunId } from "../runs/run-queue.js";
 import type { ClaimedRun, LeaseRef, NewRun, RunStore } from "../runs/store.js";
 import { RunEventType, RunStatus, type RunEvent, type RunRecord } from "../runs/types.js";
 import { rejection } from "./rejection.js";
+import { describePendingRunContract } from "./run-store-contract-pending.js";
 import { describeRunnerContract } from "./runner-contract.js";
 
 /**
@@ -70,7 +71,8 @@ async function allEvents(store: RunStore, id: string): Promise<RunEvent[]> {
 
 /**
  * The behaviour every {@link RunStore} must show: idempotent create, claim order (priority, then
- * `availableAt`), fenced writes, reclaim of expired leases, cancel, pause and resume, gap-free
+ * `availableAt`), fenced writes, reclaim of expired leases, cancel, pause and resume, runs
+ * created paused and pending runs ended by `finishPending`, gap-free
  * events with a live tail, redrive, list and prune; then the Runner's behaviour on top of it.
  * Run it from a vitest file for each implementation (a custom one too).
  *
@@ -98,6 +100,8 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
               },
       };
     };
+
+    describePendingRunContract(make, newRun);
 
     it("creates one run per idempotency key, even for concurrent creates", async () => {
       const { store } = await make();

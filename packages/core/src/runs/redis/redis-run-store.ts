@@ -14,6 +14,7 @@ import type {
   LeaseRef,
   NewRun,
   RunListQuery,
+  PendingOutcome,
   RunOutcome,
   RunStore,
 } from "../store.js";
@@ -23,6 +24,7 @@ import {
   checkFence,
   createRun,
   closedStore,
+  finishPendingRun,
   finishRun,
   heartbeatRun,
   leaseLost,
@@ -110,11 +112,16 @@ export class RedisRunStore implements RunStore {
       { kind: "create", idem: init.idempotencyKey },
       job,
     );
+    // A run that starts paused has nothing to deliver until it is resumed.
+    const deliver = init.pause === undefined;
     if (init.idempotencyKey === null) {
       // Nothing to refuse: the job goes out in the same tick, on the same connection, behind the
       // record (Redis runs them in order), so an enqueue costs one round trip. A job whose
       // record write failed finds no record and is dropped as an orphan.
-      const [[code]] = await Promise.all([commit, this.#delivery.addJob(t.run, job)]);
+      const [[code]] = await Promise.all([
+        commit,
+        deliver ? this.#delivery.addJob(t.run, job) : undefined,
+      ]);
       if (code !== 1) {
         throw new NervaError(ErrorCode.INTERNAL, `Run id ${init.id} already exists.`);
       }
@@ -128,7 +135,7 @@ export class RedisRunStore implements RunStore {
     }
     if (code !== 1) throw new NervaError(ErrorCode.INTERNAL, `Run id ${init.id} already exists.`);
     // The record is the truth; a job lost here (crash) is re-added by the sweep.
-    await this.#delivery.addJob(t.run, job);
+    if (deliver) await this.#delivery.addJob(t.run, job);
     return { run: t.run, created: true };
   }
 
@@ -174,6 +181,43 @@ export class RedisRunStore implements RunStore {
     );
     await this.#delivery.addJob(t.run, job);
     return t.run;
+  }
+
+  async finishPending(
+    runId: string,
+    outcome: PendingOutcome,
+  ): Promise<{ run: RunRecord; answers: ReadonlyMap<string, string> }> {
+    let answers: ReadonlyMap<string, string> = new Map();
+    // The record and its answers are read together; the write is a compare-and-set on the
+    // version read, so of concurrent callers one ends the run and the others read it again
+    // and find it no longer pending.
+    for (let i = 0; i < 20; i++) {
+      const read = await this.#records.readForClaim(runId);
+      if (read.run === null) throw runNotFound(runId);
+      answers = read.inputs;
+      const { run, v, job } = read;
+      const t = finishPendingRun(run, () => outcome(answers, run), Date.now());
+      if (t.events.length === 0) return { run, answers };
+      const [code] = await this.#records.commit(t.run, v, t.events, { kind: "" });
+      if (code === 1) {
+        if (typeof job === "string" && job !== "") {
+          // Best effort: a job left behind is dropped when claimed (its run is final).
+          await this.#delivery
+            .queue(t.run.queue)
+            .remove(job)
+            .catch(() => undefined);
+        }
+        return { run: t.run, answers };
+      }
+      if (code === -1) throw runNotFound(runId);
+    }
+    throw new NervaError(
+      ErrorCode.UNAVAILABLE,
+      `Run ${runId} kept changing while being finished; retry.`,
+      {
+        details: { retryAfterSeconds: 1 },
+      },
+    );
   }
 
   async redrive(runId: string): Promise<RunRecord> {

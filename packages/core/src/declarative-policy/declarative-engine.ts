@@ -1,35 +1,41 @@
 import { z } from "zod";
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, parseOrThrow } from "../errors.js";
-import { checkContext } from "../runtime/guard.js";
-import type { TokenUsage } from "../types/usage.js";
-import { parseAction, type ParsedAction } from "./action.js";
-import { ApprovalGate } from "./approval-gate.js";
-import { InMemoryApprovalStore } from "./approvals.js";
-import { Budgets } from "./budgets.js";
-import { allowDecision, recordDecision } from "./decision.js";
+import { parseAction, type ParsedAction } from "../policy/action.js";
+import { Budgets } from "../policy/budgets.js";
+import { allowDecision, recordDecision } from "../policy/decision.js";
 import {
   loadPolicyFile,
   parsePolicyDocument,
   parsePolicyText,
   type PolicyDocument,
   type PolicyDocumentInit,
-} from "./document.js";
-import { RateLimits } from "./rate-limits.js";
-import { RuleSet, type Target } from "./rules.js";
+} from "../policy/document.js";
+import { RateLimits } from "../policy/rate-limits.js";
+import { RuleSet, type Target } from "../policy/rules.js";
 import {
   Checkpoint,
   type Approval,
-  type ApprovalStore,
   type PolicyAction,
   type PolicyDecision,
   type PolicyEngine,
-} from "./types.js";
+} from "../policy/types.js";
+import { checkContext } from "../runtime/guard.js";
+import { InMemoryRunStore } from "../runs/in-memory-store.js";
+import { RunQueue } from "../runs/run-queue.js";
+import type { TokenUsage } from "../types/usage.js";
+import { ApprovalGate } from "./approval-gate.js";
 
 /** Options of {@link DeclarativePolicyEngine}. */
 export interface DeclarativePolicyOptions {
-  /** Where approvals are kept; default an {@link InMemoryApprovalStore}. */
-  readonly approvals?: ApprovalStore;
+  /**
+   * The queue approvals are runs of: each is a paused run there, answered with
+   * `approvals.resume(id, { decision }, { ctx })`. Give one on a SQLite or Redis store for
+   * approvals that every process sharing the store sees and decides; default, a queue named
+   * `approvals` on an {@link InMemoryRunStore} of this engine's own (one process, lost on exit).
+   * No Runner may serve it: nothing executes an approval.
+   */
+  readonly approvals?: RunQueue;
   /** Epoch milliseconds; replace only to control time (e.g. in tests of windows). */
   readonly clock?: () => number;
 }
@@ -37,14 +43,14 @@ export interface DeclarativePolicyOptions {
 const OptionsSchema = z
   .object({
     approvals: z
-      .custom<ApprovalStore>(
+      .custom<RunQueue>(
         (v) =>
           typeof v === "object" &&
           v !== null &&
-          ["create", "get", "findOpen", "decide", "claim", "list"].every(
-            (m) => typeof (v as Record<string, unknown>)[m] === "function",
-          ),
-        "must implement ApprovalStore",
+          typeof (v as { name?: unknown }).name === "string" &&
+          typeof (v as { resume?: unknown }).resume === "function" &&
+          typeof (v as { store?: { finishPending?: unknown } }).store?.finishPending === "function",
+        "must be a RunQueue on a store with finishPending",
       )
       .optional(),
     clock: z.custom<() => number>((v) => typeof v === "function", "must be a function").optional(),
@@ -59,7 +65,8 @@ const OptionsSchema = z
  *   from `ctx.rootTokenUsage`; user usage held at admission and settled by {@link charge}), then
  *   `per: handler` and `per: user_handler` rate limits, then `approvals` (a matching action is
  *   `pending` until a holder of `approverRoles` approves it; the approved action then proceeds
- *   once, for the same user or anonymous session).
+ *   once, for the same user or anonymous session). An approval is a paused run of the
+ *   {@link approvals} queue, decided by `approvals.resume(id, { decision }, { ctx })`.
  * Each part lives in its own file (`rules.ts`, `budgets.ts`, `rate-limits.ts`,
  * `approval-gate.ts`); what a request was counted against, the approvals it used and the budget
  * it holds are request-local slots of its context. Every decision is also a `policy.decision`
@@ -72,6 +79,8 @@ const OptionsSchema = z
 export class DeclarativePolicyEngine implements PolicyEngine {
   /** The validated document. */
   readonly document: PolicyDocument;
+  /** The queue whose paused runs are this engine's approvals (see {@link DeclarativePolicyOptions}). */
+  readonly approvals: RunQueue;
   readonly #rules: RuleSet;
   readonly #budgets: Budgets;
   readonly #limits: RateLimits;
@@ -84,14 +93,16 @@ export class DeclarativePolicyEngine implements PolicyEngine {
       options,
       ErrorCode.INVALID_OPTIONS,
       "options",
-      "Pass { approvals?: ApprovalStore, clock?: () => number }.",
+      "Pass { approvals?: a RunQueue, clock?: () => number }.",
     );
     const clock = o.clock ?? Date.now;
     const d = this.document;
     this.#rules = new RuleSet(d);
     this.#budgets = new Budgets(d, clock);
     this.#limits = new RateLimits(d, clock);
-    this.#gate = new ApprovalGate(d, o.approvals ?? new InMemoryApprovalStore(), clock);
+    this.approvals =
+      o.approvals ?? new RunQueue({ store: new InMemoryRunStore(), name: "approvals" });
+    this.#gate = new ApprovalGate(d, this.approvals, clock);
   }
 
   /**
@@ -163,56 +174,14 @@ export class DeclarativePolicyEngine implements PolicyEngine {
   }
 
   /**
-   * Approves a pending approval. The approver comes from `ctx`: it needs one of the rule's
-   * `approverRoles`, and may not approve its own request unless the rule allows it.
+   * The approval `id` if `ctx` is its requester or may decide it; `null` otherwise.
    *
    * @example
-   * await policy.approve(err.details.approvalId as string, managerCtx, "ok for this customer");
+   * const approval = await policy.approval(approvalId, requesterCtx);
    */
-  approve(id: string, ctx: ExecContext, note?: string): Promise<Approval> {
-    return this.#decide(id, "approved", ctx, note);
-  }
-
-  /**
-   * Denies a pending approval; the next identical attempt is refused with POLICY_DENIED, once.
-   *
-   * @example
-   * await policy.deny(approvalId, managerCtx, "amount too high");
-   */
-  deny(id: string, ctx: ExecContext, reason?: string): Promise<Approval> {
-    return this.#decide(id, "denied", ctx, reason);
-  }
-
-  /** The approval, if `ctx` is its requester or may decide it; `null` otherwise. */
   async approval(id: string, ctx: ExecContext): Promise<Approval | null> {
     checkContext(ctx);
     return this.#gate.get(id, ctx);
-  }
-
-  /** Pending approvals that `ctx` may decide. */
-  async pendingApprovals(ctx: ExecContext): Promise<Approval[]> {
-    checkContext(ctx);
-    return this.#gate.pendingFor(ctx);
-  }
-
-  async #decide(
-    id: string,
-    status: "approved" | "denied",
-    ctx: ExecContext,
-    note: string | undefined,
-  ): Promise<Approval> {
-    checkContext(ctx);
-    const span = ctx.startSpan(`policy.${status === "approved" ? "approve" : "deny"}`, {
-      approval_id: String(id),
-    });
-    try {
-      const decided = await this.#gate.decide(id, status, ctx, note);
-      span.end("ok");
-      return decided;
-    } catch (err) {
-      span.end("error", err instanceof Error ? err.message : String(err));
-      throw err;
-    }
   }
 
   #beforeRoute(ctx: ExecContext): PolicyDecision {

@@ -1,12 +1,13 @@
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
-import { isRequester } from "../policy/approval-gate.js";
+import { isRequester } from "../policy/requester.js";
 import type { PolicyEngine } from "../policy/types.js";
 
 /**
- * The message of approval `approvalId` once it is approved, for its requester only (the same
+ * The message of approval `approvalId` once it is decided, for its requester only (the same
  * user, or the same session of an anonymous request). Rejects with APPROVAL_PENDING while it
- * waits, POLICY_DENIED when it was denied, NOT_FOUND when `ctx` is not its requester.
+ * waits, POLICY_DENIED when it was denied, NOT_FOUND when `ctx` is not its requester. A used or
+ * expired approval gives the message too: sent again, it asks for a new approval.
  */
 export async function approvedMessage(
   policy: PolicyEngine | null,
@@ -16,12 +17,12 @@ export async function approvedMessage(
   if (policy === null || typeof policy.approval !== "function") {
     throw new NervaError(
       ErrorCode.INVALID_OPTIONS,
-      "resume needs a policy engine with approvals (options.policy, e.g. DeclarativePolicyEngine).",
+      "handleApproved needs a policy engine with approvals (options.policy, e.g. DeclarativePolicyEngine).",
       { issues: [{ path: "options.policy", message: "must implement approval(id, ctx)" }] },
     );
   }
   const approval = await policy.approval(approvalId, ctx);
-  // `approval()` also answers approvers; only the requester may resume.
+  // `approval()` also answers approvers; only the requester may send the message again.
   if (approval === null || approval.kind !== "agent" || !isRequester(approval, ctx)) {
     throw new NervaError(
       ErrorCode.NOT_FOUND,

@@ -3,10 +3,10 @@ import { ExecContext, type ExecContextOptions } from "../context/exec-context.js
 import { ErrorCode, NervaError } from "../errors.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { DeclarativePolicyEngine } from "./declarative-engine.js";
-import { decisionError, policyDelegation } from "./decision.js";
-import type { PolicyDocumentInit } from "./document.js";
-import { NoopPolicyEngine } from "./noop-engine.js";
-import type { PolicyAction } from "./types.js";
+import { decisionError, policyDelegation } from "../policy/decision.js";
+import type { PolicyDocumentInit } from "../policy/document.js";
+import { NoopPolicyEngine } from "../policy/noop-engine.js";
+import type { PolicyAction } from "../policy/types.js";
 
 const ctxOf = (o: ExecContextOptions = {}) => ExecContext.create({ userId: "u1", ...o });
 const route: PolicyAction = { checkpoint: "before_route", message: "hello" };
@@ -160,101 +160,6 @@ describe("DeclarativePolicyEngine: permissions and rules", () => {
       rule: null,
     });
     expect((await engine.evaluate(route, ctxOf())).effect).toBe("allow");
-  });
-});
-
-describe("DeclarativePolicyEngine: approvals", () => {
-  const doc: PolicyDocumentInit = {
-    version: 1,
-    approvals: [
-      { name: "transfers", kind: "tool", names: ["wire_transfer"], approverRoles: ["manager"] },
-      {
-        name: "admin-agent",
-        kind: "agent",
-        names: ["admin_agent"],
-        approverRoles: ["manager"],
-        exemptRoles: ["root"],
-        ttlSeconds: 60,
-      },
-    ],
-  };
-  const manager = () => ExecContext.create({ userId: "boss", permissions: { roles: ["manager"] } });
-
-  it("keeps a gated action pending until approved, then lets it through once", async () => {
-    const engine = new DeclarativePolicyEngine(doc);
-    const args = { amount: 500, to: "acct-1" };
-    const first = await engine.evaluate(tool("wire_transfer", args), ctxOf());
-    expect(first).toMatchObject({
-      effect: "pending",
-      code: ErrorCode.APPROVAL_PENDING,
-      rule: "transfers",
-    });
-    const id = first.approvalId as string;
-    // Asking again does not create a second approval; key order of the arguments does not matter.
-    const again = await engine.evaluate(
-      tool("wire_transfer", { to: "acct-1", amount: 500 }),
-      ctxOf(),
-    );
-    expect(again.approvalId).toBe(id);
-    expect(
-      (await engine.evaluate(tool("wire_transfer", { amount: 9999, to: "acct-1" }), ctxOf()))
-        .approvalId,
-    ).not.toBe(id);
-
-    const stranger = ExecContext.create({ userId: "u9" });
-    await expect(engine.approve(id, stranger)).rejects.toMatchObject({
-      code: ErrorCode.PERMISSION_DENIED,
-    });
-    const selfManager = ctxOf({ permissions: { roles: ["manager"] } });
-    await expect(engine.approve(id, selfManager)).rejects.toThrow(/self-approval/);
-    expect(await engine.approval(id, stranger)).toBeNull();
-    expect((await engine.approval(id, ctxOf()))?.status).toBe("pending");
-    expect((await engine.pendingApprovals(manager())).map((a) => a.id)).toContain(id);
-
-    const approved = await engine.approve(id, manager(), "fine");
-    expect(approved).toMatchObject({ status: "approved", decidedBy: "boss", note: "fine" });
-    await expect(engine.approve(id, manager())).rejects.toThrow(/no longer pending/);
-    // Another user's identical attempt does not match this approval.
-    expect(
-      (await engine.evaluate(tool("wire_transfer", args), ctxOf({ userId: "u2" }))).effect,
-    ).toBe("pending");
-    const request = ctxOf();
-    const through = await engine.evaluate(tool("wire_transfer", args), request);
-    expect(through).toMatchObject({
-      effect: "allow",
-      reason: "approved by boss",
-      rule: "transfers",
-    });
-    // Checked again within the same request (say by a runtime hook), the approval still holds.
-    expect((await engine.evaluate(tool("wire_transfer", args), request.fork())).effect).toBe(
-      "allow",
-    );
-    // Used once: the next attempt needs a new approval.
-    const next = await engine.evaluate(tool("wire_transfer", args), ctxOf());
-    expect(next.effect).toBe("pending");
-    expect(next.approvalId).not.toBe(id);
-  });
-
-  it("reports a denied approval once, skips exempt roles and expires old approvals", async () => {
-    const { engine, time } = clocked(doc);
-    const pending = await engine.evaluate(invoke("admin_agent", "reset db"), ctxOf());
-    await engine.deny(pending.approvalId as string, manager(), "not today");
-    expect(await engine.evaluate(invoke("admin_agent", "reset db"), ctxOf())).toMatchObject({
-      effect: "deny",
-      code: ErrorCode.POLICY_DENIED,
-      reason: 'Approval "' + pending.approvalId + '" was denied by boss: not today.',
-    });
-    expect((await engine.evaluate(invoke("admin_agent", "reset db"), ctxOf())).effect).toBe(
-      "pending",
-    );
-    const root = ctxOf({ permissions: { roles: ["root"] } });
-    expect((await engine.evaluate(invoke("admin_agent", "reset db"), root)).effect).toBe("allow");
-
-    const old = await engine.evaluate(invoke("admin_agent", "later"), ctxOf());
-    time.now += 61_000;
-    await expect(engine.approve(old.approvalId as string, manager())).rejects.toThrow(/expired/);
-    const fresh = await engine.evaluate(invoke("admin_agent", "later"), ctxOf());
-    expect(fresh.approvalId).not.toBe(old.approvalId);
   });
 });
 

@@ -1,0 +1,27 @@
+// Public entry of @nerva/core/policy: the PolicyEngine interface, the declarative engine (rate
+// limits, budgets, approvals from a policy document) and its document format. It sits above the
+// folders it gathers: the declarative engine (declarative-policy/) is built on runs/, since its
+// approvals are paused runs.
+export {
+  ApprovalStatus,
+  Checkpoint,
+  PolicyEffect,
+  type Approval,
+  type PolicyAction,
+  type PolicyDecision,
+  type PolicyEngine,
+} from "./policy/types.js";
+export {
+  DeclarativePolicyEngine,
+  type DeclarativePolicyOptions,
+} from "./declarative-policy/declarative-engine.js";
+export { NoopPolicyEngine } from "./policy/noop-engine.js";
+export { decisionError, policyDelegation } from "./policy/decision.js";
+export {
+  PolicyDocumentSchema,
+  loadPolicyFile,
+  parsePolicyDocument,
+  parsePolicyText,
+  type PolicyDocument,
+  type PolicyDocumentInit,
+} from "./policy/document.js";
