@@ -13,3 +13,8 @@ export {
   RedisMemoryStoreOptionsSchema,
   type RedisMemoryStoreOptions,
 } from "../memory/redis-memory-store.js";
+export {
+  RedisRegistry,
+  RedisRegistryOptionsSchema,
+  type RedisRegistryOptions,
+} from "../registry/redis-registry.js";
