@@ -31,9 +31,7 @@ export function redisConnectionFields(defaultPrefix: string) {
     /** `redis://host:port/db`; default `redis://127.0.0.1:6379`. Not with `client`. */
     url: z.string().min(1).optional(),
     /** An ioredis client to use instead of opening one (one client can serve a whole app). */
-    client: z
-      .custom<Redis>(isRedisClient, "must be an ioredis client (new Redis(...))")
-      .optional(),
+    client: z.custom<Redis>(isRedisClient, "must be an ioredis client (new Redis(...))").optional(),
     /** Prefix of every key written. */
     prefix: z
       .string()
@@ -46,7 +44,8 @@ export function redisConnectionFields(defaultPrefix: string) {
 
 /** The refinement that refuses `url` and `client` together. */
 export const oneConnection = [
-  (o: { url?: string | undefined; client?: unknown }) => o.url === undefined || o.client === undefined,
+  (o: { url?: string | undefined; client?: unknown }) =>
+    o.url === undefined || o.client === undefined,
   { path: ["client"], message: "pass either url or client, not both" },
 ] as const;
 

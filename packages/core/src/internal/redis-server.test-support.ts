@@ -40,7 +40,10 @@ export class RedisServerProcess {
     this.#child = child;
     let output = "";
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`redis-server did not start:\n${output}`)), 10_000);
+      const timer = setTimeout(
+        () => reject(new Error(`redis-server did not start:\n${output}`)),
+        10_000,
+      );
       child.stdout?.on("data", (chunk: Buffer) => {
         output += chunk.toString();
         if (output.includes("Ready to accept connections")) {

@@ -55,7 +55,10 @@ describe("RedisMemoryStore specifics", () => {
         Array.from({ length: 100 }, (_, i) =>
           Promise.all([
             (i % 2 ? ma : mb).store({ content: `turn ${i}` }, ctx),
-            (i % 2 ? mb : ma).store({ kind: "fact", key: "city", content: `city ${i} berlin` }, ctx),
+            (i % 2 ? mb : ma).store(
+              { kind: "fact", key: "city", content: `city ${i} berlin` },
+              ctx,
+            ),
           ]),
         ),
       );

@@ -122,7 +122,11 @@ export class RedisMemoryStore implements MemoryStore {
         redis,
         READ,
         [k.hot, k.warm, k.items, k.cold, k.vectors],
-        [Math.max(0, r.hotLimit), Math.max(0, r.warmLimit), cold === null ? 0 : this.#coldCandidates],
+        [
+          Math.max(0, r.hotLimit),
+          Math.max(0, r.warmLimit),
+          cold === null ? 0 : this.#coldCandidates,
+        ],
         true,
       ),
     )) as [Buffer[], (Buffer | null)[], (Buffer | null)[], (Buffer | null)[], Buffer[]];

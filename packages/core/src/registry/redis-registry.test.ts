@@ -100,11 +100,17 @@ describe("RedisRegistry specifics", () => {
       for (const kind of ["agent", "tool"] as const) {
         for (const name of names) await registry.register({ kind, name, description: kind }, ctx());
       }
-      await memory.store({ content: "hello" }, ExecContext.create({ userId: "entry:tool:a", sessionId: "s" }));
+      await memory.store(
+        { content: "hello" },
+        ExecContext.create({ userId: "entry:tool:a", sessionId: "s" }),
+      );
       await registry.unregister("agent", "a:b", ctx());
       const found = await registry.discover(ctx());
       expect(found.map((e) => `${e.kind}/${e.name}/${e.description}`)).toEqual([
-        ...names.filter((n) => n !== "a:b").sort().map((n) => `agent/${n}/agent`),
+        ...names
+          .filter((n) => n !== "a:b")
+          .sort()
+          .map((n) => `agent/${n}/agent`),
         ...[...names].sort().map((n) => `tool/${n}/tool`),
       ]);
       expect(await registry.get("tool", "a:b", ctx())).toMatchObject({ name: "a:b" });

@@ -65,7 +65,8 @@ interface Stored {
 
 function parseFields(fields: Fields): Stored {
   const f = new Map<string, string>();
-  for (let i = 0; i + 1 < fields.length; i += 2) f.set(fields[i] as string, fields[i + 1] as string);
+  for (let i = 0; i + 1 < fields.length; i += 2)
+    f.set(fields[i] as string, fields[i + 1] as string);
   const num = (name: string): number => Number(f.get(name) ?? 0);
   const maybe = (name: string): number | null => (f.has(name) ? Number(f.get(name)) : null);
   const stats: StatsState = {
@@ -232,11 +233,7 @@ export class RedisRegistry implements Registry {
     op: string,
     attrs: Attributes,
     fn: (
-      run: (
-        script: typeof REGISTER,
-        keys: string[],
-        args: (string | number)[],
-      ) => Promise<unknown>,
+      run: (script: typeof REGISTER, keys: string[], args: (string | number)[]) => Promise<unknown>,
     ) => Promise<T>,
   ): Promise<T> {
     return inSpan(ctx, op, attrs, () => {
