@@ -42,12 +42,14 @@ export function redisConnectionFields(defaultPrefix: string) {
   };
 }
 
-/** The refinement that refuses `url` and `client` together. */
-export const oneConnection = [
-  (o: { url?: string | undefined; client?: unknown }) =>
-    o.url === undefined || o.client === undefined,
+/** The refinement (check and issue) that refuses `url` and `client` together. */
+export const oneConnection: [
+  (o: { url?: string | undefined; client?: unknown }) => boolean,
+  { path: string[]; message: string },
+] = [
+  (o) => o.url === undefined || o.client === undefined,
   { path: ["client"], message: "pass either url or client, not both" },
-] as const;
+];
 
 /** A Lua script and its SHA-1, run by {@link RedisConnection.script}. */
 export interface RedisScript {
