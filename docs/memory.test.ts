@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import * as core from "@nerva/core";
 import * as memoryEntry from "@nerva/core/memory";
+import * as redis from "@nerva/core/redis";
 import * as sqlite from "@nerva/core/sqlite";
 
 const page = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "memory.md"), "utf8");
@@ -65,8 +66,29 @@ describe("docs/memory.md", () => {
 
   it("names the entry points that export each store", () => {
     expect(memoryEntry).toHaveProperty("TieredMemory");
-    expect(memoryEntry).toHaveProperty("InMemoryMemoryStore");
-    expect(sqlite).toHaveProperty("SqliteMemoryStore");
-    expect(memoryEntry).not.toHaveProperty("SqliteMemoryStore");
+    const rows = [...page.matchAll(/^\| `(\w+MemoryStore)`\s*\| `(@nerva\/core\/\w+)`/gm)];
+    expect(rows.map((r) => [r[1], r[2]])).toEqual([
+      ["InMemoryMemoryStore", "@nerva/core/memory"],
+      ["SqliteMemoryStore", "@nerva/core/sqlite"],
+      ["RedisMemoryStore", "@nerva/core/redis"],
+    ]);
+    const modules: Record<string, object> = {
+      "@nerva/core/memory": memoryEntry,
+      "@nerva/core/sqlite": sqlite,
+      "@nerva/core/redis": redis,
+    };
+    for (const [, name, from] of rows) {
+      for (const [path, mod] of Object.entries(modules)) {
+        // Each store is exported from the entry the table names, and from no other.
+        if (path === from) expect(mod, `${path} exports ${name}`).toHaveProperty(name as string);
+        else expect(mod, `${path} exports ${name}`).not.toHaveProperty(name as string);
+      }
+    }
+  });
+
+  it("documents exactly the options RedisMemoryStore accepts", () => {
+    const section = page.slice(page.indexOf("### Redis"), page.indexOf("## Limits on metadata"));
+    const documented = [...section.matchAll(/^\| `(\w+)`/gm)].map((m) => m[1]);
+    expect(documented).toEqual(Object.keys(redis.RedisMemoryStoreOptionsSchema.shape));
   });
 });

@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import * as redis from "@nerva/core/redis";
 import * as registry from "@nerva/core/registry";
 import * as sqlite from "@nerva/core/sqlite";
 
@@ -12,17 +13,28 @@ const page = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "registr
 describe("docs/registry.md", () => {
   it("lists each registry with the entry point that exports it", () => {
     const rows = [
-      ...page.matchAll(/^\| `(\w+Registry)`\s*\| `(@nerva\/core\/(?:registry|sqlite))`/gm),
+      ...page.matchAll(/^\| `(\w+Registry)`\s*\| `(@nerva\/core\/(?:registry|sqlite|redis))`/gm),
     ];
     expect(rows.map((r) => [r[1], r[2]])).toEqual([
       ["InMemoryRegistry", "@nerva/core/registry"],
       ["SqliteRegistry", "@nerva/core/sqlite"],
+      ["RedisRegistry", "@nerva/core/redis"],
     ]);
     const modules: Record<string, object> = {
       "@nerva/core/registry": registry,
       "@nerva/core/sqlite": sqlite,
+      "@nerva/core/redis": redis,
     };
     for (const [, name, from] of rows)
       expect(modules[from as string]).toHaveProperty(name as string);
+  });
+
+  it("documents exactly the options RedisRegistry accepts", () => {
+    const section = page.slice(
+      page.indexOf("## RedisRegistry"),
+      page.indexOf("## In the orchestrator"),
+    );
+    const documented = [...section.matchAll(/^\| `(\w+)`/gm)].map((m) => m[1]);
+    expect(documented).toEqual(Object.keys(redis.RedisRegistryOptionsSchema.shape));
   });
 });

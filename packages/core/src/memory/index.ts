@@ -1,5 +1,6 @@
 // Public entry of @nerva/core/memory: tiered conversation memory keyed by identity, the
-// MemoryStore interface and the in-memory store; SqliteMemoryStore is at @nerva/core/sqlite.
+// MemoryStore interface and the in-memory store; SqliteMemoryStore is at @nerva/core/sqlite,
+// RedisMemoryStore at @nerva/core/redis.
 export {
   MemoryKind,
   type Memory,

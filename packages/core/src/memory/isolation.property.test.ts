@@ -3,10 +3,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, it } from "vitest";
+import { REDIS_URL, dropPrefixes, testPrefix } from "../runs/redis/redis.test-support.js";
 import { ExecContext } from "../context/exec-context.js";
 import type { Scope } from "../types/status.js";
 import { InMemoryMemoryStore } from "./in-memory-store.js";
 import { wordEmbedder } from "../testing/memory-contract.js";
+import { RedisMemoryStore } from "./redis-memory-store.js";
 import { SqliteMemoryStore } from "./sqlite-memory-store.js";
 import { TieredMemory } from "./tiered-memory.js";
 import type { MemoryStore } from "./types.js";
@@ -33,12 +35,23 @@ function ctxFor(user: string, session: string, agent: string, scope: Scope): Exe
 }
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-memory-prop-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const prefixes: string[] = [];
+afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true });
+  await dropPrefixes(prefixes);
+});
 let files = 0;
+
+function redisStore(): MemoryStore {
+  const prefix = testPrefix("isolation");
+  prefixes.push(prefix);
+  return new RedisMemoryStore({ url: REDIS_URL, prefix: `${prefix}:` });
+}
 
 const stores: [string, () => MemoryStore, number][] = [
   ["InMemoryMemoryStore", () => new InMemoryMemoryStore(), 150],
   ["SqliteMemoryStore", () => new SqliteMemoryStore({ path: join(dir, `p${++files}.db`) }), 30],
+  ["RedisMemoryStore", redisStore, 150],
 ];
 
 describe.each(stores)("memory isolation (%s)", (_label, makeStore, numRuns) => {

@@ -9,18 +9,31 @@ import { afterAll, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
 import type { JsonValue } from "../types/agent.js";
+import { REDIS_URL, dropPrefixes, testPrefix } from "../runs/redis/redis.test-support.js";
 import { InMemoryMemoryStore } from "./in-memory-store.js";
+import { RedisMemoryStore } from "./redis-memory-store.js";
 import { SqliteMemoryStore } from "./sqlite-memory-store.js";
 import { TieredMemory } from "./tiered-memory.js";
 import type { MemoryItem, MemoryStore } from "./types.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-memory-limits-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const prefixes: string[] = [];
+afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true });
+  await dropPrefixes(prefixes);
+});
 let files = 0;
+
+function redisStore(): MemoryStore {
+  const prefix = testPrefix("limits");
+  prefixes.push(prefix);
+  return new RedisMemoryStore({ url: REDIS_URL, prefix: `${prefix}:` });
+}
 
 const STORES: [string, () => MemoryStore][] = [
   ["InMemoryMemoryStore", () => new InMemoryMemoryStore()],
   ["SqliteMemoryStore", () => new SqliteMemoryStore({ path: join(dir, `m-${++files}.db`) })],
+  ["RedisMemoryStore", redisStore],
 ];
 
 type Kind = "array" | "object";

@@ -1,5 +1,6 @@
-// Public entry of @nerva/core/redis: durable runs on Redis, delivered by BullMQ. Loads the
-// optional peer dependencies bullmq (^6) and ioredis (^5) on first use and throws NervaError
+// Public entry of @nerva/core/redis: durable runs on Redis (delivered by BullMQ), and memory and
+// the registry on Redis, so that every replica of an app shares them. Loads the optional peer
+// dependencies ioredis (^5) and, for runs, bullmq (^6) on first use and throws NervaError
 // MISSING_DEPENDENCY naming the one that is missing.
 
 export {
@@ -7,3 +8,13 @@ export {
   RedisRunStoreOptionsSchema,
   type RedisRunStoreOptions,
 } from "../runs/redis/redis-run-store.js";
+export {
+  RedisMemoryStore,
+  RedisMemoryStoreOptionsSchema,
+  type RedisMemoryStoreOptions,
+} from "../memory/redis-memory-store.js";
+export {
+  RedisRegistry,
+  RedisRegistryOptionsSchema,
+  type RedisRegistryOptions,
+} from "../registry/redis-registry.js";

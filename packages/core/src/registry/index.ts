@@ -1,5 +1,6 @@
 // Public entry of @nerva/core/registry: the Registry interface (agents and tools with health and
-// invocation stats) and the in-memory one; SqliteRegistry is at @nerva/core/sqlite.
+// invocation stats) and the in-memory one; SqliteRegistry is at @nerva/core/sqlite, RedisRegistry
+// at @nerva/core/redis.
 export {
   HealthStatus,
   RegistryKind,
