@@ -30,17 +30,12 @@ function exportsOf(file: string): string[] {
 
 // One name per line, so that a diff shows exactly what was added or removed.
 const ROOT_EXPORTS = [
-  "AgentConfig",
-  "AgentConfigSchema",
   "AgentHandler",
   "AgentInput",
   "AgentInputInit",
   "AgentKit",
-  "AgentModule",
   "AgentNodeOptions",
   "AgentResult",
-  "AgentRunner",
-  "AgentRunnerOptions",
   "AgentRuntime",
   "AgentStatus",
   "AnyNervaError",

@@ -1,4 +1,5 @@
-import { AgentRunner, ErrorCode, NervaError, type RunQueue, type RunRecord } from "@nerva/core";
+import { ErrorCode, NervaError, type RunQueue, type RunRecord } from "@nerva/core";
+import { AgentRunner } from "./agent-runner.js";
 import { shellWord, type Values } from "./flags.js";
 import { importAgentModule } from "./agent-module.js";
 

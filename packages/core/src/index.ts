@@ -267,7 +267,7 @@ export {
   type ClientRun,
   type ClientRunResult,
 } from "./client-view.js";
-export { InMemoryRunStore } from "./runs/in-memory-store.js";
+export { InMemoryRunStore } from "./runs/memory/in-memory-store.js";
 export { RunPaused, type RunContext, type WaitForInputOptions } from "./runs/run-context.js";
 export { retryDelaySeconds } from "./runs/backoff.js";
 export {
