@@ -122,7 +122,10 @@ describe("floors inside @nerva/core", () => {
         "packages/core/src/graph/execute/example.ts",
         importing("../define/define-graph.js", "defineGraph"),
       ],
-      ["packages/core/src/graph/host/example.ts", importing("../execute/executor.js", "GraphExecutor")],
+      [
+        "packages/core/src/graph/host/example.ts",
+        importing("../execute/executor.js", "GraphExecutor"),
+      ],
       ["packages/core/src/graph/host/example.ts", importing("../define/nodes.js", "fnNode")],
       ["packages/core/src/graph/index.ts", importing("./host/graph-host.js", "GraphHost")],
       ["packages/core/src/testing/example.ts", importing("../http/index.js", "toHttpError")],
@@ -137,7 +140,10 @@ describe("floors inside @nerva/core", () => {
         "packages/core/src/graph/define/example.ts",
         importing("../execute/executor.js", "GraphExecutor"),
       ],
-      ["packages/core/src/graph/define/example.ts", importing("../host/graph-host.js", "GraphHost")],
+      [
+        "packages/core/src/graph/define/example.ts",
+        importing("../host/graph-host.js", "GraphHost"),
+      ],
       [
         "packages/core/src/graph/execute/example.ts",
         'import type { GraphHostOptions } from "../host/host-options.js";\nexport type X = GraphHostOptions;\n',

@@ -43,7 +43,6 @@ export interface AgentModule {
   readonly config?: AgentConfig;
 }
 
-
 /** Options of {@link AgentRunner.load}: they win over the module's `config`. */
 export interface AgentRunnerOptions extends AgentConfig {
   /** An open store to use instead of the configured one (the runner does not close it). */

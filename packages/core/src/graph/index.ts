@@ -34,6 +34,11 @@ export type { DeliveryInfo, EventHandler, SubscribeOptions } from "./host/event-
 export type { GraphRun } from "./host/graph-run.js";
 export type { SessionState } from "./host/session-state.js";
 export { IsolationLevel, SharedState, type SharedStateOptions } from "./execute/shared-state.js";
-export type { EntryPointInfo, EntryPointSpec, TriggerSource, TriggerSpec } from "./host/entry-points.js";
+export type {
+  EntryPointInfo,
+  EntryPointSpec,
+  TriggerSource,
+  TriggerSpec,
+} from "./host/entry-points.js";
 export { GraphHost, type ResumeOptions, type TriggerOptions } from "./host/graph-host.js";
 export type { GraphHostOptions } from "./host/host-options.js";

@@ -16,7 +16,13 @@ const init: NewRun = {
   queue: "q",
   handlers: ["h"],
   input: { message: "hi", args: {}, tools: [], history: [] },
-  retry: { maxAttempts: 3, initialDelaySeconds: 0, backoffFactor: 2, maxDelaySeconds: 1, jitter: 0 },
+  retry: {
+    maxAttempts: 3,
+    initialDelaySeconds: 0,
+    backoffFactor: 2,
+    maxDelaySeconds: 1,
+    jitter: 0,
+  },
   maxReclaims: 1,
   priority: 0,
   timeoutSeconds: null,
@@ -69,7 +75,12 @@ describe("RUN_STATUS_TRANSITIONS", () => {
   it("holds every status change the transition functions make, and nothing they never make", () => {
     const made = new Set<string>();
     for (const status of RUN_STATUSES) {
-      for (const options of [{}, { expired: true }, { cancel: true }, { expired: true, cancel: true }]) {
+      for (const options of [
+        {},
+        { expired: true },
+        { cancel: true },
+        { expired: true, cancel: true },
+      ]) {
         const from = runIn(status, options);
         // claimRun takes over an expired lease only; a live one is not claimable.
         const claimable = T.isClaimable(from, 10);

@@ -17,7 +17,13 @@ import {
 import { nodeStepKey } from "./run-events.js";
 import { isolatedShared } from "./shared-state.js";
 import { checkUpdate, mergeUpdate, mergeUpdates } from "./state-merge.js";
-import { END, type Graph, type GraphNode, type GraphState, type SharedStateView } from "../define/types.js";
+import {
+  END,
+  type Graph,
+  type GraphNode,
+  type GraphState,
+  type SharedStateView,
+} from "../define/types.js";
 
 /** Where a run starts: a fresh start, or where a sessionState left off. */
 export interface GraphStart {
