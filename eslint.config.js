@@ -44,7 +44,7 @@ export const coreFloors = [
   ["orchestrator"],
   ["runs"],
   ["graph"],
-  ["http", "viewer", "wire", "client-view.ts"],
+  ["http", "viewer", "wire"],
   ["testing", "sqlite", "redis", "index.ts", "wire.ts"],
 ];
 

@@ -4,17 +4,11 @@
 // information: the same two paths with a 4 MiB memory sweep between requests (not timed), which
 // leaves the CPU caches cold the way a web framework's own work does in a server.
 // Run: pnpm --filter @nerva/core build && node --expose-gc bench/orchestrator.bench.mjs
-import {
-  DeclarativePolicyEngine,
-  ExecContext,
-  InMemoryRegistry,
-  InProcessRuntime,
-  MetricsMiddleware,
-  InputSizeLimitMiddleware,
-  Orchestrator,
-  RuleRouter,
-  TieredMemory,
-} from "@nerva/core";
+import { DeclarativePolicyEngine } from "@nerva/core/policy";
+import { ExecContext, InProcessRuntime, Orchestrator, RuleRouter } from "@nerva/core";
+import { InMemoryRegistry } from "@nerva/core/registry";
+import { MetricsMiddleware, InputSizeLimitMiddleware } from "@nerva/core/middleware";
+import { TieredMemory } from "@nerva/core/memory";
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 

@@ -9,15 +9,8 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import {
-  ChannelResponder,
-  ExecContext,
-  FunctionToolManager,
-  PassthroughResponder,
-  RuleRouter,
-  agentResult,
-  defineTool,
-} from "@nerva/core";
+import { ChannelResponder, PassthroughResponder } from "@nerva/core/responder";
+import { ExecContext, FunctionToolManager, RuleRouter, agentResult, defineTool } from "@nerva/core";
 import { McpToolManager } from "@nerva/core/mcp";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");

@@ -7,14 +7,8 @@
 // queueing), its writes done after the clock stops, as the OTel rows do ("export deferred").
 // Run: pnpm --filter @nerva/core build && node --expose-gc bench/sinks.bench.mjs
 import { createWriteStream } from "node:fs";
-import {
-  ExecContext,
-  InProcessRuntime,
-  JsonLinesTraceSink,
-  Orchestrator,
-  RuleRouter,
-  UsageMeter,
-} from "@nerva/core";
+import { ExecContext, InProcessRuntime, Orchestrator, RuleRouter } from "@nerva/core";
+import { JsonLinesTraceSink, UsageMeter } from "@nerva/core/tracing";
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const yieldLoop = () => new Promise((r) => setImmediate(r));

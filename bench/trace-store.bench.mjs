@@ -3,7 +3,8 @@
 // sink, interleaved in the same run; a no-op sink for reference. Also: the heap a full store keeps
 // (200 traces), and what the viewer's reads cost on it (the list, one trace).
 // Run: pnpm --filter @nerva/core build && node --expose-gc bench/trace-store.bench.mjs
-import { ExecContext, InProcessRuntime, Orchestrator, RuleRouter, TraceStore } from "@nerva/core";
+import { ExecContext, InProcessRuntime, Orchestrator, RuleRouter } from "@nerva/core";
+import { TraceStore } from "@nerva/core/tracing";
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const spread = (xs) => `${Math.min(...xs).toFixed(0)}-${Math.max(...xs).toFixed(0)}`;

@@ -111,3 +111,52 @@ describe("docs/concepts.md", () => {
     }, 120_000);
   }
 });
+
+describe("docs/concepts.md: where each name is imported from", () => {
+  const table = markdown.slice(markdown.indexOf("| import from"));
+  const rows = [
+    ...table
+      .slice(0, table.indexOf("\n\n"))
+      .matchAll(/^\| `(@nerva\/core[^`]*)`\s*\|([^\n]+)\|$/gm),
+  ];
+
+  it("lists the root and every subsystem subpath of the package", async () => {
+    const pkg = JSON.parse(
+      (await import("node:fs")).readFileSync(join(root, "packages/core/package.json"), "utf8"),
+    ) as { exports: Record<string, unknown> };
+    const subsystems = ["context", "runtime", "router", "tools", "responder", "memory"]
+      .concat(["registry", "policy", "middleware", "tracing", "runs", "graph", "http"])
+      .map((s) => `@nerva/core/${s}`);
+    expect(rows.map((r) => r[1])).toEqual(["@nerva/core", ...subsystems]);
+    for (const sub of subsystems) {
+      expect(Object.keys(pkg.exports)).toContain(`.${sub.slice("@nerva/core".length)}`);
+    }
+  });
+
+  it("names only what each entry exports, and the root's count", async () => {
+    for (const [, from, what] of rows) {
+      const entry = (await import(from!)) as Record<string, unknown>;
+      for (const [, name] of what!.matchAll(/`(\w+)`/g)) {
+        // Types (`RunStore`) have no runtime value; every other name must be a real export.
+        if (name === "RunStore") continue;
+        expect(entry, `${name} from ${from}`).toHaveProperty(name!);
+      }
+    }
+    const rootNames = apiRootCount();
+    expect(markdown).toContain(`little else (${rootNames} names)`);
+  });
+});
+
+/** How many names (values and types) the root entry exports, as the compiler sees them. */
+function apiRootCount(): number {
+  const file = join(root, "packages/core/src/index.ts");
+  const program = ts.createProgram([file], {
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    noEmit: true,
+    skipLibCheck: true,
+  });
+  const checker = program.getTypeChecker();
+  const symbol = checker.getSymbolAtLocation(program.getSourceFile(file)!);
+  return checker.getExportsOfModule(symbol!).length;
+}

@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import * as core from "@nerva/core";
+import * as memoryEntry from "@nerva/core/memory";
 import * as sqlite from "@nerva/core/sqlite";
 
 const page = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "memory.md"), "utf8");
@@ -24,7 +25,7 @@ describe("docs/memory.md", () => {
       "archiveTurns",
     ]);
     const values: Record<string, unknown> = {
-      store: new core.InMemoryMemoryStore(),
+      store: new memoryEntry.InMemoryMemoryStore(),
       embed: async (texts: string[]) => texts.map(() => [1]),
       hotTurns: 5,
       warmLimit: 5,
@@ -33,9 +34,9 @@ describe("docs/memory.md", () => {
       archiveTurns: false,
     };
     for (const name of options) {
-      expect(() => new core.TieredMemory({ [name]: values[name] })).not.toThrow();
+      expect(() => new memoryEntry.TieredMemory({ [name]: values[name] })).not.toThrow();
     }
-    expect(() => new core.TieredMemory({ nope: 1 } as never)).toThrow(/options/);
+    expect(() => new memoryEntry.TieredMemory({ nope: 1 } as never)).toThrow(/options/);
   });
 
   it("states the metadata limits the stores enforce, with the real error", async () => {
@@ -47,7 +48,7 @@ describe("docs/memory.md", () => {
     // The quote may be wrapped across lines in the page.
     const quoted = /`(Invalid event\.metadata: [^`…]+)…`/.exec(limits)?.[1]?.replace(/\s+/g, " ");
     expect(quoted).toBeDefined();
-    const memory = new core.TieredMemory();
+    const memory = new memoryEntry.TieredMemory();
     const ctx = core.ExecContext.create({ userId: "u1", sessionId: "s1" });
     let at64: unknown = 1;
     for (let i = 0; i < 63; i++) at64 = [at64];
@@ -63,9 +64,9 @@ describe("docs/memory.md", () => {
   });
 
   it("names the entry points that export each store", () => {
-    expect(core).toHaveProperty("TieredMemory");
-    expect(core).toHaveProperty("InMemoryMemoryStore");
+    expect(memoryEntry).toHaveProperty("TieredMemory");
+    expect(memoryEntry).toHaveProperty("InMemoryMemoryStore");
     expect(sqlite).toHaveProperty("SqliteMemoryStore");
-    expect(core).not.toHaveProperty("SqliteMemoryStore");
+    expect(memoryEntry).not.toHaveProperty("SqliteMemoryStore");
   });
 });

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import * as bridge from "@nerva/nestjs";
+import * as http from "@nerva/core/http";
 import { docsDir, missingLines, pageText, tsBlocks } from "./bridge-docs.js";
 
 const scratch = join(docsDir, "../packages/nestjs/src/.doc-snippets");
@@ -50,7 +51,6 @@ describe("docs/nestjs.md", () => {
       "NervaExceptionFilter",
       "toSSEObservable",
       "sendSSE",
-      "jsonBodyOf",
       "NERVA_ORCHESTRATOR",
       "NERVA_RUNTIME",
       "NERVA_OPTIONS",
@@ -58,6 +58,11 @@ describe("docs/nestjs.md", () => {
     ]) {
       expect(page).toContain(name);
       expect(bridge).toHaveProperty(name);
+    }
+    // Shared helpers come from @nerva/core/http: a bridge exports only its own glue.
+    for (const name of ["jsonBodyOf"]) {
+      expect(http).toHaveProperty(name);
+      expect(bridge).not.toHaveProperty(name);
     }
   });
 });

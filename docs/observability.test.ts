@@ -5,6 +5,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import * as core from "@nerva/core";
+import * as tracing from "@nerva/core/tracing";
 
 const page = readFileSync(
   join(dirname(fileURLToPath(import.meta.url)), "observability.md"),
@@ -30,10 +31,12 @@ function table(first: string): string[][] {
 describe("docs/observability.md", () => {
   it("lists the sinks of @nerva/core that this page documents, and they are exported", () => {
     const own = table("sink")
-      .filter(([, from, what]) => from === "`@nerva/core`" && !/\]\(\w[\w-]*\.md\)/.test(what!))
+      .filter(
+        ([, from, what]) => from === "`@nerva/core/tracing`" && !/\]\(\w[\w-]*\.md\)/.test(what!),
+      )
       .map(([name]) => name!.replace(/`/g, ""));
     expect(own).toEqual(["MemoryTraceSink", "JsonLinesTraceSink", "UsageMeter"]);
-    for (const name of own) expect(core).toHaveProperty(name);
+    for (const name of own) expect(tracing).toHaveProperty(name);
   });
 
   it("documents exactly the fields JsonLinesTraceSink writes, for spans and for events", async () => {
@@ -41,7 +44,7 @@ describe("docs/observability.md", () => {
     const documented = (column: 1 | 2): string[] =>
       rows.filter((r) => r[column] !== "—").map((r) => r[0]!.replace(/`/g, ""));
     const lines: string[] = [];
-    const sink = new core.JsonLinesTraceSink({ write: (line) => void lines.push(line) });
+    const sink = new tracing.JsonLinesTraceSink({ write: (line) => void lines.push(line) });
     const ctx = core.ExecContext.create({ traceSink: sink });
     await ctx.span("handle", (inner) => void inner.event("e"));
     await sink.forceFlush();

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { DeclarativePolicyEngine, parsePolicyText } from "@nerva/core";
+import { DeclarativePolicyEngine, parsePolicyText } from "@nerva/core/policy";
 
 const page = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "policy.md"), "utf8");
 const yamlBlocks = [...page.matchAll(/^```yaml\n([\s\S]*?)^```$/gm)].map((m) => m[1] as string);

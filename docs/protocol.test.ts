@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { ExecContext, MemoryTraceSink, type NervaError } from "@nerva/core";
+import { ExecContext, type NervaError } from "@nerva/core";
+import { MemoryTraceSink } from "@nerva/core/tracing";
 import {
   FrameDecoder,
   FrameErrorReason,

@@ -4,13 +4,8 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import {
-  ChannelResponder,
-  ExecContext,
-  MIN_MAX_LENGTH,
-  agentResult,
-  failureText,
-} from "@nerva/core";
+import { ChannelResponder, MIN_MAX_LENGTH, failureText } from "@nerva/core/responder";
+import { ExecContext, agentResult } from "@nerva/core";
 
 const page = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "responder.md"), "utf8");
 

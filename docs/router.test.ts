@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import * as core from "@nerva/core";
+import * as core from "@nerva/core/router";
 
 const page = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "router.md"), "utf8");
 

@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import * as core from "@nerva/core";
+import * as core from "@nerva/core/tools";
 import * as mcp from "@nerva/core/mcp";
 
 const page = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "tools.md"), "utf8");

@@ -7,7 +7,8 @@ import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ExecContext, TraceStore } from "@nerva/core";
+import { ExecContext } from "@nerva/core";
+import { TraceStore } from "@nerva/core/tracing";
 import { createTraceViewer } from "@nerva/core/viewer";
 import { docsDir, pageText, tsBlocks } from "./bridge-docs.js";
 

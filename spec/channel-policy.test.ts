@@ -2,15 +2,9 @@
 // DeclarativePolicyEngine work with: each goes to the wire, validates against its spec file (ajv)
 // and its zod schema, and comes back equal. Payloads as Nerva's Python implementation writes
 // them are read failing closed.
-import {
-  ChannelResponder,
-  DeclarativePolicyEngine,
-  ErrorCode,
-  ExecContext,
-  agentResult,
-  decisionError,
-  type PolicyDecision,
-} from "@nerva/core";
+import { ChannelResponder } from "@nerva/core/responder";
+import { DeclarativePolicyEngine, decisionError, type PolicyDecision } from "@nerva/core/policy";
+import { ErrorCode, ExecContext, agentResult } from "@nerva/core";
 import {
   channelFromWire,
   channelToWire,

@@ -3,16 +3,10 @@
 // produce: each goes to the wire, validates against its spec file (ajv) and its zod schema, and
 // comes back equal. Payloads as Nerva's Python implementation writes them are read into values
 // the implementations use. Channel and PolicyDecision: channel-policy.test.ts.
-import {
-  ExecContext,
-  FunctionToolManager,
-  HealthStatus,
-  InMemoryRegistry,
-  MiddlewareStage,
-  RuleRouter,
-  TieredMemory,
-  defineTool,
-} from "@nerva/core";
+import { ExecContext, FunctionToolManager, RuleRouter, defineTool } from "@nerva/core";
+import { HealthStatus, InMemoryRegistry } from "@nerva/core/registry";
+import { MiddlewareStage } from "@nerva/core/middleware";
+import { TieredMemory } from "@nerva/core/memory";
 import {
   componentKindFromWire,
   componentKindToWire,

@@ -13,8 +13,8 @@ import {
   NervaError,
   Permissions,
   createAgentInput,
-  parseAgentResult,
 } from "@nerva/core";
+import { parseAgentResult } from "@nerva/core/context";
 import { eventToWire, tokenUsageFromWire, tokenUsageToWire, wireSchemas } from "@nerva/core/wire";
 import { afterAll, describe, expect, it } from "vitest";
 import { assertSelfContained, loadZod, renderAll } from "../scripts/generate-spec.mjs";

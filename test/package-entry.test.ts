@@ -20,7 +20,7 @@ describe("@nerva/otel across the two builds of @nerva/core", () => {
       "-e",
       `import { createServer } from "node:http";
        import { createRequire } from "node:module";
-       import * as esm from "@nerva/core";
+       import * as esm from "@nerva/core/context";
        const received = [];
        const srv = createServer((q, s) => { const c = []; q.on("data", (d) => c.push(d)); q.on("end", () => { received.push(Buffer.concat(c).length); s.writeHead(200, { "content-type": "application/x-protobuf" }); s.end(); }); });
        await new Promise((r) => srv.listen(0, "127.0.0.1", r));
@@ -84,13 +84,15 @@ describe("@nerva/core package entry", () => {
       "-e",
       `import { createRequire } from "node:module";
        import * as esm from "@nerva/core";
+       import { isExecContext } from "@nerva/core/context";
        const cjs = createRequire(import.meta.url)("@nerva/core");
+       const cjsContext = createRequire(import.meta.url)("@nerva/core/context");
        const checks = {
          distinctCopies: esm.NervaError !== cjs.NervaError,
          esmErrorInCjs: new esm.NervaError("TIMEOUT", "late") instanceof cjs.NervaError,
          cjsErrorInEsm: esm.isNervaError(new cjs.NervaError("TIMEOUT", "late"), "TIMEOUT"),
-         esmContextInCjs: cjs.isExecContext(esm.ExecContext.create()),
-         cjsContextInEsm: esm.isExecContext(cjs.ExecContext.create()),
+         esmContextInCjs: cjsContext.isExecContext(esm.ExecContext.create()),
+         cjsContextInEsm: isExecContext(cjs.ExecContext.create()),
        };
        const rt = new cjs.InProcessRuntime().register("a", async (i) => "ok:" + i.message);
        const r = await rt.invoke("a", { message: "mixed" }, esm.ExecContext.create());

@@ -1,10 +1,5 @@
-import {
-  AgentStatus,
-  ExecContext,
-  InProcessRuntime,
-  formatSpanTree,
-  type AgentResult,
-} from "@nerva/core";
+import { AgentStatus, ExecContext, InProcessRuntime, type AgentResult } from "@nerva/core";
+import { formatSpanTree } from "@nerva/core/tracing";
 
 /** What the demo prints, line by line, so a test can check it. */
 export interface DemoReport {

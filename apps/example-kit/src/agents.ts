@@ -3,9 +3,9 @@ import {
   InProcessRuntime,
   Orchestrator,
   RuleRouter,
-  TieredMemory,
   defineTool,
 } from "@nerva/core";
+import { TieredMemory } from "@nerva/core/memory";
 import { z } from "zod";
 import type { NervaModel } from "@nerva/ai-sdk";
 import { registerConcierge } from "./concierge.js";

@@ -1,5 +1,5 @@
 import { startNervaOtel } from "@nerva/otel";
-import type { TraceSink } from "@nerva/core";
+import type { TraceSink } from "@nerva/core/tracing";
 
 /** What {@link otelFromEnv} started: the sink for the app's bridge, and how to flush it. */
 export interface ExampleOtel {

@@ -1,4 +1,4 @@
-import { combineSinks, type TraceSink } from "@nerva/core";
+import { combineSinks, type TraceSink } from "@nerva/core/tracing";
 
 /**
  * The one trace sink for an app's bridge from those that are switched on (the trace viewer's

@@ -1,4 +1,4 @@
-import { TraceStore, UsageMeter, combineSinks, type TraceSink } from "@nerva/core";
+import { TraceStore, UsageMeter, combineSinks, type TraceSink } from "@nerva/core/tracing";
 import { createTraceViewer, type TraceViewer, type TraceViewerMeter } from "@nerva/core/viewer";
 
 /** The example apps' trace viewer: the sink their bridge reports to and the handler they mount. */

@@ -1,11 +1,7 @@
-import { ErrorCode, NervaError, type Orchestrator, type TraceSink } from "@nerva/core";
-import {
-  httpStatusOfResult,
-  jsonBodyOf,
-  nervaErrorHandler,
-  nervaMiddleware,
-  sendSSE,
-} from "@nerva/express";
+import { ErrorCode, NervaError, type Orchestrator } from "@nerva/core";
+import { type TraceSink } from "@nerva/core/tracing";
+import { httpStatusOfResult, jsonBodyOf } from "@nerva/core/http";
+import { nervaErrorHandler, nervaMiddleware, sendSSE } from "@nerva/express";
 import express, { type Express, type RequestHandler } from "express";
 import {
   chatRequestOf,

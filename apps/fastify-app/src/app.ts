@@ -1,5 +1,7 @@
-import { ErrorCode, NervaError, type Orchestrator, type TraceSink } from "@nerva/core";
-import { httpStatusOfResult, jsonBodyOf, nervaPlugin, sendSSE } from "@nerva/fastify";
+import { ErrorCode, NervaError, type Orchestrator } from "@nerva/core";
+import { type TraceSink } from "@nerva/core/tracing";
+import { httpStatusOfResult, jsonBodyOf } from "@nerva/core/http";
+import { nervaPlugin, sendSSE } from "@nerva/fastify";
 import Fastify, { type FastifyInstance } from "fastify";
 import {
   chatRequestOf,

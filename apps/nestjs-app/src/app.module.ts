@@ -1,4 +1,5 @@
-import type { Orchestrator, TraceSink } from "@nerva/core";
+import type { Orchestrator } from "@nerva/core";
+import type { TraceSink } from "@nerva/core/tracing";
 import { NervaModule } from "@nerva/nestjs";
 import { Module, type Type } from "@nestjs/common";
 import { identityOf, type DevAuth, type TokenClaims } from "@nerva/example-kit";

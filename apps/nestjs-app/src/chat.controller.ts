@@ -1,12 +1,6 @@
 import type { ExecContext, Orchestrator } from "@nerva/core";
-import {
-  InjectOrchestrator,
-  NervaCtx,
-  httpStatusOfResult,
-  jsonBodyOf,
-  sendSSE,
-  type JsonBodyRequest,
-} from "@nerva/nestjs";
+import { InjectOrchestrator, NervaCtx, sendSSE } from "@nerva/nestjs";
+import { httpStatusOfResult, jsonBodyOf, type JsonBodyRequest } from "@nerva/core/http";
 import { Controller, HttpCode, Post, Req, Res, UseGuards } from "@nestjs/common";
 import { chatRequestOf } from "@nerva/example-kit";
 import { JwtAuthGuard } from "./jwt-auth.guard.js";

@@ -1,4 +1,4 @@
-import { jsonBodyOf, type JsonBodyRequest } from "@nerva/nestjs";
+import { jsonBodyOf, type JsonBodyRequest } from "@nerva/core/http";
 import { Controller, Get, HttpCode, Inject, Post, Req } from "@nestjs/common";
 import { tokenRequestOf, type DevAuth } from "@nerva/example-kit";
 import { DEV_AUTH } from "./jwt-auth.guard.js";

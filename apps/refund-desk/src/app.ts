@@ -1,6 +1,7 @@
 // The refund desk over HTTP with @nerva/express: trigger, SSE events (Last-Event-ID = seq), input.
 import express, { type Express } from "express";
-import { ErrorCode, NervaError, clientRun, clientRunEvent, type GraphHost } from "@nerva/core";
+import { ErrorCode, NervaError, type GraphHost } from "@nerva/core";
+import { clientRun, clientRunEvent } from "@nerva/core/http";
 import { lastEventSeq } from "@nerva/core/http";
 import { nervaErrorHandler, nervaMiddleware, sendSSE } from "@nerva/express";
 

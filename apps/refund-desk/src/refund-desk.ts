@@ -1,15 +1,8 @@
 // The refund desk of the agent-graphs issue, as an agent module: `nerva run` takes it as it is;
 // src/host.ts builds its GraphHost and src/app.ts serves it over HTTP.
 import { z } from "zod";
-import {
-  END,
-  agentNode,
-  defineGraph,
-  fnNode,
-  inputNode,
-  type AgentHandler,
-  type PartialAgentResult,
-} from "@nerva/core";
+import { END, agentNode, defineGraph, fnNode, inputNode, type AgentHandler } from "@nerva/core";
+import { type PartialAgentResult } from "@nerva/core/context";
 
 const State = z.object({
   orderId: z.string().optional(),

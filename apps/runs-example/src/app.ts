@@ -10,10 +10,9 @@ import {
   NervaError,
   RunQueue,
   Runner,
-  clientRun,
-  clientRunEvent,
   type RunStore,
 } from "@nerva/core";
+import { clientRun, clientRunEvent } from "@nerva/core/http";
 import { lastEventSeq, toHttpError, writeSSE } from "@nerva/core/http";
 
 /** The agent the example runs: loads an order, asks a human to approve, refunds. */

@@ -7,9 +7,9 @@ import type {
   LanguageModelV3GenerateResult,
   LanguageModelV3Prompt,
 } from "@ai-sdk/provider";
+import { CompositeToolManager } from "@nerva/core/tools";
+import { DeclarativePolicyEngine } from "@nerva/core/policy";
 import {
-  CompositeToolManager,
-  DeclarativePolicyEngine,
   ExecContext,
   FunctionToolManager,
   InProcessRuntime,

@@ -6,8 +6,8 @@ import {
   parseOrThrow,
   type AgentInput,
   type KitHandler,
-  type PartialAgentResult,
 } from "@nerva/core";
+import { type PartialAgentResult } from "@nerva/core/context";
 import type { ModelMessage } from "ai";
 import {
   functionOption,

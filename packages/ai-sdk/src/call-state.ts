@@ -1,4 +1,6 @@
-import { ExecContext, type Attributes, type RetryPolicy, type Span } from "@nerva/core";
+import { ExecContext } from "@nerva/core";
+import { type Attributes, type Span } from "@nerva/core/context";
+import { type RetryPolicy } from "@nerva/core/runs";
 import type { ModelLabel } from "./errors.js";
 import type { PriceTable } from "./prices.js";
 import { addCounts, zeroCounts, type UsageCounts } from "./usage.js";

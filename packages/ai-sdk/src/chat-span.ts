@@ -1,4 +1,4 @@
-import type { Attributes, Span } from "@nerva/core";
+import type { Attributes, Span } from "@nerva/core/context";
 import type {
   LanguageModelV3CallOptions,
   LanguageModelV3Content,

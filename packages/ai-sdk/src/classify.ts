@@ -1,10 +1,6 @@
 import { z } from "zod/v4";
-import {
-  ErrorCode,
-  parseOrThrow,
-  type HandlerDescription,
-  type LlmClassifyFunction,
-} from "@nerva/core";
+import { ErrorCode, parseOrThrow } from "@nerva/core";
+import { type HandlerDescription, type LlmClassifyFunction } from "@nerva/core/router";
 import type { NervaModel } from "./types.js";
 
 /**

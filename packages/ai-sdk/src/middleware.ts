@@ -4,7 +4,7 @@ import type {
   LanguageModelV3Middleware,
   LanguageModelV3StreamResult,
 } from "@ai-sdk/provider";
-import type { Span } from "@nerva/core";
+import type { Span } from "@nerva/core/context";
 import { raceSignal } from "./call-scope.js";
 import type { CallState } from "./call-state.js";
 import { contentOf, setOutput, setResponse, startChatSpan } from "./chat-span.js";

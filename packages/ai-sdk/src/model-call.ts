@@ -1,5 +1,6 @@
 import { z } from "zod/v4";
-import { decisionError, type AgentKit, type ExecContext } from "@nerva/core";
+import { decisionError } from "@nerva/core/policy";
+import { type AgentKit, type ExecContext } from "@nerva/core";
 import type { ModelMessage } from "ai";
 import { toolsFor } from "./tools.js";
 import type { CallOptions, ModelResult, NervaModel } from "./types.js";

@@ -14,7 +14,6 @@ import {
   ExecContext,
   FunctionToolManager,
   InProcessRuntime,
-  MemoryTraceSink,
   RunQueue,
   GraphHost,
   defineGraph,
@@ -22,9 +21,10 @@ import {
   fnNode,
   type RunEvent,
   type GraphHostOptions,
-  type PolicyEngine,
   type RunQueueOptions,
 } from "@nerva/core";
+import { MemoryTraceSink } from "@nerva/core/tracing";
+import { type PolicyEngine } from "@nerva/core/policy";
 import { SqliteRunStore } from "@nerva/core/sqlite";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";

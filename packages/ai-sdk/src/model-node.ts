@@ -1,14 +1,6 @@
 import { z } from "zod/v4";
-import {
-  ErrorCode,
-  NodeKind,
-  parseOrThrow,
-  type GraphNode,
-  type GraphState,
-  type NodeContext,
-  type NodeOptions,
-  type StateUpdate,
-} from "@nerva/core";
+import { ErrorCode, parseOrThrow, type GraphState, type NodeContext } from "@nerva/core";
+import { NodeKind, type GraphNode, type NodeOptions, type StateUpdate } from "@nerva/core/graph";
 import type { ModelMessage } from "ai";
 import {
   functionOption,

@@ -5,7 +5,8 @@ import type {
   LanguageModelV3StreamPart,
   LanguageModelV3Usage,
 } from "@ai-sdk/provider";
-import { ExecContext, InProcessRuntime, NervaError, formatSpanTree } from "@nerva/core";
+import { ExecContext, InProcessRuntime, NervaError } from "@nerva/core";
+import { formatSpanTree } from "@nerva/core/tracing";
 import { MockLanguageModelV3, convertArrayToReadableStream } from "ai/test";
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";

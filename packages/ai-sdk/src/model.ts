@@ -4,14 +4,8 @@ import type {
   LanguageModelV3Middleware,
   ProviderV2,
 } from "@ai-sdk/provider";
-import {
-  ErrorCode,
-  NervaError,
-  isExecContext,
-  isNervaError,
-  parseOrThrow,
-  type ExecContext,
-} from "@nerva/core";
+import { ErrorCode, NervaError, isNervaError, parseOrThrow, type ExecContext } from "@nerva/core";
+import { isExecContext } from "@nerva/core/context";
 import type { LanguageModel } from "ai";
 import { CallScope } from "./call-scope.js";
 import { CallState, type ModelSettings } from "./call-state.js";

@@ -1,5 +1,6 @@
 import { z } from "zod/v4";
-import { ErrorCode, parseOrThrow, RetryOptionsSchema, type RetryPolicy } from "@nerva/core";
+import { ErrorCode, parseOrThrow } from "@nerva/core";
+import { RetryOptionsSchema, type RetryPolicy } from "@nerva/core/runs";
 import { MIN_SECRET_LENGTH } from "./secrets.js";
 
 /**

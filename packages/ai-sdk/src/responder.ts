@@ -6,12 +6,14 @@ import {
   ExecContext,
   isNervaError,
   parseOrThrow,
-  PassthroughResponder,
   type AgentResult,
+} from "@nerva/core";
+import {
+  PassthroughResponder,
   type Channel,
   type FormattedResponse,
   type Responder,
-} from "@nerva/core";
+} from "@nerva/core/responder";
 import { safeText } from "./errors.js";
 import type { NervaModel } from "./types.js";
 

@@ -1,4 +1,4 @@
-import { retryDelaySeconds, type RetryPolicy } from "@nerva/core";
+import { retryDelaySeconds, type RetryPolicy } from "@nerva/core/runs";
 
 /** What the adapter knows about a failed provider call. */
 export interface CallFailure {

@@ -3,12 +3,12 @@ import type { LanguageModelV3GenerateResult } from "@ai-sdk/provider";
 import {
   ExecContext,
   InProcessRuntime,
-  LlmRouter,
   NervaError,
   Orchestrator,
   RuleRouter,
   agentResult,
 } from "@nerva/core";
+import { LlmRouter } from "@nerva/core/router";
 import { MockLanguageModelV3 } from "ai/test";
 import { describe, expect, it } from "vitest";
 import { ModelResponder, createModel, llmClassify } from "./index.js";

@@ -4,7 +4,7 @@ import type {
   LanguageModelV3StreamPart,
   LanguageModelV3Usage,
 } from "@ai-sdk/provider";
-import type { Span } from "@nerva/core";
+import type { Span } from "@nerva/core/context";
 import type { CallState } from "./call-state.js";
 import { setOutput, setResponse } from "./chat-span.js";
 import { safeText } from "./errors.js";

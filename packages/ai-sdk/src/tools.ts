@@ -2,13 +2,13 @@ import type { JSONSchema7 } from "@ai-sdk/provider";
 import {
   ErrorCode,
   NervaError,
-  isExecContext,
   type AgentKit,
   type ExecContext,
-  type ToolInfo,
   type ToolManager,
   type ToolResult,
 } from "@nerva/core";
+import { isExecContext } from "@nerva/core/context";
+import { type ToolInfo } from "@nerva/core/tools";
 import type { ToolSet } from "ai";
 import { loadAi } from "./load-ai.js";
 

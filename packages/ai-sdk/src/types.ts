@@ -1,5 +1,6 @@
 import type { SharedV3ProviderOptions } from "@ai-sdk/provider";
-import type { ExecContext, RetryOptions } from "@nerva/core";
+import type { ExecContext } from "@nerva/core";
+import type { RetryOptions } from "@nerva/core/runs";
 import type { LanguageModel, ModelMessage, StepResult, ToolChoice, ToolSet } from "ai";
 import type { z } from "zod/v4";
 import type { PriceTable } from "./prices.js";

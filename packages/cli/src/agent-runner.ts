@@ -10,16 +10,14 @@ import {
   RunQueue,
   type AgentHandler,
   type AgentRuntime,
-  type EntryPointSpec,
   type Graph,
   type GraphHostOptions,
   type GraphRun,
   type RunStore,
-  type SessionState,
   type ToolManager,
-  type TraceSink,
-  type TriggerOptions,
 } from "@nerva/core";
+import type { EntryPointSpec, SessionState, TriggerOptions } from "@nerva/core/graph";
+import type { TraceSink } from "@nerva/core/tracing";
 import { parseAgentConfig, type AgentConfig, type StoreConfig } from "./agent-config.js";
 
 /**

@@ -5,12 +5,12 @@ import {
   END,
   ExecContext,
   InProcessRuntime,
-  MemoryTraceSink,
   NervaError,
   RunEventType,
   agentNode,
   defineGraph,
 } from "@nerva/core";
+import { MemoryTraceSink } from "@nerva/core/tracing";
 import { AgentRunner } from "../src/agent-runner.js";
 
 const module = join(import.meta.dirname, "refund-desk.fixture.ts");

@@ -1,4 +1,7 @@
-// Public entry of @nerva/core, grouped by primitive. Anything not exported here is internal.
+// Public entry of @nerva/core: what a first app needs — errors, the context, a runtime, the
+// orchestrator, durable runs and graphs. Each subsystem's subpath holds all of it, these
+// names included: @nerva/core/context, /runtime, /router, /tools, /responder, /memory,
+// /registry, /policy, /middleware, /tracing, /runs, /graph, /http (docs/concepts.md says which).
 
 // Errors
 export {
@@ -16,212 +19,30 @@ export {
   type ValidationIssue,
 } from "./errors.js";
 
-// Value types (their zod schemas and wire converters are at @nerva/core/wire)
-export { AgentStatus, Scope } from "./types/status.js";
+// The context and the values it carries
 export {
+  AgentStatus,
+  ExecContext,
+  Permissions,
+  Scope,
   agentResult,
   createAgentInput,
-  parseAgentResult,
   type AgentInput,
-  type AgentInputInit,
   type AgentResult,
-  type JsonValue,
-  type PartialAgentResult,
-} from "./types/agent.js";
-export { Permissions, type PermissionsInit } from "./types/permissions.js";
-export type { SpanUsage, TokenUsage, TokenUsageDelta } from "./types/usage.js";
-export { SpanStatus, type AttributeValue, type Attributes } from "./types/trace.js";
-
-// ExecContext
-export {
-  ExecContext,
-  type ChildOptions,
-  type ContextEvent,
   type ExecContextOptions,
-  type ForkOptions,
-  type FromWireOptions,
-  type StartSpanOptions,
+  type JsonValue,
   type StreamSink,
-  type ToWireOptions,
-} from "./context/exec-context.js";
-export { isExecContext } from "./context/check.js";
-export { ContextKey } from "./context/local.js";
-export { Span, SpanKind, isSpan, type SpanParent } from "./context/span.js";
-export {
-  formatTraceparent,
-  newRequestId,
-  newSpanId,
-  newTraceId,
-  parseTraceparent,
-  type TraceParent,
-} from "./context/ids.js";
+  type TokenUsage,
+} from "./context/index.js";
 
-// Runtimes
-export type {
-  AgentHandler,
-  AgentRuntime,
-  DelegationPolicy,
-  DelegationRequest,
-  HandlerReturn,
-} from "./runtime/types.js";
+// Running agents: a runtime, the orchestrator, a router and tools
 export {
   InProcessRuntime,
-  type HandlerOptions,
+  type AgentHandler,
+  type AgentRuntime,
+  type HandlerReturn,
   type RuntimeOptions,
-} from "./runtime/in-process-runtime.js";
-export {
-  CircuitBreaker,
-  CircuitState,
-  type CircuitBreakerOptions,
-  type CircuitPermit,
-  type CircuitSnapshot,
-} from "./runtime/circuit-breaker.js";
-
-// Tracing
-export { formatSpanTree } from "./tracing/span-tree.js";
-export { combineSinks, traceSinkErrors, type TraceSink } from "./tracing/sink.js";
-export { MemoryTraceSink, type MemoryTraceSinkOptions } from "./tracing/memory-sink.js";
-export { UsageMeter, type UsageMeterOptions, type UserUsage } from "./tracing/usage-meter.js";
-export {
-  JsonLinesTraceSink,
-  type JsonLinesTraceSinkOptions,
-  type LineStream,
-} from "./tracing/json-lines-sink.js";
-export {
-  logFields,
-  type EventLogLine,
-  type LogFields,
-  type SpanLogLine,
-  type UsageLogLine,
-} from "./tracing/log-fields.js";
-export {
-  TraceStore,
-  type TraceDetail,
-  type TraceDetailEvent,
-  type TraceDetailSpan,
-  type TraceStatus,
-  type TraceStoreOptions,
-  type TraceSummary,
-} from "./tracing/trace-store.js";
-
-// Router, tools, responder
-export type {
-  ClassifyOptions,
-  HandlerDescription,
-  RouteCandidate,
-  RouteResult,
-  Router,
-} from "./router/types.js";
-export { RuleRouter, type RouteRule, type RuleRouterOptions } from "./router/rule-router.js";
-export {
-  EmbeddingRouter,
-  type EmbedFunction,
-  type EmbeddingRouterOptions,
-} from "./router/embedding-router.js";
-export { LlmRouter, type LlmClassifyFunction, type LlmRouterOptions } from "./router/llm-router.js";
-export { HybridRouter, type HybridRouterOptions } from "./router/hybrid-router.js";
-export {
-  ToolStatus,
-  type JsonSchema,
-  type ToolInfo,
-  type ToolManager,
-  type ToolResult,
-} from "./tools/types.js";
-export {
-  FunctionToolManager,
-  defineTool,
-  type FunctionTool,
-  type FunctionToolManagerOptions,
-  type ToolCallContext,
-} from "./tools/function-tool-manager.js";
-export { CompositeToolManager } from "./tools/composite-tool-manager.js";
-export type { Channel, ChannelSpec, FormattedResponse, Responder } from "./responder/types.js";
-export { PassthroughResponder } from "./responder/passthrough-responder.js";
-export {
-  ChannelResponder,
-  MIN_MAX_LENGTH,
-  type ChannelResponderOptions,
-} from "./responder/channel-responder.js";
-export { clientData, clientError, failureText } from "./responder/failure-text.js";
-export { stripMarkdown } from "./responder/plain-text.js";
-
-// Memory, registry, policy, middleware, orchestrator
-export {
-  MemoryKind,
-  type Memory,
-  type MemoryEventInit,
-  type MemoryItem,
-  type MemoryQuery,
-  type MemoryRead,
-  type MemoryReadResult,
-  type MemoryRecall,
-  type MemoryStore,
-  type MemoryWrite,
-  type ScoredMemoryItem,
-  type TurnRole,
-} from "./memory/types.js";
-export { memoryNamespace, type MemoryNamespace } from "./memory/namespace.js";
-export { TieredMemory, type TieredMemoryOptions } from "./memory/tiered-memory.js";
-export { InMemoryMemoryStore } from "./memory/in-memory-store.js";
-export {
-  HealthStatus,
-  RegistryKind,
-  type DiscoverFilter,
-  type InvocationRecord,
-  type InvocationStats,
-  type Registry,
-  type RegistryEntry,
-  type RegistryEntryInit,
-} from "./registry/types.js";
-export { InMemoryRegistry } from "./registry/in-memory-registry.js";
-export type { RegistryOptions } from "./registry/shared.js";
-export {
-  ApprovalStatus,
-  Checkpoint,
-  PolicyEffect,
-  type Approval,
-  type ApprovalStore,
-  type PolicyAction,
-  type PolicyDecision,
-  type PolicyEngine,
-} from "./policy/types.js";
-export {
-  DeclarativePolicyEngine,
-  type DeclarativePolicyOptions,
-} from "./policy/declarative-engine.js";
-export { NoopPolicyEngine } from "./policy/noop-engine.js";
-export { InMemoryApprovalStore } from "./policy/approvals.js";
-export { decisionError, policyDelegation } from "./policy/decision.js";
-export {
-  PolicyDocumentSchema,
-  loadPolicyFile,
-  parsePolicyDocument,
-  parsePolicyText,
-  type PolicyDocument,
-  type PolicyDocumentInit,
-} from "./policy/document.js";
-export {
-  MiddlewareStage,
-  type InvocationRequest,
-  type Middleware,
-  type OrchestratorResponse,
-  type PipelineStage,
-} from "./middleware/types.js";
-export { MiddlewarePipeline, type StagePayloads } from "./middleware/pipeline.js";
-export {
-  LoggingMiddleware,
-  type LogRecord,
-  type LoggingMiddlewareOptions,
-} from "./middleware/logging.js";
-export {
-  MetricsMiddleware,
-  type MetricLabels,
-  type MetricsMiddlewareOptions,
-} from "./middleware/metrics.js";
-export {
-  InputSizeLimitMiddleware,
-  type InputSizeLimitOptions,
-} from "./middleware/input-size-limit.js";
+} from "./runtime/index.js";
 export { Orchestrator } from "./orchestrator/orchestrator.js";
 export type {
   AgentKit,
@@ -230,59 +51,47 @@ export type {
   OrchestratorOptions,
   OrchestratorStream,
 } from "./orchestrator/types.js";
-
-// The subprocess runtime is at @nerva/core/subprocess and the worker protocol (frame schemas,
-// codecs, serveWorker) at @nerva/core/protocol: only implementers of workers need them.
-
-// Durable runs
+export type { OrchestratorResponse } from "./middleware/index.js";
+export { RuleRouter, type RouteRule, type Router } from "./router/index.js";
 export {
-  FINAL_EVENT_TYPES,
+  FunctionToolManager,
+  defineTool,
+  type FunctionTool,
+  type ToolManager,
+  type ToolResult,
+} from "./tools/index.js";
+
+// Durable runs (SqliteRunStore and RedisRunStore at @nerva/core/sqlite and /redis)
+export {
+  InMemoryRunStore,
   RunEventType,
+  RunQueue,
   RunStatus,
-  isFinalStatus,
-  type RetryPolicy,
-  type RunError,
-  type RunEvent,
-  type RunInput,
-  type RunLease,
-  type RunPage,
-  type RunPause,
-  type RunRecord,
-} from "./runs/types.js";
-export type {
-  ClaimRequest,
-  ClaimedRun,
-  LeaseRef,
-  NewRun,
-  RunListQuery,
-  RunOutcome,
-  RunStore,
-} from "./runs/store.js";
-export { RunQueue } from "./runs/run-queue.js";
-export { Runner } from "./runs/runner.js";
-export {
-  clientRun,
-  clientRunError,
-  clientRunEvent,
-  type ClientRun,
-  type ClientRunResult,
-} from "./client-view.js";
-export { InMemoryRunStore } from "./runs/memory/in-memory-store.js";
-export { RunPaused, type RunContext, type WaitForInputOptions } from "./runs/run-context.js";
-export { retryDelaySeconds } from "./runs/backoff.js";
-export {
-  EnqueueOptionsSchema,
-  RetryOptionsSchema,
-  RunQueueOptionsSchema,
-  RunnerOptionsSchema,
+  Runner,
   type EnqueueOptions,
-  type EventsOptions,
-  type ListOptions,
-  type RetryOptions,
+  type RunContext,
+  type RunEvent,
+  type RunPause,
   type RunQueueOptions,
+  type RunRecord,
+  type RunStore,
   type RunnerOptions,
-  type WaitOptions,
-} from "./runs/options.js";
+  type WaitForInputOptions,
+} from "./runs/index.js";
 
-// Agent graphs and the runner (built on durable runs): defineGraph, nodes, GraphHost, events
-export * from "./graph/index.js";
+// Graphs
+export {
+  END,
+  GraphHost,
+  Reducers,
+  agentNode,
+  defineGraph,
+  fnNode,
+  inputNode,
+  type Graph,
+  type GraphHostOptions,
+  type GraphRun,
+  type GraphState,
+  type NodeContext,
+  type StateSchema,
+} from "./graph/index.js";

@@ -8,7 +8,8 @@ import {
 } from "@nerva/core/testing";
 import express, { type RequestHandler } from "express";
 import { jwtVerify } from "jose";
-import { jsonBodyOf, nervaErrorHandler, nervaMiddleware, sendSSE } from "./index.js";
+import { jsonBodyOf } from "@nerva/core/http";
+import { nervaErrorHandler, nervaMiddleware, sendSSE } from "./index.js";
 
 /** Where the app's own auth middleware sits relative to nervaMiddleware. */
 const AUTH_PLACEMENTS = ["before-middleware", "after-middleware"] as const;

@@ -10,16 +10,3 @@ export {
 
 // Streaming
 export { sendSSE } from "./sse.js";
-
-// Shared HTTP helpers, re-exported so apps need one import
-export {
-  HttpErrorCode,
-  HttpRequestError,
-  httpStatusOf,
-  httpStatusOfResult,
-  jsonBodyOf,
-  toHttpError,
-  type JsonBodyRequest,
-  type NervaHttpOptions,
-  type NervaIdentity,
-} from "@nerva/core/http";

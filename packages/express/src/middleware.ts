@@ -1,6 +1,6 @@
 import { ErrorCode, NervaError, type ExecContext } from "@nerva/core";
 import {
-  createHttpBridge,
+  HttpBridge,
   defineContextGetter,
   getRequestScope,
   toHttpError,
@@ -45,7 +45,7 @@ export type NervaExpressOptions = NervaHttpOptions<Request>;
  * app.use(nervaErrorHandler());
  */
 export function nervaMiddleware(options: NervaExpressOptions = {}): RequestHandler {
-  const bridge = createHttpBridge<Request>(options);
+  const bridge = new HttpBridge<Request>(options);
   return function nerva(req, res, next) {
     defineContextGetter(req, bridge.begin(req, res));
     next();

@@ -9,7 +9,8 @@ import {
 } from "@nerva/core/testing";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { afterAll, describe, expect, it } from "vitest";
-import { jsonBodyOf, nervaPlugin, replyNervaError, sendSSE } from "./index.js";
+import { jsonBodyOf } from "@nerva/core/http";
+import { nervaPlugin, replyNervaError, sendSSE } from "./index.js";
 
 /**
  * Where the app's own auth (@fastify/jwt) runs: an onRequest hook added before or after the

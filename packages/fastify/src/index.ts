@@ -5,16 +5,3 @@ export { nervaPlugin, replyNervaError, type NervaFastifyOptions } from "./plugin
 
 // Streaming
 export { sendSSE } from "./sse.js";
-
-// Shared HTTP helpers, re-exported so apps need one import
-export {
-  HttpErrorCode,
-  HttpRequestError,
-  httpStatusOf,
-  httpStatusOfResult,
-  jsonBodyOf,
-  toHttpError,
-  type JsonBodyRequest,
-  type NervaHttpOptions,
-  type NervaIdentity,
-} from "@nerva/core/http";

@@ -1,8 +1,7 @@
 import { ErrorCode, NervaError, type ExecContext } from "@nerva/core";
 import {
-  createHttpBridge,
+  HttpBridge,
   toHttpError,
-  type HttpBridge,
   type NervaHttpOptions,
   type RequestScope,
 } from "@nerva/core/http";
@@ -92,7 +91,7 @@ const plugin: FastifyPluginCallback<NervaFastifyOptions> = (fastify, options, do
   ) as NervaHttpOptions<FastifyRequest>;
   let bridge: HttpBridge<FastifyRequest>;
   try {
-    bridge = createHttpBridge<FastifyRequest>(http);
+    bridge = new HttpBridge<FastifyRequest>(http);
   } catch (err) {
     done(err as Error);
     return;

@@ -23,16 +23,3 @@ export { NervaMiddleware } from "./nerva.middleware.js";
 export { NervaExceptionFilter } from "./nerva-exception.filter.js";
 export { NervaResultInterceptor } from "./nerva-result.interceptor.js";
 export { sendSSE, toSSEObservable } from "./sse.js";
-
-// Shared HTTP helpers, re-exported so apps need one import
-export {
-  HttpErrorCode,
-  HttpRequestError,
-  httpStatusOf,
-  httpStatusOfResult,
-  jsonBodyOf,
-  toHttpError,
-  type JsonBodyRequest,
-  type NervaHttpOptions,
-  type NervaIdentity,
-} from "@nerva/core/http";

@@ -1,7 +1,7 @@
 import "reflect-metadata";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ErrorCode, NervaError } from "@nerva/core";
-import { createHttpBridge, getRequestScope, setRequestScope } from "@nerva/core/http";
+import { HttpBridge, getRequestScope, setRequestScope } from "@nerva/core/http";
 import { RequestMethod, type MiddlewareConsumer } from "@nestjs/common";
 import type { HttpAdapterHost } from "@nestjs/core";
 import { ExecutionContextHost } from "@nestjs/core/helpers/execution-context-host.js";
@@ -20,13 +20,13 @@ describe("NervaModule.configure on a platform other than Express or Fastify", ()
       },
     } as unknown as MiddlewareConsumer;
     const host = { httpAdapter: { getType: () => "h3" } } as unknown as HttpAdapterHost;
-    const middleware = new NervaMiddleware(createHttpBridge());
+    const middleware = new NervaMiddleware(new HttpBridge());
     new NervaModule(host, middleware).configure(consumer);
     expect(applied).toEqual([NervaMiddleware, { path: "{*path}", method: RequestMethod.ALL }]);
   });
 
   it("the middleware starts a scope the decorator can find", () => {
-    const middleware = new NervaMiddleware(createHttpBridge());
+    const middleware = new NervaMiddleware(new HttpBridge());
     const req = { headers: {} } as IncomingMessage;
     const res = {
       headersSent: false,
@@ -74,10 +74,7 @@ describe("nervaContextOf outside an HTTP route", () => {
 
   it("reads the request a GraphQL context carries", () => {
     const req = { headers: {}, user: { id: "gql-user" } } as unknown as IncomingMessage;
-    setRequestScope(
-      req,
-      createHttpBridge().begin(req, fakeResponse() as unknown as ServerResponse),
-    );
+    setRequestScope(req, new HttpBridge().begin(req, fakeResponse() as unknown as ServerResponse));
     const context = new ExecutionContextHost([{}, {}, { req }, {}]);
     context.setType("graphql");
     expect(nervaContextOf(context).userId).toBe("gql-user");

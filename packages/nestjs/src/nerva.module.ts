@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ErrorCode, NervaError, type AgentRuntime } from "@nerva/core";
-import { createHttpBridge, getRequestScope, requestErrorOf } from "@nerva/core/http";
+import { HttpBridge, getRequestScope, requestErrorOf } from "@nerva/core/http";
 import {
   Inject,
   Module,
@@ -35,7 +35,7 @@ const ANSWERS_ERRORS = Symbol("@nerva/nestjs:answersErrors");
 const derived: Provider[] = [
   {
     provide: NERVA_BRIDGE,
-    useFactory: (options: NervaModuleOptions) => createHttpBridge(splitOptions(options).http),
+    useFactory: (options: NervaModuleOptions) => new HttpBridge(splitOptions(options).http),
     inject: [NERVA_OPTIONS],
   },
   {

@@ -4,7 +4,7 @@ import {
   type Attributes,
   type SpanStatus,
 } from "@opentelemetry/api";
-import type { Span, SpanUsage } from "@nerva/core";
+import type { Span, SpanUsage } from "@nerva/core/context";
 
 /** The GenAI operation a Nerva span stands for, by its name; `null` for every other span. */
 export type GenAIOperation = "invoke_workflow" | "invoke_agent" | "execute_tool" | "chat";

@@ -9,7 +9,8 @@ import {
 import type { ReadableSpan, SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
 import { ExportResultCode } from "@opentelemetry/core";
-import { isSpan, type ContextEvent, type Span, type TraceSink } from "@nerva/core";
+import { isSpan, type ContextEvent, type Span } from "@nerva/core/context";
+import { type TraceSink } from "@nerva/core/tracing";
 import {
   GATHERED_BATCH_SIZE,
   MAX_EXPORT_BATCH_SIZE,

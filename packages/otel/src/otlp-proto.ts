@@ -1,7 +1,8 @@
 import type { Attributes } from "@opentelemetry/api";
 import { ExportResultCode, hrTimeToMilliseconds, type ExportResult } from "@opentelemetry/core";
 import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base";
-import { ErrorCode, NervaError, isSpan, type ContextEvent, type Span } from "@nerva/core";
+import { ErrorCode, NervaError } from "@nerva/core";
+import { isSpan, type ContextEvent, type Span } from "@nerva/core/context";
 import {
   CONTENT_KEYS,
   DEFAULT_WORKFLOW,

@@ -10,7 +10,7 @@ import {
 import { hrTimeDuration, millisToHrTime, type InstrumentationScope } from "@opentelemetry/core";
 import type { Resource } from "@opentelemetry/resources";
 import type { ReadableSpan, TimedEvent } from "@opentelemetry/sdk-trace-base";
-import type { ContextEvent, Span } from "@nerva/core";
+import type { ContextEvent, Span } from "@nerva/core/context";
 import {
   operationOf,
   otelAttributes,

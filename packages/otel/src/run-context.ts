@@ -5,7 +5,7 @@ import {
   type SpanContext,
   type SpanStatus,
 } from "@opentelemetry/api";
-import type { Span } from "@nerva/core";
+import type { Span } from "@nerva/core/context";
 
 // OpenTelemetry's key of the active span (`createContextKey` makes `Symbol.for(description)`):
 // what `trace.getSpan(ctx)` reads and `trace.setSpan(ctx, span)` writes.

@@ -12,7 +12,8 @@ import {
 } from "@opentelemetry/sdk-trace-base";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ExecContext, NervaError, type ContextEvent, type Span } from "@nerva/core";
+import { ExecContext, NervaError } from "@nerva/core";
+import { type ContextEvent, type Span } from "@nerva/core/context";
 import { createOtelSink, startNervaOtel } from "../src/index.js";
 import { encodeTraceRequest } from "../src/otlp-proto.js";
 import { ProtoWriter } from "../src/proto-writer.js";

@@ -7,11 +7,11 @@ import {
   InProcessRuntime,
   Orchestrator,
   RuleRouter,
-  TieredMemory,
   defineTool,
   type ExecContextOptions,
   type OrchestratorResponse,
 } from "@nerva/core";
+import { TieredMemory } from "@nerva/core/memory";
 import {
   InMemorySpanExporter,
   SimpleSpanProcessor,

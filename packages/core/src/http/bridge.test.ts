@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
-import { createHttpBridge, defineContextGetter, type RequestScope } from "./bridge.js";
+import { HttpBridge, defineContextGetter, type RequestScope } from "./bridge.js";
 import type { NervaHttpOptions } from "./options.js";
 import { toHttpError } from "./status.js";
 
@@ -21,7 +21,7 @@ afterEach(async () => {
 
 /** A plain node:http server using the bridge the way the framework bridges do. */
 async function serve(options: NervaHttpOptions<Req>, handler: Handler): Promise<string> {
-  const bridge = createHttpBridge<Req>({ onError: () => undefined, ...options });
+  const bridge = new HttpBridge<Req>({ onError: () => undefined, ...options });
   const server = http.createServer((req: Req, res) => {
     const scope = bridge.begin(req, res);
     const user = req.headers["x-test-user"];
@@ -216,7 +216,7 @@ describe("HttpBridge over a real HTTP server", () => {
         readonly user: { id: string } | undefined,
       ) {}
     }
-    const bridge = createHttpBridge<FakeRequest & Req>();
+    const bridge = new HttpBridge<FakeRequest & Req>();
     let resolveCtx!: (ids: (string | null)[]) => void;
     const ids = new Promise<(string | null)[]>((r) => (resolveCtx = r));
     const url = await serve({}, (req, res) => {

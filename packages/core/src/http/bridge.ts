@@ -21,7 +21,7 @@ const ABORTED = 2;
  * after the app's own authentication ran, wherever that runs.
  *
  * @example
- * const bridge = createHttpBridge({ requireAuth: true });
+ * const bridge = new HttpBridge({ requireAuth: true }); // throws INVALID_OPTIONS naming a bad option
  * http.createServer((req, res) => {
  *   const scope = bridge.begin(req, res);
  *   const ctx = scope.context(req); // throws NervaError UNAUTHENTICATED without a user
@@ -80,18 +80,6 @@ export class HttpBridge<Req extends HttpRequestLike = HttpRequestLike> {
   report(error: unknown, requestId: string | null): void {
     if (httpStatusOf(error) >= 500) this.options.onError(error, requestId);
   }
-}
-
-/**
- * Creates an {@link HttpBridge}; throws NervaError INVALID_OPTIONS naming each bad option.
- *
- * @example
- * const bridge = createHttpBridge({ trustRequestId: true, timeoutSeconds: 30 });
- */
-export function createHttpBridge<Req extends HttpRequestLike = HttpRequestLike>(
-  options: NervaHttpOptions<Req> = {},
-): HttpBridge<Req> {
-  return new HttpBridge<Req>(options);
 }
 
 /**

@@ -26,7 +26,6 @@ export {
 export {
   HttpBridge,
   RequestScope,
-  createHttpBridge,
   defineContextGetter,
   getRequestScope,
   setRequestScope,
@@ -56,3 +55,12 @@ export {
 } from "./sse-event-source.js";
 export { writeSSE, type SSEOptions } from "./sse.js";
 export { lastEventSeq } from "./last-event-id.js";
+
+// What a client may see of a run (a durable run or a graph's), its events and its errors
+export {
+  clientRun,
+  clientRunError,
+  clientRunEvent,
+  type ClientRun,
+  type ClientRunResult,
+} from "./client-view.js";

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
-import { clientRunEvent } from "../client-view.js";
+import { clientRunEvent } from "./client-view.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { Runner } from "../runs/runner.js";
 import { storeBackends } from "../runs/store-backends.test-support.js";

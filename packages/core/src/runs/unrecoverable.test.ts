@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, UnrecoverableError } from "../errors.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
-import { clientRunError } from "../client-view.js";
+import { clientRunError } from "../http/client-view.js";
 import { RunQueue } from "./run-queue.js";
 import { Runner } from "./runner.js";
 import type { RunStore } from "./store.js";

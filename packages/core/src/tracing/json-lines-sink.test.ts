@@ -221,7 +221,8 @@ describe("JsonLinesTraceSink", () => {
 
   it("writes to process.stdout by default (a real child process)", async () => {
     const script = `
-      import { ExecContext, JsonLinesTraceSink } from "@nerva/core";
+      import { ExecContext } from "@nerva/core";
+      import { JsonLinesTraceSink } from "@nerva/core/tracing";
       const sink = new JsonLinesTraceSink();
       const ctx = ExecContext.create({ traceSink: sink });
       for (let i = 0; i < 3000; i++) ctx.startSpan("s" + i).end();

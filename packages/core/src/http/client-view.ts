@@ -1,10 +1,10 @@
 // What a client of an app may see of a run — a durable job's, a graph's, a paused request's —
 // its record, its events and its errors without operator data (the enqueuer's wire context,
 // leases and worker ids, error texts that are not written for users, a graph's snapshot).
-import { errorPolicyOf } from "./errors.js";
-import { GraphErrorCode } from "./graph/execute/failure.js";
-import type { GraphRun } from "./graph/host/graph-run.js";
-import { clientData, clientError } from "./responder/failure-text.js";
+import { errorPolicyOf } from "../errors.js";
+import { GraphErrorCode } from "../graph/execute/failure.js";
+import type { GraphRun } from "../graph/host/graph-run.js";
+import { clientData, clientError } from "../responder/failure-text.js";
 import {
   RunEventType,
   type RunError,
@@ -12,9 +12,9 @@ import {
   type RunPause,
   type RunRecord,
   type RunStatus,
-} from "./runs/types.js";
-import type { JsonValue } from "./types/agent.js";
-import type { AgentStatus } from "./types/status.js";
+} from "../runs/types.js";
+import type { JsonValue } from "../types/agent.js";
+import type { AgentStatus } from "../types/status.js";
 
 /** A run's result as a client may see it (see `clientError`). */
 export interface ClientRunResult {

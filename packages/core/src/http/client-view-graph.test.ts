@@ -2,24 +2,22 @@
 // whose nodes and tools fail with operator text, shown without it.
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ExecContext } from "./context/exec-context.js";
-import { ErrorCode, NervaError } from "./errors.js";
-import { InMemoryRunStore } from "./runs/memory/in-memory-store.js";
-import { RunQueue } from "./runs/run-queue.js";
-import { InProcessRuntime } from "./runtime/in-process-runtime.js";
-import { FunctionToolManager, defineTool } from "./tools/function-tool-manager.js";
+import { ExecContext } from "../context/exec-context.js";
+import { ErrorCode, NervaError } from "../errors.js";
+import { InMemoryRunStore } from "../runs/memory/in-memory-store.js";
+import { RunQueue } from "../runs/run-queue.js";
+import { InProcessRuntime } from "../runtime/in-process-runtime.js";
+import { FunctionToolManager, defineTool } from "../tools/function-tool-manager.js";
 import {
   END,
-  clientRun,
-  clientRunError,
-  clientRunEvent,
   GraphHost,
   defineGraph,
   fnNode,
   inputNode,
   type GraphRun,
-} from "./index.js";
-import { RunEventType, type RunEvent } from "./runs/types.js";
+} from "../index.js";
+import { RunEventType, type RunEvent } from "../runs/types.js";
+import { clientRun, clientRunError, clientRunEvent } from "./client-view.js";
 
 const SECRET = /hunter2|\/srv\/app/;
 const runtimes: GraphHost[] = [];

@@ -2,14 +2,14 @@
 // way real ones do (an exception whose message carries internals), seen through clientRun and
 // clientRunEvent.
 import { afterEach, describe, expect, it } from "vitest";
-import { ExecContext } from "./context/exec-context.js";
-import { ErrorCode, NervaError } from "./errors.js";
-import { InProcessRuntime } from "./runtime/in-process-runtime.js";
+import { ExecContext } from "../context/exec-context.js";
+import { ErrorCode, NervaError } from "../errors.js";
+import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { clientRun, clientRunError, clientRunEvent } from "./client-view.js";
-import { InMemoryRunStore } from "./runs/memory/in-memory-store.js";
-import { RunQueue } from "./runs/run-queue.js";
-import { Runner } from "./runs/runner.js";
-import type { RunEvent } from "./runs/types.js";
+import { InMemoryRunStore } from "../runs/memory/in-memory-store.js";
+import { RunQueue } from "../runs/run-queue.js";
+import { Runner } from "../runs/runner.js";
+import type { RunEvent } from "../runs/types.js";
 
 const SECRET = "postgres://app:hunter2@10.0.0.5/ledger";
 const runners: Runner[] = [];
