@@ -16,11 +16,15 @@ export const sorted = (xs) => [...xs].sort((a, b) => a - b);
 export const pct = (xs, p) =>
   sorted(xs)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
 
-/** The chain's node functions, with hooks that time the first node's start and the last one's end. */
-export function chainNodes(size, marks = { first: 0n, last: 0n }) {
+/**
+ * The chain's node functions, with hooks that time the first node's start and the last one's
+ * end, in wall time and (`cpu`: outside the wall window) in the process's CPU time.
+ */
+export function chainNodes(size, marks = { first: 0n, last: 0n }, cpu = false) {
   const fns = Array.from({ length: size }, (_, i) => {
     if (i === 0) {
       return (s) => {
+        if (cpu) marks.cpuFirst = process.cpuUsage();
         marks.first = process.hrtime.bigint();
         return { count: s.count + 1 };
       };
@@ -29,6 +33,7 @@ export function chainNodes(size, marks = { first: 0n, last: 0n }) {
       return (s) => {
         const out = { count: s.count + 1 };
         marks.last = process.hrtime.bigint();
+        if (cpu) marks.cpuLast = process.cpuUsage(marks.cpuFirst);
         return out;
       };
     }
@@ -37,8 +42,8 @@ export function chainNodes(size, marks = { first: 0n, last: 0n }) {
   return fns;
 }
 
-export function chainGraph(size, marks) {
-  const fns = chainNodes(size, marks);
+export function chainGraph(size, marks, cpu = false) {
+  const fns = chainNodes(size, marks, cpu);
   const nodes = Object.fromEntries(fns.map((fn, i) => [`n${i}`, fnNode(fn)]));
   const edges = fns.map((_, i) => [`n${i}`, i === size - 1 ? END : `n${i + 1}`]);
   return defineGraph({
@@ -70,11 +75,12 @@ export function loopNs(size, rounds = 2000) {
 /**
  * `rounds` executions of the chain through `triggerAndWait` after `warmup` ones, on `store`
  * (closed at the end); returns the trigger → completed times (µs) and the first-start →
- * last-end times per node (ns).
+ * last-end times per node (ns), and with `cpu` the process's CPU time (user + system) per node
+ * over the same span (ns), which other work on the machine inflates less than the wall time.
  */
-export async function runChain(store, size, { rounds, warmup }) {
-  const marks = { first: 0n, last: 0n };
-  const graph = chainGraph(size, marks);
+export async function runChain(store, size, { rounds, warmup, cpu = false }) {
+  const marks = { first: 0n, last: 0n, cpuFirst: null, cpuLast: null };
+  const graph = chainGraph(size, marks, cpu);
   const runtime = new GraphHost({
     graph,
     runtime: new InProcessRuntime(),
@@ -85,6 +91,7 @@ export async function runChain(store, size, { rounds, warmup }) {
   const ctx = ExecContext.create();
   const totalUs = [];
   const perNodeNs = [];
+  const cpuPerNodeNs = [];
   for (let r = 0; r < warmup + rounds; r++) {
     const t0 = process.hrtime.bigint();
     const result = await runtime.triggerAndWait("default", { count: 0 }, ctx);
@@ -95,8 +102,9 @@ export async function runChain(store, size, { rounds, warmup }) {
     if (r < warmup) continue;
     totalUs.push(Number(t1 - t0) / 1000);
     perNodeNs.push(Number(marks.last - marks.first) / size);
+    if (cpu) cpuPerNodeNs.push(((marks.cpuLast.user + marks.cpuLast.system) * 1000) / size);
   }
   await runtime.stop();
   await store.close();
-  return { totalUs, perNodeNs };
+  return { totalUs, perNodeNs, cpuPerNodeNs };
 }

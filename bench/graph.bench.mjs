@@ -6,8 +6,9 @@
 // Then the chains of issue 21 §5 (graph-chain.mjs): N distinct trivial nodes in a line, each
 // adding 1 to a counter, trigger → completed through triggerAndWait, median and p99 of many
 // executions: the 20-node chain end to end, and the 200-node chain per node (first node's start
-// to last node's end, divided by 200; end to end per node beside it). Baseline: the same node
-// functions called in a loop, in the same run.
+// to last node's end, divided by 200; end to end per node beside it; the process's CPU time
+// per node over the same span beside that). Baseline: the same node functions called in a loop,
+// in the same run.
 // Run: pnpm bench (or: pnpm build && node --expose-gc bench/run.mjs graph)
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -116,11 +117,12 @@ const chain20 = async (store, rounds) => {
   };
 };
 const chain200 = async (store, rounds) => {
-  const r = await runChain(store, 200, { rounds, warmup: Math.ceil(rounds / 4) });
+  const r = await runChain(store, 200, { rounds, warmup: Math.ceil(rounds / 4), cpu: true });
   const node = pct(r.perNodeNs, 50);
   return {
     per_node_us: us(node),
     per_node_p99_us: us(pct(r.perNodeNs, 99)),
+    cpu_per_node_us: us(pct(r.cpuPerNodeNs, 50)),
     end_to_end_per_node_us: +(pct(r.totalUs, 50) / 200).toFixed(2),
     ratio_to_loop: Math.round(node / (loop200.medianNs / 200)),
   };

@@ -19,11 +19,7 @@ describe("docs/express.md", () => {
   });
 
   it("names functions @nerva/express exports", () => {
-    for (const name of [
-      "nervaMiddleware",
-      "nervaErrorHandler",
-      "sendSSE",
-    ]) {
+    for (const name of ["nervaMiddleware", "nervaErrorHandler", "sendSSE"]) {
       expect(pageText("express.md")).toContain(`${name}(`);
       expect(bridge).toHaveProperty(name);
     }

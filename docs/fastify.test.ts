@@ -20,11 +20,7 @@ describe("docs/fastify.md", () => {
   });
 
   it("names functions @nerva/fastify exports", () => {
-    for (const name of [
-      "nervaPlugin",
-      "sendSSE",
-      "replyNervaError",
-    ]) {
+    for (const name of ["nervaPlugin", "sendSSE", "replyNervaError"]) {
       expect(pageText("fastify.md")).toContain(name);
       expect(bridge).toHaveProperty(name);
     }

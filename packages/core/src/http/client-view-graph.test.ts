@@ -8,14 +8,7 @@ import { InMemoryRunStore } from "../runs/memory/in-memory-store.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { FunctionToolManager, defineTool } from "../tools/function-tool-manager.js";
-import {
-  END,
-  GraphHost,
-  defineGraph,
-  fnNode,
-  inputNode,
-  type GraphRun,
-} from "../index.js";
+import { END, GraphHost, defineGraph, fnNode, inputNode, type GraphRun } from "../index.js";
 import { RunEventType, type RunEvent } from "../runs/types.js";
 import { clientRun, clientRunError, clientRunEvent } from "./client-view.js";
 

@@ -14,3 +14,18 @@ export function requireObjectOptions(options: unknown, code: ErrorCode, fix: str
     });
   }
 }
+
+/**
+ * Whether `options` is a plain object with no own keys: a call that passed no options, for
+ * which a hot path can skip its schema (whose parse of `{}` gives back an empty object too).
+ *
+ * @example
+ * isEmptyObject({}); // true
+ * isEmptyObject({ timeoutSeconds: 1 }); // false
+ */
+export function isEmptyObject(options: unknown): boolean {
+  if (typeof options !== "object" || options === null) return false;
+  if (Object.getPrototypeOf(options) !== Object.prototype) return false;
+  for (const _ in options) return false;
+  return Object.getOwnPropertySymbols(options).length === 0;
+}

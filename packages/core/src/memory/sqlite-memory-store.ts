@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ErrorCode, parseOrThrow } from "../errors.js";
 import {
+  LIMIT_PARAM,
   openDatabase,
   openError,
   unavailableError,
@@ -142,10 +143,10 @@ export class SqliteMemoryStore implements MemoryStore {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       );
       this.#hot = db.prepare(
-        `SELECT ${COLUMNS} FROM ${t}memory_hot WHERE namespace = ? AND session = ? ORDER BY seq DESC LIMIT ?`,
+        `SELECT ${COLUMNS} FROM ${t}memory_hot WHERE namespace = ? AND session = ? ORDER BY seq DESC ${LIMIT_PARAM}`,
       );
       this.#warm = db.prepare(
-        `SELECT ${COLUMNS} FROM ${t}memory_warm WHERE namespace = ? ORDER BY seq DESC LIMIT ?`,
+        `SELECT ${COLUMNS} FROM ${t}memory_warm WHERE namespace = ? ORDER BY seq DESC ${LIMIT_PARAM}`,
       );
       this.#cold = db.prepare(`SELECT ${COLUMNS}, vector FROM ${t}memory_cold WHERE namespace = ?`);
       // One transaction per write: every tier of the event is written, or none is.

@@ -1,3 +1,4 @@
+import { isEmptyObject } from "../internal/object-options.js";
 import { stoppable } from "../internal/stoppable.js";
 import { z } from "zod";
 import { ExecContext } from "../context/exec-context.js";
@@ -30,6 +31,7 @@ import {
   RUN_STATUSES,
   RunStatus,
   isFinalStatus,
+  type RetryPolicy,
   type RunEvent,
   type RunPage,
   type RunRecord,
@@ -128,13 +130,7 @@ export class RunQueue {
       history: input.history.map((h) => ({ ...h })),
     };
     toJsonText(wireInput, "options.input", this.maxStepBytes, "Send a smaller input.");
-    const retry = parseOrThrow(
-      RetryOptionsSchema,
-      { ...this.#options.retry, ...o.retry },
-      ErrorCode.INVALID_INPUT,
-      "options.retry",
-      "maxAttempts >= 1, delays >= 0 seconds, backoffFactor >= 1, jitter in [0, 1].",
-    );
+    const retry = o.retry === undefined ? this.#retry() : this.#retryWith(o.retry);
     // The run joins the enqueuer's trace under this span: its id is persisted with the run
     // (the context's span_id), and the worker that executes it nests its spans there.
     const ctx = o.ctx ?? ExecContext.create();
@@ -167,6 +163,26 @@ export class RunQueue {
     return run;
   }
 
+  /** The retry policy of a run with `changes` over the queue's defaults. */
+  #retryWith(changes: EnqueueOptions["retry"]): RetryPolicy {
+    return parseOrThrow(
+      RetryOptionsSchema,
+      { ...this.#options.retry, ...changes },
+      ErrorCode.INVALID_INPUT,
+      "options.retry",
+      "maxAttempts >= 1, delays >= 0 seconds, backoffFactor >= 1, jitter in [0, 1].",
+    );
+  }
+
+  #defaultRetry: Readonly<RetryPolicy> | null = null;
+  /**
+   * The queue's own retry policy, resolved once (frozen: every run without a retry override
+   * shares it), not parsed again on each enqueue.
+   */
+  #retry(): Readonly<RetryPolicy> {
+    return (this.#defaultRetry ??= Object.freeze(this.#retryWith(undefined)));
+  }
+
   /** The run `id`, or `null` when there is none (never was, or pruned). */
   async get(id: string): Promise<RunRecord | null> {
     return this.store.get(checkId(id));
@@ -181,13 +197,16 @@ export class RunQueue {
    */
   async wait(id: string, options: WaitOptions = {}): Promise<RunRecord> {
     checkId(id);
-    const o = parseOrThrow(
-      WaitOptionsSchema,
-      options,
-      ErrorCode.INVALID_INPUT,
-      "options",
-      "Pass { timeoutSeconds?, until?: RunStatus[], signal? }.",
-    );
+    // The common call passes no options: nothing to check.
+    const o = isEmptyObject(options)
+      ? (options as z.output<typeof WaitOptionsSchema>)
+      : parseOrThrow(
+          WaitOptionsSchema,
+          options,
+          ErrorCode.INVALID_INPUT,
+          "options",
+          "Pass { timeoutSeconds?, until?: RunStatus[], signal? }.",
+        );
     const until: readonly string[] = o.until ?? FINAL;
     const deadline =
       o.timeoutSeconds === undefined ? Infinity : Date.now() + o.timeoutSeconds * 1000;

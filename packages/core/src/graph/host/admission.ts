@@ -2,6 +2,7 @@ import { ExecContext } from "../../context/exec-context.js";
 import { z } from "zod";
 import { ErrorCode, NervaError, parseOrThrow } from "../../errors.js";
 import { checkUntrustedJson } from "../../internal/json-limits.js";
+import { isEmptyObject } from "../../internal/object-options.js";
 import { toJsonText } from "../../runs/json-value.js";
 import type { RunQueue } from "../../runs/run-queue.js";
 import { RunStatus, type RunRecord } from "../../runs/types.js";
@@ -86,13 +87,10 @@ export async function admitExecution(
       issues: [{ path: "ctx", message: "must be an ExecContext" }],
     });
   }
-  const o = parseOrThrow(
-    TriggerOptionsSchema,
-    options,
-    ErrorCode.INVALID_INPUT,
-    "options",
-    FIX_OPTIONS,
-  );
+  // The common trigger passes no options: nothing to check.
+  const o = isEmptyObject(options)
+    ? (options as z.output<typeof TriggerOptionsSchema>)
+    : parseOrThrow(TriggerOptionsSchema, options, ErrorCode.INVALID_INPUT, "options", FIX_OPTIONS);
   checkUntrustedJson(input, "input", FIX_STATE);
   const start = await planStart(
     a.graph,

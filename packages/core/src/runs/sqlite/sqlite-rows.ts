@@ -103,10 +103,12 @@ export class RunRows {
     const holder = this.holder(lease);
     const fresh = this.#s.putStep.run(lease.runId, key, value).changes === 1;
     const events: NewEvent[] = [];
+    // Both events carry the same data: one object, written as JSON once (writeEvents).
+    const data = { key };
     if (startedAt !== null) {
-      events.push([RunEventType.STEP_STARTED, { key }, Math.min(startedAt, Date.now())]);
+      events.push([RunEventType.STEP_STARTED, data, Math.min(startedAt, Date.now())]);
     }
-    if (fresh) events.push([RunEventType.STEP_COMPLETED, { key }]);
+    if (fresh) events.push([RunEventType.STEP_COMPLETED, data]);
     if (events.length > 0) this.addEvents(lease, holder, events);
     if (fresh) return [value, true];
     const existing = this.#s.value.get(lease.runId, "step", key) as { value: string };
@@ -155,9 +157,12 @@ export class RunRows {
     const [a, b] = events;
     if (events.length === 2 && a !== undefined && b !== undefined) {
       // A step's start and commit: one statement.
+      const aData = JSON.stringify(a.data);
+      const bData = b.data === a.data ? aData : JSON.stringify(b.data);
+      // prettier-ignore
       this.#s.twoEvents.run(
-        ...[runId, a.seq, a.type, a.at, a.attempt, JSON.stringify(a.data)],
-        ...[runId, b.seq, b.type, b.at, b.attempt, JSON.stringify(b.data)],
+        runId, a.seq, a.type, a.at, a.attempt, aData,
+        runId, b.seq, b.type, b.at, b.attempt, bData,
       );
       return;
     }

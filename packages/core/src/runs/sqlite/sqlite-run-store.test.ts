@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { describeRunStoreContract } from "../../testing/run-store-contract.js";
-import { openDatabase } from "../../internal/sqlite.js";
+import { LIMIT_PARAM, openDatabase } from "../../internal/sqlite.js";
 import { ExecContext } from "../../context/exec-context.js";
 import { rejection } from "../../testing/rejection.js";
 import { RunQueue } from "../run-queue.js";
@@ -162,7 +162,7 @@ describe("SqliteRunStore files", () => {
     const db = openDatabase(path, "path", "test");
     const plan = db
       .prepare(
-        `EXPLAIN QUERY PLAN SELECT doc FROM nerva_runs WHERE queue = ? AND status = ? AND claimable_at IS NOT NULL ORDER BY created_at DESC, id DESC LIMIT ?`,
+        `EXPLAIN QUERY PLAN SELECT doc FROM nerva_runs WHERE queue = ? AND status = ? AND claimable_at IS NOT NULL ORDER BY created_at DESC, id DESC ${LIMIT_PARAM}`,
       )
       .all("live", "pending", 101) as { detail: string }[];
     db.close();

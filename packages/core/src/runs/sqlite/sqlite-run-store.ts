@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ErrorCode, parseOrThrow } from "../../errors.js";
 import {
+  LIMIT_PARAM,
   openDatabase,
   setUpDatabase,
   TABLE_PREFIX,
@@ -170,7 +171,7 @@ export class SqliteRunStore implements RunStore {
       sql += " AND (created_at < ? OR (created_at = ? AND id < ?))";
       params.push(after.createdAt, after.createdAt, after.id);
     }
-    sql += " ORDER BY created_at DESC, id DESC LIMIT ?";
+    sql += ` ORDER BY created_at DESC, id DESC ${LIMIT_PARAM}`;
     params.push(query.limit + 1);
     let statement = this.#lists.get(sql);
     if (statement === undefined) {

@@ -1,5 +1,5 @@
 import { ErrorCode, NervaError } from "../../errors.js";
-import type { SqliteDatabase } from "../../internal/sqlite.js";
+import { LIMIT_PARAM, type SqliteDatabase } from "../../internal/sqlite.js";
 import type { runTables } from "./sqlite-schema.js";
 import { RunStatus, type RunRecord } from "../types.js";
 
@@ -105,7 +105,7 @@ export function prepareStatements(db: SqliteDatabase, t: ReturnType<typeof runTa
        VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)`,
     ),
     events: db.prepare(
-      `SELECT seq, type, at, attempt, data FROM ${t.events} WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+      `SELECT seq, type, at, attempt, data FROM ${t.events} WHERE run_id = ? AND seq > ? ORDER BY seq ${LIMIT_PARAM}`,
     ),
     value: db.prepare(`SELECT value FROM ${t.values} WHERE run_id = ? AND kind = ? AND key = ?`),
     putStep: db.prepare(
