@@ -21,7 +21,7 @@ import {
   type PolicyEngine,
 } from "../policy/types.js";
 import { checkContext } from "../runtime/guard.js";
-import { InMemoryRunStore } from "../runs/in-memory-store.js";
+import { InMemoryRunStore } from "../runs/memory/in-memory-store.js";
 import { RunQueue } from "../runs/run-queue.js";
 import type { TokenUsage } from "../types/usage.js";
 import { ApprovalGate } from "./approval-gate.js";
