@@ -254,3 +254,42 @@ describe("published tarballs", () => {
     expect(packed("core")).toContain("src/runtime/container/image/agent/agent.mjs");
   }, 60_000);
 });
+
+describe("every entry point of every package", () => {
+  /** `[label, file]` for each entry a package declares in `tshy.exports`. */
+  const entries = ["core", "express", "fastify", "nestjs", "ai-sdk", "otel", "cli"].flatMap(
+    (pkg) => {
+      const manifest = JSON.parse(
+        readFileSync(join(root, "packages", pkg, "package.json"), "utf8"),
+      ) as { tshy: { exports: Record<string, string> } };
+      return Object.entries(manifest.tshy.exports)
+        .filter(([sub]) => sub !== "./package.json")
+        .map(([sub, file]) => [`@nerva/${pkg}${sub.slice(1)}`, join(root, "packages", pkg, file)]);
+    },
+  );
+  // One program for all of them: the compiler reads the shared sources once.
+  const program = ts.createProgram(
+    entries.map(([, file]) => file!),
+    {
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      target: ts.ScriptTarget.ES2022,
+      noEmit: true,
+      skipLibCheck: true,
+    },
+  );
+  const checker = program.getTypeChecker();
+
+  // Each list is pinned in test/surface/: an added or removed name is a visible diff there.
+  for (const [label, file] of entries) {
+    it(`${label} exports exactly the names in test/surface/`, async () => {
+      const symbol = checker.getSymbolAtLocation(program.getSourceFile(file!)!);
+      const names = checker
+        .getExportsOfModule(symbol!)
+        .map((s) => s.name)
+        .sort();
+      const pinned = join(root, "test", "surface", `${label.replace(/\//g, "+")}.txt`);
+      await expect(`${names.join("\n")}\n`).toMatchFileSnapshot(pinned);
+    }, 120_000);
+  }
+});
