@@ -66,7 +66,15 @@ export class InMemoryLimitStore implements LimitStore {
         (l.maxCostUsd !== null && costUsd >= l.maxCostUsd)
       ) {
         const end = (ledger?.start ?? a.now) + l.windowMs;
-        return { admitted: false, refusedBy: "ledger", index: i, tokens, costUsd, heldTokens, retryAfterMs: end - a.now };
+        return {
+          admitted: false,
+          refusedBy: "ledger",
+          index: i,
+          tokens,
+          costUsd,
+          heldTokens,
+          retryAfterMs: end - a.now,
+        };
       }
     }
     for (let i = 0; i < a.windows.length; i++) {
@@ -139,7 +147,8 @@ export class InMemoryLimitStore implements LimitStore {
   #limiter(limit: number, windowMs: number): SlidingWindowLimiter {
     const shape = `${limit}/${windowMs}`;
     let limiter = this.#limiters.get(shape);
-    if (limiter === undefined) this.#limiters.set(shape, (limiter = new SlidingWindowLimiter(limit, windowMs)));
+    if (limiter === undefined)
+      this.#limiters.set(shape, (limiter = new SlidingWindowLimiter(limit, windowMs)));
     return limiter;
   }
 

@@ -90,9 +90,7 @@ export class LimitChecks {
       record,
       holdId: ledgers.length === 0 ? "" : this.#budgets.holdId(ctx),
       holdExpiresAt:
-        ctx.timeoutAt === null
-          ? now + this.#holdMs
-          : Math.max(ctx.timeoutAt, now) + HOLD_GRACE_MS,
+        ctx.timeoutAt === null ? now + this.#holdMs : Math.max(ctx.timeoutAt, now) + HOLD_GRACE_MS,
     });
     if (verdict.admitted) {
       if (record) this.rates.counted(fresh, ctx);
