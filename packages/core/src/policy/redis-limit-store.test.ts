@@ -3,9 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { DeclarativePolicyEngine } from "../declarative-policy/declarative-engine.js";
 import { ErrorCode, NervaError } from "../errors.js";
+import { toHttpError } from "../http/status.js";
 import { RedisServerProcess } from "../internal/redis-server.test-support.js";
 import { REDIS_URL, dropPrefixes, testPrefix } from "../runs/redis/redis.test-support.js";
 import { describeLimitStoreContract } from "../testing/limit-store-contract.js";
+import { Orchestrator } from "../orchestrator/orchestrator.js";
+import { RuleRouter } from "../router/rule-router.js";
+import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { InMemoryLimitStore } from "./in-memory-limit-store.js";
 import type { LimitStore } from "./limit-store.js";
 import { RedisLimitStore } from "./redis-limit-store.js";
@@ -140,10 +144,24 @@ describe("RedisLimitStore with Redis away", () => {
         expect((err as NervaError).code).toBe(ErrorCode.UNAVAILABLE);
         expect(Date.now() - started).toBeLessThan(1500);
       }
+      // Through the orchestrator: a 503 the client may retry, with Retry-After, no internals.
+      const runtime = new InProcessRuntime();
+      runtime.register("echo", async () => "ok");
+      const router = new RuleRouter({ rules: [], defaultHandler: "echo" });
+      const orchestrator = new Orchestrator({ router, runtime, policy });
+      const err = await orchestrator
+        .handle("hi", ExecContext.create({ userId: "u1" }))
+        .catch((e: unknown) => e);
+      expect((err as NervaError).code).toBe(ErrorCode.UNAVAILABLE);
+      const answer = toHttpError(err);
+      expect(answer.status).toBe(503);
+      expect(answer.headers["retry-after"]).toBe("1");
+      expect(JSON.stringify(answer.body)).not.toMatch(/127\.0\.0\.1|ECONNREFUSED|ioredis/);
       // The request that ran ends while Redis is away: its charge is kept, not lost.
       ctx.recordTokens({ promptTokens: 1000 });
       await policy.charge(ctx.tokenUsage, ctx);
-      expect(limits.pendingSettlements).toBe(1);
+      // (Two: the request the orchestrator refused is settled too, with its zero usage.)
+      expect(limits.pendingSettlements).toBe(2);
       await server.restart();
       await eventually(async () => expect(limits.pendingSettlements).toBe(0), 10);
       // A fresh server (no persistence): the kept charge is all the ledger holds, and it counts.
@@ -177,8 +195,10 @@ describe("RedisLimitStore with Redis away", () => {
         },
         { limits },
       );
-      // Warm: the script is loaded once (EVALSHA, then EVAL on NOSCRIPT).
-      await policy.evaluate(tool, ExecContext.create({ userId: "warm" }));
+      // Warm: each script is loaded once (EVALSHA, then EVAL on NOSCRIPT).
+      const warm = ExecContext.create({ userId: "warm" });
+      await policy.evaluate(tool, warm);
+      await policy.charge(warm.tokenUsage, warm);
       const before = await calls();
       for (let i = 0; i < 10; i++) {
         const ctx = ExecContext.create({ userId: `u${i}` });
