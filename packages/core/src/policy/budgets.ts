@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode } from "../errors.js";
 import type { TokenUsage } from "../types/usage.js";
@@ -11,6 +11,8 @@ type Rule = PolicyDocument["budgets"][number];
 
 interface Budget {
   readonly rule: Rule;
+  /** The rule's name as the first part of its ledgers' ids. */
+  readonly idPrefix: string;
   readonly windowMs: number;
   /** What a request holds from admission until it is charged (`per: user` only). */
   readonly reserveTokens: number;
@@ -42,10 +44,15 @@ export class Budgets {
   readonly #perRequest: readonly Budget[];
   readonly #perUser: readonly Budget[];
   readonly #hold = ExecContext.key<HoldSlot>("nerva.policy.budget_hold");
+  /** Hold ids: unique across processes (random) and within this engine (counter). */
+  readonly #instance = randomBytes(9).toString("base64url");
+  #seq = 0;
+  readonly #newSlot = (): HoldSlot => ({ id: this.#nextId() });
 
   constructor(document: PolicyDocument) {
     const all = document.budgets.map((rule) => ({
       rule,
+      idPrefix: `${enc(rule.name)}:`,
       windowMs: rule.windowSeconds * 1000,
       reserveTokens:
         rule.per !== "user" || rule.maxTokens === undefined
@@ -88,7 +95,7 @@ export class Budgets {
     if (this.#perUser.length === 0) return [];
     const user = ctx.userId ?? "anonymous";
     return this.#perUser.map((b) => ({
-      id: `${enc(b.rule.name)}:${enc(user)}`,
+      id: b.idPrefix + enc(user),
       windowMs: b.windowMs,
       maxTokens: b.rule.maxTokens ?? null,
       maxCostUsd: b.rule.maxCostUsd ?? null,
@@ -99,7 +106,7 @@ export class Budgets {
 
   /** The name of the request tree's holds (created on first use). */
   holdId(ctx: ExecContext): string {
-    return ctx.local(this.#hold, newSlot).id;
+    return ctx.local(this.#hold, this.#newSlot).id;
   }
 
   /** The BUDGET_EXCEEDED refusal of the `index`-th `per: user` ledger, with the store's totals. */
@@ -120,22 +127,22 @@ export class Budgets {
    * again); admissions after it hold under a new one.
    */
   settlement(usage: TokenUsage, ctx: ExecContext, now: number): LimitSettlement {
-    const slot = ctx.local(this.#hold, newSlot);
+    const slot = ctx.local(this.#hold, this.#newSlot);
     const holdId = slot.id;
-    slot.id = randomUUID();
+    slot.id = this.#nextId();
+    const user = enc(ctx.userId ?? "anonymous");
     return {
       now,
       holdId,
-      ledgers: this.ledgers(ctx, { tokens: 0, costUsd: 0 }).map(({ id, windowMs }) => ({
-        id,
-        windowMs,
-      })),
+      ledgers: this.#perUser.map((b) => ({ id: b.idPrefix + user, windowMs: b.windowMs })),
       usage: { tokens: usage.totalTokens, costUsd: usage.costUsd },
     };
   }
-}
 
-const newSlot = (): HoldSlot => ({ id: randomUUID() });
+  #nextId(): string {
+    return `${this.#instance}.${++this.#seq}`;
+  }
+}
 
 function over(b: Budget, tokens: number, cost: number): boolean {
   return (

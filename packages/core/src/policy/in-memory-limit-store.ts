@@ -36,11 +36,9 @@ const ADMITTED: LimitVerdict = Object.freeze({ admitted: true });
  * const b = new DeclarativePolicyEngine(doc, { limits }); // the same counts as `a`
  */
 export class InMemoryLimitStore implements LimitStore {
-  /** One limiter per window shape; each keyed by window id. */
-  readonly #limiters = new Map<string, SlidingWindowLimiter>();
+  /** One limiter per window shape (limit, then length); each keyed by window id. */
+  readonly #limiters = new Map<number, Map<number, SlidingWindowLimiter>>();
   readonly #ledgers = new Map<string, Ledger>();
-  /** holdId → until when a second settle of it is ignored. */
-  readonly #settled = new Map<string, number>();
   #ops = 0;
 
   async admit(a: LimitAdmission): Promise<LimitVerdict> {
@@ -111,11 +109,7 @@ export class InMemoryLimitStore implements LimitStore {
   }
 
   async settle(s: LimitSettlement): Promise<void> {
-    const until = this.#settled.get(s.holdId);
-    if (until !== undefined && until > s.now) return;
-    let longest = 0;
     for (const l of s.ledgers) {
-      longest = Math.max(longest, l.windowMs);
       let ledger = this.#current(l.id, l.windowMs, s.now);
       if (ledger === undefined) {
         ledger = { start: s.now, windowMs: l.windowMs, tokens: 0, cost: 0, holds: new Map() };
@@ -125,13 +119,11 @@ export class InMemoryLimitStore implements LimitStore {
       ledger.tokens += s.usage.tokens;
       ledger.cost += s.usage.costUsd;
     }
-    if (s.ledgers.length > 0) this.#settled.set(s.holdId, s.now + longest);
   }
 
   async close(): Promise<void> {
     this.#limiters.clear();
     this.#ledgers.clear();
-    this.#settled.clear();
   }
 
   /** The ledger `id` in its current window; `undefined` when it has none (or it ended). */
@@ -145,16 +137,17 @@ export class InMemoryLimitStore implements LimitStore {
   }
 
   #limiter(limit: number, windowMs: number): SlidingWindowLimiter {
-    const shape = `${limit}/${windowMs}`;
-    let limiter = this.#limiters.get(shape);
-    if (limiter === undefined)
-      this.#limiters.set(shape, (limiter = new SlidingWindowLimiter(limit, windowMs)));
+    let byLength = this.#limiters.get(limit);
+    if (byLength === undefined) this.#limiters.set(limit, (byLength = new Map()));
+    let limiter = byLength.get(windowMs);
+    if (limiter === undefined) {
+      byLength.set(windowMs, (limiter = new SlidingWindowLimiter(limit, windowMs)));
+    }
     return limiter;
   }
 
-  /** Forgets ledgers whose window ended and settle marks past their time. */
+  /** Forgets ledgers whose window ended. */
   #sweep(now: number): void {
     for (const [id, l] of this.#ledgers) if (l.start + l.windowMs <= now) this.#ledgers.delete(id);
-    for (const [id, until] of this.#settled) if (until <= now) this.#settled.delete(id);
   }
 }

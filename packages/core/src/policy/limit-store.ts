@@ -85,7 +85,7 @@ export type LimitVerdict =
 /** One end of a request, for {@link LimitStore.settle}. */
 export interface LimitSettlement {
   readonly now: number;
-  /** The hold to release (one that was never taken is fine). Settling it twice charges once. */
+  /** The hold to release (one that was never taken is fine); also names the settlement. */
   readonly holdId: string;
   /** Every `per: user` ledger of the user: each is charged `usage`. */
   readonly ledgers: readonly Pick<LimitLedger, "id" | "windowMs">[];
@@ -109,7 +109,11 @@ export interface LimitStore {
    * when the state cannot be reached.
    */
   admit(admission: LimitAdmission): Promise<LimitVerdict>;
-  /** Releases the hold and charges `usage` to every ledger, atomically and at most once. */
+  /**
+   * Releases the hold and charges `usage` to every ledger, atomically. The engine sends each
+   * settlement once; a store that sends one again itself (after a timeout whose outcome it cannot
+   * know) should apply it once.
+   */
   settle(settlement: LimitSettlement): Promise<void>;
   /** Releases what the store opened. */
   close(): Promise<void>;

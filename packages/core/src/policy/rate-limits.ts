@@ -11,6 +11,8 @@ type Rule = PolicyDocument["rateLimits"][number];
 interface Limit {
   readonly rule: Rule;
   readonly re: RegExp;
+  /** The rule's name as the first part of its windows' ids. */
+  readonly idPrefix: string;
 }
 
 /** One limit that applies to an action, the key it counts under, and its window in the store. */
@@ -41,7 +43,11 @@ export class RateLimits {
   readonly #counted = ExecContext.key<Set<string>>("nerva.policy.counted");
 
   constructor(document: PolicyDocument) {
-    const limits = document.rateLimits.map((rule) => ({ rule, re: globs(rule.names) }));
+    const limits = document.rateLimits.map((rule) => ({
+      rule,
+      re: globs(rule.names),
+      idPrefix: `${enc(rule.name)}:`,
+    }));
     this.#perUser = limits.filter((l) => l.rule.per === "user");
     this.#perHandler = limits.filter((l) => l.rule.per !== "user");
   }
@@ -102,7 +108,7 @@ function hit(limit: Limit, key: string, encodedKey: string): LimitHit {
     limit,
     key,
     window: {
-      id: `${enc(rule.name)}:${encodedKey}`,
+      id: limit.idPrefix + encodedKey,
       limit: rule.limit,
       windowMs: rule.windowSeconds * 1000,
     },

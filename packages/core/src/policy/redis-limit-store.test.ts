@@ -10,6 +10,7 @@ import { describeLimitStoreContract } from "../testing/limit-store-contract.js";
 import { Orchestrator } from "../orchestrator/orchestrator.js";
 import { RuleRouter } from "../router/rule-router.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
+import { parsePolicyDocument, type PolicyDocument } from "./document.js";
 import { InMemoryLimitStore } from "./in-memory-limit-store.js";
 import type { LimitStore } from "./limit-store.js";
 import { RedisLimitStore } from "./redis-limit-store.js";
@@ -72,6 +73,36 @@ describe("RedisLimitStore options", () => {
     expect(hold.message).toMatch(/holdSeconds/);
   });
 
+  it("applies a settlement sent twice once", async () => {
+    const prefix = testPrefix("limits");
+    prefixes.push(prefix);
+    const limits = new RedisLimitStore({ url: REDIS_URL, prefix: `${prefix}:` });
+    try {
+      const ledger = { id: "daily:u1", windowMs: 60_000, maxTokens: 1000, maxCostUsd: null };
+      const now = Date.now();
+      const settle = { now, holdId: "h1", ledgers: [ledger], usage: { tokens: 600, costUsd: 0 } };
+      await limits.settle(settle);
+      await limits.settle({ ...settle, now: now + 10 });
+      const probe = (tokens: number) =>
+        limits.admit({
+          now: now + 20,
+          ledgers: [{ ...ledger, holdTokens: 0, holdCostUsd: 0 }],
+          windows: [],
+          usage: { tokens, costUsd: 0 },
+          record: false,
+          holdId: "p",
+          holdExpiresAt: now + 30_000,
+        });
+      expect(await probe(399)).toEqual({ admitted: true });
+      expect(await probe(400)).toMatchObject({ admitted: false, tokens: 1000 });
+      // Another settlement of the same ledger is charged.
+      await limits.settle({ ...settle, holdId: "h2" });
+      expect(await probe(0)).toMatchObject({ admitted: false, tokens: 1200 });
+    } finally {
+      await limits.close();
+    }
+  });
+
   it("writes only under its prefix, every key with an expiry", async () => {
     const prefix = testPrefix("limits");
     prefixes.push(prefix);
@@ -109,11 +140,11 @@ describe("RedisLimitStore with Redis away", () => {
   });
   afterAll(() => server.stop());
 
-  const doc = {
+  const doc: PolicyDocument = parsePolicyDocument({
     version: 1,
     rateLimits: [{ name: "per-user", per: "user", limit: 100, windowSeconds: 60 }],
     budgets: [{ name: "daily", per: "user", maxTokens: 1000, reserveTokens: 100 }],
-  } as const;
+  });
   const tool = { checkpoint: "during_execution", kind: "tool", name: "search" } as const;
 
   async function eventually<T>(fn: () => Promise<T>, seconds: number): Promise<T> {

@@ -7,7 +7,7 @@ import {
   redisConnectionFields,
 } from "../internal/redis-connection.js";
 import type { LimitAdmission, LimitSettlement, LimitStore, LimitVerdict } from "./limit-store.js";
-import { ADMIT, SETTLE, limitKeys } from "./redis/layout.js";
+import { ADMIT, SETTLED_MARK_MS, SETTLE, limitKeys } from "./redis/layout.js";
 
 export const RedisLimitStoreOptionsSchema = z
   .object({
@@ -30,8 +30,8 @@ const num = (v: unknown): number => Number(v);
 /**
  * A {@link LimitStore} in Redis: rate-limit windows and budget ledgers that every replica of an
  * app shares, so that each limit is granted once across all of them. A check is one Lua script
- * (one round trip, atomic over every rule it touches); a settlement is another, applied at most
- * once even when it is sent again. Times are the engines' clocks (keep replicas in sync with
+ * (one round trip, atomic over every rule it touches); a settlement is another, applied once even
+ * when it is sent again within 15 minutes (after a timeout whose outcome is unknown). Times are the engines' clocks (keep replicas in sync with
  * NTP: a skew of d ms moves a window's edges by d ms). Needs the optional package `ioredis`.
  *
  * Fails closed: while Redis cannot be reached, a check rejects with NervaError UNAVAILABLE within
@@ -145,9 +145,10 @@ export class RedisLimitStore implements LimitStore {
   }
 
   #send(s: LimitSettlement): Promise<unknown> {
-    const keys = [...s.ledgers.map((l) => this.#keys.ledger(l.id)), this.#keys.settled(s.holdId)];
-    const markMs = Math.max(1, Math.ceil(Math.max(0, ...s.ledgers.map((l) => l.windowMs))));
-    const args = [s.now, s.holdId, s.usage.tokens, s.usage.costUsd, markMs];
+    if (s.ledgers.length === 0) return Promise.resolve(0);
+    const keys = s.ledgers.map((l) => this.#keys.ledger(l.id));
+    keys.push(this.#keys.settled((s.ledgers[0] as { id: string }).id));
+    const args = [s.now, s.holdId, s.usage.tokens, s.usage.costUsd, SETTLED_MARK_MS];
     for (const l of s.ledgers) args.push(l.windowMs);
     return this.#conn.run((r) => this.#conn.script(r, SETTLE, keys, args));
   }

@@ -3,21 +3,24 @@
 // (where a store's keys then live on one node).
 import { redisScript } from "../../internal/redis-connection.js";
 
-/** The keys of a store under `prefix`: windows, ledgers and settlement marks. */
+/** The keys of a store under `prefix`: windows, ledgers, and a ledger's recent settlements. */
 export function limitKeys(prefix: string): {
   window: (id: string) => string;
   ledger: (id: string) => string;
-  settled: (holdId: string) => string;
+  settled: (ledgerId: string) => string;
 } {
-  // Ids come URI-encoded from the engine; the kinds are apart ("w:", "b:", "s:"), so a window
-  // and a ledger never share a key whatever their ids.
+  // Ids come URI-encoded from the engine; the kinds are apart ("w:", "b:", "s:"), so no two
+  // kinds ever share a key whatever their ids.
   const base = `${prefix}{limits}:`;
   return {
     window: (id) => `${base}w:${id}`,
     ledger: (id) => `${base}b:${id}`,
-    settled: (holdId) => `${base}s:${holdId}`,
+    settled: (id) => `${base}s:${id}`,
   };
 }
+
+/** How long a ledger remembers a settlement, so that sending it again does not charge twice. */
+export const SETTLED_MARK_MS = 15 * 60 * 1000;
 
 /**
  * One check: every ledger, then every window; with `record` and nothing refused, a slot in each
@@ -113,16 +116,20 @@ return { 0 }
 `);
 
 /**
- * One settlement, applied once: the mark (SET NX, kept for the longest window) refuses a second
- * one with the same hold id; then each ledger (started again if its window ended) drops the hold
- * and is charged the usage.
- * KEYS: ledgers, then the mark. ARGV: now, hold id, tokens, cost, mark ms; per ledger: window ms.
- * Returns 1 when applied, 0 when it had been already.
+ * One settlement, applied once: the first ledger's recent settlements (ZSET hold id → kept
+ * until, trimmed on each settlement) refuse the same one sent again; then each ledger (started
+ * again if its window ended) drops the hold and is charged the usage.
+ * KEYS: ledgers, then the first ledger's settlements. ARGV: now, hold id, tokens, cost, mark ms;
+ * per ledger: window ms. Returns 1 when applied, 0 when it had been already.
  */
 export const SETTLE = redisScript(`
 local now = tonumber(ARGV[1])
 local n = #KEYS - 1
-if not redis.call('SET', KEYS[n + 1], '1', 'NX', 'PX', ARGV[5]) then return 0 end
+local marks = KEYS[n + 1]
+redis.call('ZREMRANGEBYSCORE', marks, '-inf', now)
+if redis.call('ZSCORE', marks, ARGV[2]) then return 0 end
+redis.call('ZADD', marks, now + tonumber(ARGV[5]), ARGV[2])
+redis.call('PEXPIRE', marks, ARGV[5])
 for i = 1, n do
   local key = KEYS[i]
   local win = tonumber(ARGV[5 + i])
