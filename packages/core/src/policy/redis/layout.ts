@@ -66,8 +66,11 @@ for i = 1, n do
   if start ~= nil and start + win <= now then
     redis.call('DEL', key)
     start, tokens, cost, heldT, heldC, mine = nil, 0, 0, 0, 0, nil
-  elseif #dead > 0 then
-    redis.call('HDEL', key, unpack(dead))
+  else
+    -- In chunks: unpack() of a very long list would overflow Lua's stack.
+    for j = 1, #dead, 500 do
+      redis.call('HDEL', key, unpack(dead, j, math.min(j + 499, #dead)))
+    end
   end
   local T, C = tokens + heldT + ut, cost + heldC + uc
   if (maxT ~= nil and T >= maxT) or (maxC ~= nil and C >= maxC) then
