@@ -31,3 +31,7 @@ export {
 } from "./trace-sink-contract.js";
 export { INTERNAL_SIGNS, sendRawRequest, type RawAnswer } from "./bridge-contract-bad-clients.js";
 export { readSSEEvents, type ReadSSEOptions, type SSEEvent } from "./sse-reader.js";
+export {
+  describeLimitStoreContract,
+  type LimitStoreContractSetup,
+} from "./limit-store-contract.js";
