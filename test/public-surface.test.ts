@@ -185,12 +185,15 @@ describe("every entry point of every package", () => {
       ) as { tshy: { exports: Record<string, string> } };
       return Object.entries(manifest.tshy.exports)
         .filter(([sub]) => sub !== "./package.json")
-        .map(([sub, file]) => [`@nerva/${pkg}${sub.slice(1)}`, join(root, "packages", pkg, file)]);
+        .map(([sub, file]): [string, string] => [
+          `@nerva/${pkg}${sub.slice(1)}`,
+          join(root, "packages", pkg, file),
+        ]);
     },
   );
   // One program for all of them: the compiler reads the shared sources once.
   const program = ts.createProgram(
-    entries.map(([, file]) => file!),
+    entries.map(([, file]) => file),
     {
       module: ts.ModuleKind.NodeNext,
       moduleResolution: ts.ModuleResolutionKind.NodeNext,
@@ -204,7 +207,7 @@ describe("every entry point of every package", () => {
   // Each list is pinned in test/surface/: an added or removed name is a visible diff there.
   for (const [label, file] of entries) {
     it(`${label} exports exactly the names in test/surface/`, async () => {
-      const symbol = checker.getSymbolAtLocation(program.getSourceFile(file!)!);
+      const symbol = checker.getSymbolAtLocation(program.getSourceFile(file)!);
       const names = checker
         .getExportsOfModule(symbol!)
         .map((s) => s.name)
