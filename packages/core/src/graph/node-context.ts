@@ -135,6 +135,8 @@ class VisitContext implements NodeContext {
           stats: null,
         },
         this.exec,
+        // The node records its tool calls itself, with its node id (withToolEvents).
+        null,
       ),
       run,
       nodeId,
