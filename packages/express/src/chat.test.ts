@@ -7,26 +7,41 @@
 //   GET `${api}/${chatId}/stream`, 204 = nothing to resume, any other non-2xx throws;
 // - ui/default-chat-transport.ts + ui/chat.ts + ui/process-ui-message-stream.ts: a resumed
 //   stream is a replay by default (`resumeStreamIsReplay`): its first `start` resets the message.
+import { execSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { InMemoryRunStore, type RunStore } from "@nerva/core";
+import { RedisRunStore } from "@nerva/core/redis";
 import { SqliteRunStore } from "@nerva/core/sqlite";
-import {
-  DefaultChatTransport,
-  readUIMessageStream,
-  type UIMessage,
-  type UIMessageChunk,
-} from "ai";
+import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { TOKENS, startChatApp, type ChatApp } from "./chat.test-support.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-chat-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const REDIS_URL = process.env["NERVA_REDIS_URL"] ?? "redis://127.0.0.1:6379";
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  execSync(
+    `redis-cli -u ${REDIS_URL} --scan --pattern 'nerva-test:chat:${process.pid}:*' | xargs -r redis-cli -u ${REDIS_URL} del`,
+  );
+});
 
 const STORES: [string, () => RunStore][] = [
   ["in memory", () => new InMemoryRunStore()],
-  ["SQLite", () => new SqliteRunStore({ path: join(dir, `${Math.random()}.db`), pollSeconds: 0.05 })],
+  [
+    "SQLite",
+    () => new SqliteRunStore({ path: join(dir, `${Math.random()}.db`), pollSeconds: 0.05 }),
+  ],
+  [
+    "Redis",
+    () =>
+      new RedisRunStore({
+        url: REDIS_URL,
+        // A prefix of its own per app: no run of another test or process is listed.
+        prefix: `nerva-test:chat:${process.pid}:${Math.random().toString(36).slice(2)}`,
+      }),
+  ],
 ];
 
 function userMessage(text: string, id = `m-${text}`): UIMessage {
@@ -247,7 +262,10 @@ describe("nervaChat refuses bad requests before starting anything", () => {
   });
 
   it("answers 401 without a user", async () => {
-    const res = await post({ id: "c1", messages: [userMessage("tell")], trigger: "submit-message" }, null);
+    const res = await post(
+      { id: "c1", messages: [userMessage("tell")], trigger: "submit-message" },
+      null,
+    );
     expect(res.status).toBe(401);
     expect((await app.queue.list()).runs).toEqual([]);
   });
