@@ -194,6 +194,7 @@ describe("bridges", () => {
     }
     expect(exportsOf(join(root, "packages/express/src/index.ts"))).toEqual([
       "NervaExpressOptions",
+      "nervaChat",
       "nervaErrorHandler",
       "nervaMiddleware",
       "nervaNotFound",
