@@ -43,13 +43,21 @@ export type ChatRoutesOptions = z.input<typeof ChatRoutesOptionsSchema>;
  */
 export interface ChatRoutes {
   /** `POST /api/chat`: starts the answer to the last user message as a run and streams it. */
-  send(request: { body: unknown; ctx: ExecContext; res: ServerResponse }): Promise<SSEOutcome>;
+  send(request: {
+    body: unknown;
+    ctx: ExecContext;
+    res: ServerResponse;
+    /** Called once the checks passed, right before `res` is written (a framework hands it over). */
+    beforeWrite?: () => void;
+  }): Promise<SSEOutcome>;
   /** `GET /api/chat/:id/stream`: the active run's stream from the log; 204 when none. */
   resume(request: {
     chatId: unknown;
     ctx: ExecContext;
     headers: IncomingHttpHeaders;
     res: ServerResponse;
+    /** As in `send`. */
+    beforeWrite?: () => void;
   }): Promise<SSEOutcome | "none">;
   /** `POST /api/chat/:id/stop`: cancels the active run (NOT_FOUND, a 404, when none). */
   stop(request: { chatId: unknown; ctx: ExecContext }): Promise<RunRecord>;
@@ -89,7 +97,7 @@ export function createChatRoutes(options: ChatRoutesOptions): ChatRoutes {
     });
 
   return {
-    async send({ body, ctx, res }) {
+    async send({ body, ctx, res, beforeWrite }) {
       const userId = ownerOf(ctx);
       const turn = parseChatRequest(body);
       const run = await queue.enqueue({
@@ -105,14 +113,16 @@ export function createChatRoutes(options: ChatRoutesOptions): ChatRoutes {
           .update(JSON.stringify([userId, turn.chatId, turn.messageId, turn.trigger]))
           .digest("base64url")}`,
       });
+      beforeWrite?.();
       return stream(res, run, 0);
     },
 
-    async resume({ chatId, ctx, headers, res }) {
+    async resume({ chatId, ctx, headers, res, beforeWrite }) {
       const userId = ownerOf(ctx);
       const id = parseChatId(chatId);
       const afterSeq = lastEventSeq({ headers });
       const run = await activeRun(queue, userId, id);
+      beforeWrite?.();
       if (run === null) {
         res.statusCode = 204;
         res.end();
