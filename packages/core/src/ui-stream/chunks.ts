@@ -63,7 +63,20 @@ const DATA_EVENTS: ReadonlySet<string> = new Set<string>([
   RunEventType.NODE_COMPLETED,
   RunEventType.NODE_FAILED,
   RunEventType.RETRYING,
+  RunEventType.RECLAIMED,
+  RunEventType.RELEASED,
   RunEventType.RESUMED,
+]);
+
+/**
+ * Events after which another execution streams the answer again from its start (a handler runs
+ * again after a resume, a retry or a takeover; only its committed steps are skipped).
+ */
+const AGAIN: ReadonlySet<string> = new Set<string>([
+  RunEventType.RESUMED,
+  RunEventType.RETRYING,
+  RunEventType.RECLAIMED,
+  RunEventType.RELEASED,
 ]);
 
 const NO_CHUNKS: readonly UIMessageChunk[] = Object.freeze([]);
@@ -82,7 +95,7 @@ export class UIChunker {
   /** Open tool calls: by call id, and per tool name in start order (events without a call id). */
   readonly #calls = new Map<string, string>();
   readonly #waiting = new Map<string, string[]>();
-  /** True once a final (or pausing) event was turned into chunks. */
+  /** True once a final event was turned into chunks. */
   ended = false;
 
   constructor(runId: string) {
@@ -96,7 +109,6 @@ export class UIChunker {
     const out: UIMessageChunk[] = [];
     switch (e.type) {
       case RunEventType.STARTED:
-      case RunEventType.RECLAIMED:
         this.#step(out);
         return out;
       case RunEventType.OUTPUT_DELTA: {
@@ -113,8 +125,11 @@ export class UIChunker {
         this.#toolCompleted(out, e);
         return out;
       case RunEventType.PAUSED:
+        // The answer goes on once someone answers: the stream stays open (a client that leaves
+        // meanwhile gets the whole answer again on reconnect).
         this.#data(out, e);
-        return this.#finish(out, e, "other");
+        this.#endStep(out);
+        return out;
       case RunEventType.SUCCEEDED: {
         const output = e.data.output;
         // A handler that did not stream: its answer is the message's text.
@@ -141,8 +156,8 @@ export class UIChunker {
         return this.#finish(out, e, "other");
       default:
         if (!DATA_EVENTS.has(e.type)) return NO_CHUNKS;
-        if (e.type === RunEventType.RETRYING) {
-          // The next attempt answers again: what this one wrote stays, closed, in its own step.
+        if (AGAIN.has(e.type)) {
+          // Another execution answers again: what this one wrote stays, closed, in its own step.
           this.#data(out, e);
           this.#endStep(out);
           return out;
@@ -235,7 +250,7 @@ export class UIChunker {
     const usage = e.data.usage;
     const metadata: UIMessageMetadata = {
       runId: this.#runId,
-      status: e.type === RunEventType.PAUSED ? "paused" : e.type.slice("run.".length),
+      status: e.type.slice("run.".length),
       ...(typeof usage === "object" && usage !== null && !Array.isArray(usage)
         ? {
             usage: {

@@ -53,9 +53,10 @@ export interface UIChunksOptions {
  * (the run's id as messageId), then per event its chunks — `start-step`, `text-start` /
  * `text-delta` / `text-end` from `output.delta`, `tool-input-start` / `tool-input-available` from
  * `tool.started`, `tool-output-available` / `tool-output-error` from `tool.completed`,
- * `data-nerva-<type>` parts for `node.*`, `run.paused`, `run.retrying`, `run.resumed`, `error`
- * with the client-safe text of a failure — and a `finish` with `{ runId, status, usage }` as
- * `messageMetadata`, then `[DONE]`. A paused run's stream ends at its pause. Each event's last
+ * `data-nerva-<type>` parts for `node.*`, `run.paused`, `run.resumed`, `run.retrying`,
+ * `run.reclaimed`, `run.released`, `error` with the client-safe text of a failure — and a `finish`
+ * with `{ runId, status, usage }` as `messageMetadata`, then `[DONE]`. A paused run's stream
+ * stays open through the pause (`data-nerva-run-paused`) until the run ends. Each event's last
  * chunk carries the event's `seq` as its id, so `Last-Event-ID` resumes there. A source that
  * fails ends with an `error` chunk (no internal text) and `[DONE]`; never throws. Leaving the loop
  * returns `events`.
@@ -78,7 +79,6 @@ export async function* toUIMessageChunks(
         for (let i = 0; i < last; i++) yield { data: chunks[i] as UIMessageChunk };
         if (last >= 0) yield { data: chunks[last] as UIMessageChunk, id: event.seq };
       }
-      // A pause ends this answer; the resumed run's answer is streamed again from its events.
       if (chunker.ended) break;
     }
   } catch (err) {

@@ -117,14 +117,13 @@ describe("UIChunker", () => {
     data,
   });
 
-  it("shows nodes and a pause as data parts, and ends the answer at the pause", () => {
+  it("shows nodes as data parts", () => {
     const c = new UIChunker("r");
     const chunks = [
       ev(1, "run.started", { workerId: "w", fence: 1 }),
       ev(2, "node.started", { node: "review", visit: 1, key: "review" }),
       ev(3, "output.delta", { chunk: "checking" }),
-      ev(4, "run.paused", { key: "approve", prompt: "Refund 42?", kind: "approval", data: {} }),
-      ev(5, "run.resumed", { key: "approve" }),
+      ev(4, "node.completed", { node: "review", visit: 1, key: "review" }),
     ].flatMap((e) => [...c.push(e)]);
     expect(chunks.map((x) => x.type)).toEqual([
       "start-step",
@@ -132,16 +131,9 @@ describe("UIChunker", () => {
       "text-start",
       "text-delta",
       "text-end",
-      "data-nerva-run-paused",
-      "finish-step",
-      "finish",
+      "data-nerva-node-completed",
     ]);
-    expect(chunks[5]).toMatchObject({ id: "4", data: { prompt: "Refund 42?", seq: 4 } });
-    expect(chunks.at(-1)).toMatchObject({
-      finishReason: "other",
-      messageMetadata: { status: "paused" },
-    });
-    expect(c.ended).toBe(true);
+    expect(chunks[1]).toMatchObject({ id: "2", data: { node: "review", seq: 2 } });
   });
 
   it("pairs tool calls without call ids by tool, and hides a failed call's error text", () => {
@@ -160,6 +152,52 @@ describe("UIChunker", () => {
     });
     expect(chunks).toContainEqual({ type: "error", errorText: "the agent failed" });
     expect(JSON.stringify(chunks)).not.toMatch(/\/etc\/x|\/srv/);
+  });
+});
+
+describe("a run that pauses for a person", () => {
+  it("streams through the pause until the run ends, and replays the same", async () => {
+    const queue = new RunQueue({ store: new InMemoryRunStore(), retry: { maxAttempts: 1 } });
+    const runner = new Runner({
+      queue,
+      handlers: {
+        refund: async function* (_input, ctx) {
+          yield "checking";
+          await ctx.run?.waitForInput("approve", { prompt: "Refund 42?" });
+          yield " refunded";
+        },
+      },
+    });
+    await runner.start();
+    const run = await queue.enqueue({ handler: "refund", input: { message: "refund" } });
+    await queue.wait(run.id, { until: ["paused"], timeoutSeconds: 10 });
+    const live = collect(toUIMessageChunks(queue.events(run.id), { runId: run.id }));
+    await queue.resume(run.id, true, { key: "approve" });
+    const chunks = (await live).map((m) => m.data);
+    await runner.stop();
+    const kinds = chunks.map((c) => (typeof c === "string" ? c : c.type));
+    expect(kinds).toEqual([
+      "start",
+      "start-step",
+      "text-start",
+      "text-delta",
+      "text-end",
+      "data-nerva-run-paused",
+      "finish-step",
+      "data-nerva-run-resumed",
+      // The handler runs again after the resume: its second execution streams from its start.
+      "start-step",
+      "text-start",
+      "text-delta",
+      "text-delta",
+      "text-end",
+      "finish-step",
+      "finish",
+      "[DONE]",
+    ]);
+    expect(chunks[5]).toMatchObject({ data: { prompt: "Refund 42?", kind: "approval" } });
+    const replay = await collect(toUIMessageChunks(queue.events(run.id), { runId: run.id }));
+    expect(replay.map((m) => m.data)).toEqual(chunks);
   });
 });
 
