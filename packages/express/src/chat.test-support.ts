@@ -28,7 +28,10 @@ export interface ChatApp {
   close(): Promise<void>;
 }
 
-export async function startChatApp(store: RunStore): Promise<ChatApp> {
+export async function startChatApp(
+  store: RunStore,
+  history: "client" | "memory" = "client",
+): Promise<ChatApp> {
   const queue = new RunQueue({ store, name: "chat", retry: { maxAttempts: 1 } });
   const tools = new FunctionToolManager().register(
     defineTool({
@@ -75,7 +78,7 @@ export async function startChatApp(store: RunStore): Promise<ChatApp> {
     }),
   );
   app.use(express.json());
-  app.use(nervaChat(createChatRoutes({ queue, handler: "chat_agent" })));
+  app.use(nervaChat(createChatRoutes({ queue, handler: "chat_agent", history })));
   app.use(nervaErrorHandler());
   const server = http.createServer(app);
   server.listen(0, "127.0.0.1");
@@ -95,4 +98,29 @@ export async function startChatApp(store: RunStore): Promise<ChatApp> {
       await store.close();
     },
   };
+}
+
+/** The `id:` and parsed `data:` of each event of a raw UI message stream response. */
+export async function* sseEvents(res: Response): AsyncGenerator<{ id?: number; data: unknown }> {
+  const reader = (res.body as ReadableStream<Uint8Array>)
+    .pipeThrough(new TextDecoderStream())
+    .getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let end: number;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const id = /^id: (\d+)$/m.exec(block)?.[1];
+      const data = /^data: (.*)$/m.exec(block)?.[1];
+      if (data === undefined) continue;
+      yield {
+        ...(id === undefined ? {} : { id: Number(id) }),
+        data: data === "[DONE]" ? data : JSON.parse(data),
+      };
+    }
+  }
 }
