@@ -45,6 +45,7 @@ export const coreFloors = [
   ["runs"],
   ["graph", "declarative-policy"],
   ["http", "viewer", "wire"],
+  ["ui-stream"],
   ["testing", "sqlite", "redis", "index.ts", "wire.ts", "policy.ts"],
 ];
 

@@ -10,3 +10,6 @@ export {
 
 // Streaming
 export { sendSSE } from "./sse.js";
+
+// Chat routes of a useChat frontend (@nerva/core/ui-stream)
+export { nervaChat } from "./chat.js";

@@ -5,3 +5,6 @@ export { nervaPlugin, replyNervaError, type NervaFastifyOptions } from "./plugin
 
 // Streaming
 export { sendSSE } from "./sse.js";
+
+// Chat routes of a useChat frontend (@nerva/core/ui-stream)
+export { nervaChat } from "./chat.js";

@@ -23,3 +23,6 @@ export { NervaMiddleware } from "./nerva.middleware.js";
 export { NervaExceptionFilter } from "./nerva-exception.filter.js";
 export { NervaResultInterceptor } from "./nerva-result.interceptor.js";
 export { sendSSE, toSSEObservable } from "./sse.js";
+
+// Chat routes of a useChat frontend (@nerva/core/ui-stream), through @Res()
+export { chatResponse } from "./chat.js";

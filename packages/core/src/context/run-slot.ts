@@ -74,3 +74,13 @@ export interface RunContext {
 
 /** The request-local slot holding the durable run a request executes in (see `ctx.run`). */
 export const kRunContext = new ContextKey<RunContext>("nerva.run");
+
+/**
+ * Writes one of Nerva's own event types (`tool.started`, `tool.completed`) into the run a request
+ * executes in: set by the Runner beside {@link kRunContext}, read by the orchestrator's kit, which
+ * sits below runs/ and so cannot reach the run's own `record`.
+ */
+export type RunEventRecorder = (type: string, data: Record<string, JsonValue>) => Promise<void>;
+
+/** The request-local slot holding the {@link RunEventRecorder} of the run a request executes in. */
+export const kRunRecorder = new ContextKey<RunEventRecorder>("nerva.run.recorder");

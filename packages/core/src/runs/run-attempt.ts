@@ -6,6 +6,7 @@ import { thrownResult } from "../runtime/results.js";
 import type { AgentRuntime } from "../runtime/types.js";
 import { ValidatedInput, type AgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
+import type { TokenUsageWire } from "../types/usage.js";
 import { retryDelaySeconds } from "./backoff.js";
 import { watchLocalCancel } from "./cancel-watchers.js";
 import { RunPaused, type ActiveRun, type ThrownError } from "./run-context.js";
@@ -117,7 +118,7 @@ export async function executeAttempt(
       await persist(a, active, () => a.store.release(active.lease));
       return;
     }
-    const outcome = outcomeOf(execution, run, result);
+    const outcome = withUsage(outcomeOf(execution, run, result), ctx, run);
     if (
       outcome.status !== RunStatus.SUCCEEDED &&
       outcome.status !== RunStatus.CANCELLED &&
@@ -183,6 +184,22 @@ function outcomeOf(
   const error = classifyFailure(result, execution.active.thrown);
   const timedOut = result.status === AgentStatus.TIMEOUT || execution.ctx.isTimedOut();
   return { status: timedOut ? RunStatus.TIMED_OUT : RunStatus.FAILED, result, error };
+}
+
+/**
+ * `outcome` with what the attempt spent (the context's usage less what the enqueuer's context
+ * carried in), when it spent anything.
+ */
+function withUsage(outcome: RunOutcome, ctx: ExecContext, run: ClaimedRun["run"]): RunOutcome {
+  const now = ctx.tokenUsage;
+  const before = run.context.token_usage;
+  const usage: TokenUsageWire = {
+    prompt_tokens: Math.max(0, now.promptTokens - before.prompt_tokens),
+    completion_tokens: Math.max(0, now.completionTokens - before.completion_tokens),
+    total_tokens: Math.max(0, now.totalTokens - before.total_tokens),
+    cost_usd: Math.max(0, now.costUsd - before.cost_usd),
+  };
+  return usage.total_tokens > 0 || usage.cost_usd > 0 ? { ...outcome, usage } : outcome;
 }
 
 /**

@@ -18,13 +18,13 @@ import {
   type Execution,
 } from "./run-attempt.js";
 import { ActiveRun } from "./run-context.js";
-import { kRunContext } from "../context/run-slot.js";
+import { kRunContext, kRunRecorder } from "../context/run-slot.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import type { AgentHandler, AgentRuntime } from "../runtime/types.js";
 import { InMemoryRunStore } from "./memory/in-memory-store.js";
 import { RunQueue } from "./run-queue.js";
 import type { ClaimedRun, RunStore } from "./store.js";
-import { RunStatus, type RunError } from "./types.js";
+import { RunStatus, type RunError, type RunEventType } from "./types.js";
 import type { TraceSink } from "../tracing/sink.js";
 
 export { classifyFailure };
@@ -244,6 +244,7 @@ export class Runner {
       return;
     }
     ctx.setLocal(kRunContext, active);
+    ctx.setLocal(kRunRecorder, (type, data) => active.record(type as RunEventType, data));
     const execution: Execution = {
       active,
       ctx,

@@ -1,5 +1,6 @@
 import type { AgentResult, JsonValue } from "../types/agent.js";
 import type { ExecContextWire } from "../types/context-wire.js";
+import type { TokenUsageWire } from "../types/usage.js";
 import type {
   RetryPolicy,
   RunError,
@@ -74,15 +75,19 @@ export interface ClaimRequest {
   readonly heartbeatSeconds?: number;
 }
 
-/** How a worker ends an attempt. */
-export type RunOutcome =
+/**
+ * How a worker ends an attempt. `usage`: the tokens and cost the attempt spent, written into the
+ * final event (`data.usage`) so that a reader of the history (a chat UI) gets it with the end.
+ */
+export type RunOutcome = (
   | { readonly status: typeof RunStatus.SUCCEEDED; readonly result: AgentResult }
   | {
       readonly status:
         typeof RunStatus.FAILED | typeof RunStatus.TIMED_OUT | typeof RunStatus.CANCELLED;
       readonly result: AgentResult | null;
       readonly error: RunError;
-    };
+    }
+) & { readonly usage?: TokenUsageWire };
 
 /** Filter of `RunStore.list`. */
 export interface RunListQuery {

@@ -277,12 +277,15 @@ export function finishRun(
 ): Transition {
   checkFence(run, lease);
   const t = start(run);
+  // What the attempt spent travels with its end, for readers of the history alone.
+  const usage: Record<string, JsonValue> =
+    outcome.usage === undefined ? {} : { usage: { ...outcome.usage } };
   if (run.cancelRequested && outcome.status !== RunStatus.CANCELLED) {
-    end(t, RunStatus.CANCELLED, outcome.result, cancelledError(run), now);
+    end(t, RunStatus.CANCELLED, outcome.result, cancelledError(run), now, usage);
   } else if (outcome.status === RunStatus.SUCCEEDED) {
-    end(t, RunStatus.SUCCEEDED, outcome.result, null, now);
+    end(t, RunStatus.SUCCEEDED, outcome.result, null, now, usage);
   } else {
-    end(t, outcome.status, outcome.result, outcome.error, now);
+    end(t, outcome.status, outcome.result, outcome.error, now, usage);
   }
   return t;
 }

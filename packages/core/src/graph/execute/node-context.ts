@@ -136,6 +136,8 @@ class VisitContext implements NodeContext {
           stats: null,
         },
         this.exec,
+        // The node records its tool calls itself, with its node id (withToolEvents).
+        null,
       ),
       run,
       nodeId,

@@ -1,0 +1,268 @@
+// A run's events as the chunks of the AI SDK's UI message stream (the `ai` package, v6:
+// ui-message-stream/ui-message-chunks.ts), the protocol `useChat` reads. JSON shapes only: the
+// `ai` package is not a dependency of the core.
+import { clientRunEvent } from "../http/client-view.js";
+import { RunEventType, type RunEvent } from "../runs/types.js";
+import type { JsonValue } from "../types/agent.js";
+
+/**
+ * One chunk of the AI SDK UI message stream, as Nerva writes it (a subset of the `ai` package's
+ * `UIMessageChunk`: text, tool calls, data parts, steps, errors, start and finish).
+ *
+ * @example
+ * const chunk: UIMessageChunk = { type: "text-delta", id: "text-4", delta: "Hello" };
+ */
+export type UIMessageChunk =
+  | { readonly type: "start"; readonly messageId: string }
+  | { readonly type: "start-step" | "finish-step" }
+  | { readonly type: "text-start" | "text-end"; readonly id: string }
+  | { readonly type: "text-delta"; readonly id: string; readonly delta: string }
+  | { readonly type: "tool-input-start"; readonly toolCallId: string; readonly toolName: string }
+  | {
+      readonly type: "tool-input-available";
+      readonly toolCallId: string;
+      readonly toolName: string;
+      readonly input: JsonValue;
+    }
+  | {
+      readonly type: "tool-output-available";
+      readonly toolCallId: string;
+      readonly output: JsonValue;
+    }
+  | { readonly type: "tool-output-error"; readonly toolCallId: string; readonly errorText: string }
+  | { readonly type: `data-nerva-${string}`; readonly id: string; readonly data: JsonValue }
+  | { readonly type: "error"; readonly errorText: string }
+  | { readonly type: "abort"; readonly reason: string }
+  | {
+      readonly type: "finish";
+      readonly finishReason: "stop" | "error" | "other";
+      readonly messageMetadata: UIMessageMetadata;
+    };
+
+/**
+ * The `messageMetadata` of the `finish` chunk: the run, how it ended, and the tokens and cost its
+ * final attempt spent (when any were recorded).
+ *
+ * @example
+ * const usage = (message.metadata as UIMessageMetadata).usage?.totalTokens;
+ */
+export interface UIMessageMetadata {
+  readonly runId: string;
+  readonly status: string;
+  readonly usage?: {
+    readonly promptTokens: number;
+    readonly completionTokens: number;
+    readonly totalTokens: number;
+    readonly costUsd: number;
+  };
+}
+
+/** Events shown as `data-nerva-…` parts (their data as a client may see it). */
+const DATA_EVENTS: ReadonlySet<string> = new Set<string>([
+  RunEventType.NODE_STARTED,
+  RunEventType.NODE_COMPLETED,
+  RunEventType.NODE_FAILED,
+  RunEventType.RETRYING,
+  RunEventType.RECLAIMED,
+  RunEventType.RELEASED,
+  RunEventType.RESUMED,
+]);
+
+/**
+ * Events after which another execution streams the answer again from its start (a handler runs
+ * again after a resume, a retry or a takeover; only its committed steps are skipped).
+ */
+const AGAIN: ReadonlySet<string> = new Set<string>([
+  RunEventType.RESUMED,
+  RunEventType.RETRYING,
+  RunEventType.RECLAIMED,
+  RunEventType.RELEASED,
+]);
+
+const NO_CHUNKS: readonly UIMessageChunk[] = Object.freeze([]);
+
+/**
+ * Turns a run's events, in `seq` order from the first, into UI message chunks. Stateful: it knows
+ * which text part and which tool calls are open, so a stream resumed after some event is fed the
+ * events before it too and shows only the chunks of the later ones (see `toUIMessageChunks`).
+ * Events are shown as `clientRunEvent` shows them: no internal error text reaches the chunks.
+ */
+export class UIChunker {
+  readonly #runId: string;
+  #text: string | null = null;
+  #inStep = false;
+  #streamed = false;
+  /** Open tool calls: by call id, and per tool name in start order (events without a call id). */
+  readonly #calls = new Map<string, string>();
+  readonly #waiting = new Map<string, string[]>();
+  /** True once a final event was turned into chunks. */
+  ended = false;
+
+  constructor(runId: string) {
+    this.#runId = runId;
+  }
+
+  /** The chunks of one event (none for the events a chat does not show). */
+  push(raw: RunEvent): readonly UIMessageChunk[] {
+    if (this.ended) return NO_CHUNKS;
+    const e = clientRunEvent(raw);
+    const out: UIMessageChunk[] = [];
+    switch (e.type) {
+      case RunEventType.STARTED:
+        this.#step(out);
+        return out;
+      case RunEventType.OUTPUT_DELTA: {
+        const chunk = e.data.chunk;
+        if (typeof chunk !== "string" || chunk === "") return NO_CHUNKS;
+        this.#step(out);
+        this.#write(out, chunk, e.seq);
+        return out;
+      }
+      case RunEventType.TOOL_STARTED:
+        this.#toolStarted(out, e);
+        return out;
+      case RunEventType.TOOL_COMPLETED:
+        this.#toolCompleted(out, e);
+        return out;
+      case RunEventType.PAUSED:
+        // The answer goes on once someone answers: the stream stays open (a client that leaves
+        // meanwhile gets the whole answer again on reconnect).
+        this.#data(out, e);
+        this.#endStep(out);
+        return out;
+      case RunEventType.SUCCEEDED: {
+        const output = e.data.output;
+        // A handler that did not stream: its answer is the message's text.
+        if (!this.#streamed && typeof output === "string" && output !== "") {
+          this.#step(out);
+          this.#write(out, output, e.seq);
+        }
+        return this.#finish(out, e, "stop");
+      }
+      case RunEventType.FAILED:
+      case RunEventType.TIMED_OUT: {
+        this.#closeText(out);
+        const error = e.data.error;
+        const text =
+          typeof error === "object" && error !== null && !Array.isArray(error)
+            ? String(error.message)
+            : "the run failed";
+        out.push({ type: "error", errorText: text });
+        return this.#finish(out, e, "error");
+      }
+      case RunEventType.CANCELLED:
+        this.#closeText(out);
+        out.push({ type: "abort", reason: "cancelled" });
+        return this.#finish(out, e, "other");
+      default:
+        if (!DATA_EVENTS.has(e.type)) return NO_CHUNKS;
+        if (AGAIN.has(e.type)) {
+          // Another execution answers again: what this one wrote stays, closed, in its own step.
+          this.#data(out, e);
+          this.#endStep(out);
+          return out;
+        }
+        this.#data(out, e);
+        return out;
+    }
+  }
+
+  #step(out: UIMessageChunk[]): void {
+    if (this.#inStep) return;
+    this.#inStep = true;
+    out.push({ type: "start-step" });
+  }
+
+  #endStep(out: UIMessageChunk[]): void {
+    this.#closeText(out);
+    if (!this.#inStep) return;
+    this.#inStep = false;
+    out.push({ type: "finish-step" });
+  }
+
+  #write(out: UIMessageChunk[], delta: string, seq: number): void {
+    this.#streamed = true;
+    if (this.#text === null) {
+      this.#text = `text-${seq}`;
+      out.push({ type: "text-start", id: this.#text });
+    }
+    out.push({ type: "text-delta", id: this.#text, delta });
+  }
+
+  #closeText(out: UIMessageChunk[]): void {
+    if (this.#text === null) return;
+    out.push({ type: "text-end", id: this.#text });
+    this.#text = null;
+  }
+
+  #data(out: UIMessageChunk[], e: RunEvent): void {
+    this.#closeText(out);
+    out.push({
+      type: `data-nerva-${e.type.replace(/\./g, "-")}`,
+      id: String(e.seq),
+      data: { ...e.data, seq: e.seq, at: e.at },
+    });
+  }
+
+  #toolStarted(out: UIMessageChunk[], e: RunEvent): void {
+    const toolName = String(e.data.tool);
+    const given = e.data.callId;
+    const toolCallId = typeof given === "string" ? given : `call-${e.seq}`;
+    this.#step(out);
+    this.#closeText(out);
+    this.#calls.set(toolCallId, toolName);
+    if (typeof given !== "string") {
+      const list = this.#waiting.get(toolName) ?? [];
+      list.push(toolCallId);
+      this.#waiting.set(toolName, list);
+    }
+    const input = e.data.input ?? {};
+    out.push({ type: "tool-input-start", toolCallId, toolName });
+    out.push({ type: "tool-input-available", toolCallId, toolName, input });
+  }
+
+  #toolCompleted(out: UIMessageChunk[], e: RunEvent): void {
+    const given = e.data.callId;
+    const toolCallId =
+      typeof given === "string" ? given : this.#waiting.get(String(e.data.tool))?.shift();
+    // A completion whose start this stream never saw has no part to complete.
+    if (toolCallId === undefined || !this.#calls.delete(toolCallId)) return;
+    this.#closeText(out);
+    if (e.data.status === "success") {
+      out.push({ type: "tool-output-available", toolCallId, output: e.data.output ?? null });
+    } else {
+      const status = typeof e.data.status === "string" ? e.data.status : "error";
+      out.push({
+        type: "tool-output-error",
+        toolCallId,
+        errorText: `the tool call ended: ${status}`,
+      });
+    }
+  }
+
+  #finish(
+    out: UIMessageChunk[],
+    e: RunEvent,
+    finishReason: "stop" | "error" | "other",
+  ): readonly UIMessageChunk[] {
+    this.#endStep(out);
+    this.ended = true;
+    const usage = e.data.usage;
+    const metadata: UIMessageMetadata = {
+      runId: this.#runId,
+      status: e.type.slice("run.".length),
+      ...(typeof usage === "object" && usage !== null && !Array.isArray(usage)
+        ? {
+            usage: {
+              promptTokens: Number(usage.prompt_tokens ?? 0),
+              completionTokens: Number(usage.completion_tokens ?? 0),
+              totalTokens: Number(usage.total_tokens ?? 0),
+              costUsd: Number(usage.cost_usd ?? 0),
+            },
+          }
+        : {}),
+    };
+    out.push({ type: "finish", finishReason, messageMetadata: metadata });
+    return out;
+  }
+}
