@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { Orchestrator } from "../orchestrator/orchestrator.js";
-import { InMemoryRunStore } from "../runs/in-memory-store.js";
+import { InMemoryRunStore } from "../runs/memory/in-memory-store.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { Runner } from "../runs/runner.js";
 import type { RunEvent } from "../runs/types.js";
