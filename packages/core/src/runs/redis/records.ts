@@ -49,7 +49,7 @@ const MAX_CAS_TRIES = 50;
 export function parseRecord(doc: unknown, claim: unknown): RunRecord | null {
   if (typeof doc !== "string") return null;
   const run = JSON.parse(doc) as RunRecord;
-  if (typeof claim !== "string") return run;
+  if (typeof claim !== "string" || claim === "") return run;
   const c = JSON.parse(claim) as { w: string; at: number; exp: number };
   return claimRun(run, c.w, c.exp - c.at, c.at).run;
 }
@@ -205,7 +205,7 @@ export class RedisRecords {
         runId,
         queue,
         jobId,
-        workerId,
+        JSON.stringify(workerId),
         now + leaseMs,
         now,
       );

@@ -59,7 +59,7 @@ describe("RedisRunStore claim script", () => {
       expect(events[1]?.data).toEqual({ fence: 1, workerId });
       const lease = claimed!.lease;
       await store.heartbeat(lease, 60);
-      expect(await raw.hget(`${prefix}:run:${id}`, "claim")).toBeNull();
+      expect(await raw.hget(`${prefix}:run:${id}`, "claim")).toBe("");
       const beaten = await reader.get(id);
       expect({ ...beaten, lease: null }).toEqual({ ...claimed?.run, lease: null });
       expect(beaten?.lease?.expiresAt).toBeGreaterThan(claimed!.run.lease!.expiresAt);
