@@ -3,13 +3,16 @@
 // worker whose lease was taken over (the record changed under it) never overwrites anything.
 //
 // Key layout under the store's prefix `p` (the scripts build the same names as redisKey):
-//   p:run:<id>              hash: doc (record JSON), v (version), status, seq, job, idem, and
+//   p:run:<id>              hash: doc (record JSON), v (version), status, seq, job, idem, the
+//                           run's events as #<seq> (event JSON; one field each, never rewritten), and
 //                           what the claim script needs without parsing doc: fence, att
 //                           (attempt), avail (availableAt), ca (createdAt), nx ("1" while the
 //                           run has no steps, answers or checkpoint); claim (JSON {w, at, exp},
 //                           "" for none) when the claim script claimed the run after doc was
 //                           written: readers apply it to doc (records.ts), the next commit folds it
-//   p:ev:<id>               stream of the run's events; also the channel that announces them
+//   p:ev:<id>               the channel that announces a run's new events (message: last seq);
+//                           runs written before events moved into the run hash hold them in a
+//                           stream under this key, which readers still look at (READ_EVENTS_LUA)
 //   p:steps:<id>            hash of committed steps; p:in:<id> hash of answers; p:cp:<id> checkpoint
 //   p:idem:<queue>:<key>    the run id that took an idempotency key
 //   p:list:<queue>          zset of the queue's runs by createdAt; p:st:<queue>:<status> by status
@@ -92,13 +95,13 @@ index('act', ARGV[10], old == 'running')
 index('fin', ARGV[11], old == 'succeeded' or old == 'failed' or old == 'cancelled' or
   old == 'timed_out')
 if ARGV[12] ~= '' then h[#h + 1] = 'job'; h[#h + 1] = ARGV[12] end
-redis.call('HSET', rk, unpack(h))
+-- The events are fields of the run hash ('#<seq>'), written by the same HSET as the record.
 local n = tonumber(ARGV[20])
-local ek = p .. ':ev:' .. id
 for i = 0, n - 1 do
-  redis.call('XADD', ek, ARGV[21 + 2 * i] .. '-0', 'e', ARGV[22 + 2 * i])
+  h[#h + 1] = '#' .. ARGV[21 + 2 * i]; h[#h + 1] = ARGV[22 + 2 * i]
 end
-if n > 0 then redis.call('PUBLISH', ek, ARGV[7]) end
+redis.call('HSET', rk, unpack(h))
+if n > 0 then redis.call('PUBLISH', p .. ':ev:' .. id, ARGV[7]) end
 return {1, h[4]}
 `;
 
@@ -126,20 +129,48 @@ local fence = tonumber(f[5]) + 1
 local seq = tonumber(f[7]) + 1
 local w = ARGV[5]
 redis.call('HSET', rk, 'v', nv, 'status', 'running', 'seq', seq, 'fence', fence,
-  'claim', '{"w":' .. w .. ',"at":' .. now .. ',"exp":' .. ARGV[6] .. '}')
+  'claim', '{"w":' .. w .. ',"at":' .. now .. ',"exp":' .. ARGV[6] .. '}',
+  '#' .. seq, '{"type":"run.started","at":' .. now .. ',"attempt":' .. f[6] ..
+  ',"data":{"fence":' .. fence .. ',"workerId":' .. w .. '}}')
 redis.call('ZREM', p .. ':st:' .. q .. ':pending', id)
 redis.call('ZADD', p .. ':st:' .. q .. ':running', f[8], id)
 redis.call('ZREM', p .. ':pend:' .. q, id)
 redis.call('ZADD', p .. ':act:' .. q, ARGV[6], id)
-local ek = p .. ':ev:' .. id
-redis.call('XADD', ek, seq .. '-0', 'e', '{"type":"run.started","at":' .. now .. ',"attempt":' ..
-  f[6] .. ',"data":{"fence":' .. fence .. ',"workerId":' .. w .. '}}')
-redis.call('PUBLISH', ek, seq)
+redis.call('PUBLISH', p .. ':ev:' .. id, seq)
 -- A run written with nx = 1 has no steps, answers or checkpoint: three reads saved.
 if f[10] == '1' then return {1, nv, f[9]} end
 local cp = redis.call('GET', p .. ':cp:' .. id)
 return {1, nv, f[9], redis.call('HGETALL', p .. ':steps:' .. id),
   redis.call('HGETALL', p .. ':in:' .. id), cp}
+`;
+
+/**
+ * Reads the events of a run after seq ARGV[1], at most ARGV[2] of them. KEYS[1]: the run hash,
+ * KEYS[2]: the run's old event stream (see the layout). Returns the event JSONs in seq order from
+ * ARGV[1] + 1; a gap (none is ever written) ends the answer early.
+ */
+export const READ_EVENTS_LUA = `
+local rk, after = KEYS[1], tonumber(ARGV[1])
+local last = math.min(tonumber(redis.call('HGET', rk, 'seq') or '0'), after + tonumber(ARGV[2]))
+local out = {}
+local s = after + 1
+while s <= last do
+  -- Fields in batches: unpack has a stack limit.
+  local fields = {}
+  for i = s, math.min(last, s + 499) do fields[#fields + 1] = '#' .. i end
+  local vals = redis.call('HMGET', rk, unpack(fields))
+  for i = 1, #vals do
+    local e = vals[i]
+    if not e then
+      local old = redis.call('XRANGE', KEYS[2], s .. '-0', s .. '-0')
+      if not old[1] then return out end
+      e = old[1][2][2]
+    end
+    out[#out + 1] = e
+    s = s + 1
+  end
+end
+return out
 `;
 
 /**
