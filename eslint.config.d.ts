@@ -9,6 +9,14 @@ export declare const coreFloorZones: readonly {
   from: string[];
   message: string;
 }[];
+/** The floors inside packages/core/src/graph, lowest first (folder names). */
+export declare const graphFloors: readonly string[];
+/** The zones built from {@link graphFloors}. */
+export declare const graphFloorZones: readonly {
+  target: string;
+  from: string[];
+  message: string;
+}[];
 export declare const coreFloorRules: Linter.RulesRecord;
 export declare const packageBoundaryRules: Linter.RulesRecord;
 declare const config: Linter.Config[];

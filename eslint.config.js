@@ -66,9 +66,25 @@ export const coreFloorZones = coreFloors
   })
   .filter((zone) => zone.from.length > 0);
 
+/**
+ * The floors inside `graph/`, lowest first: describing a graph, executing one run of it, hosting
+ * it (entry points, triggers, sessions). The same rule as `coreFloors`, one folder per floor;
+ * `graph/index.ts`, the barrel, may import all three.
+ */
+export const graphFloors = ["define", "execute", "host"];
+
+/** One zone per graph floor: what it may not import (the graph floors above it). */
+export const graphFloorZones = graphFloors
+  .map((name, level) => ({
+    target: join(coreSrc, "graph", name),
+    from: graphFloors.slice(level + 1).map((other) => join(coreSrc, "graph", other)),
+    message: ` graph/${name} is on graph floor ${level} (${graphFloors.join(" < ")}): it may not import ${graphFloors.slice(level + 1).join(" or ")}. Move what it needs down to the floor that both can see (ARCHITECTURE.md, "Floors").`,
+  }))
+  .filter((zone) => zone.from.length > 0);
+
 /** Import-x rules on the core's own (non-test) sources: floors, and no cycle between files. */
 export const coreFloorRules = {
-  "import-x/no-restricted-paths": ["error", { zones: coreFloorZones }],
+  "import-x/no-restricted-paths": ["error", { zones: [...coreFloorZones, ...graphFloorZones] }],
   "import-x/no-cycle": ["error", { ignoreExternal: true }],
 };
 

@@ -5,6 +5,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { DeclarativePolicyEngine, parsePolicyText } from "@nerva/core/policy";
+import { RedisLimitStoreOptionsSchema } from "@nerva/core/redis";
 
 const page = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "policy.md"), "utf8");
 const yamlBlocks = [...page.matchAll(/^```yaml\n([\s\S]*?)^```$/gm)].map((m) => m[1] as string);
@@ -49,5 +50,20 @@ describe("docs/policy.md", () => {
     const quoted = /`(Invalid policy in \.\/policy\.yaml: [^`]+)`/.exec(page)?.[1];
     expect(quoted).toBeDefined();
     expect(message.startsWith(quoted as string)).toBe(true);
+  });
+
+  it("documents exactly the options RedisLimitStore accepts, with their real defaults", () => {
+    const section = page.slice(
+      page.indexOf("## Where limits live"),
+      page.indexOf("## Delegations made directly"),
+    );
+    const options = section.slice(0, section.indexOf("- **One round trip"));
+    const named = new Set([...options.matchAll(/`(\w+)`/g)].map((m) => m[1]));
+    for (const key of Object.keys(RedisLimitStoreOptionsSchema.shape)) expect(named).toContain(key);
+    const defaults = RedisLimitStoreOptionsSchema.parse({});
+    expect(section).toContain(`\`prefix\` (default\n\`${defaults.prefix}\`)`);
+    expect(section).toContain(`\`timeoutSeconds\` (default ${defaults.timeoutSeconds})`);
+    expect(section).toContain("`maxPendingSettlements`, default 10,000");
+    expect(defaults.maxPendingSettlements).toBe(10_000);
   });
 });

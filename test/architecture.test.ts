@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { coreFloors } from "../eslint.config.js";
+import { coreFloors, graphFloors } from "../eslint.config.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const page = readFileSync(join(root, "ARCHITECTURE.md"), "utf8");
@@ -36,5 +36,11 @@ describe("ARCHITECTURE.md matches the tree", () => {
       [...(m[2] as string).matchAll(/`([\w.-]+)\/?`/g)].map((n) => n[1]),
     );
     expect(rows).toEqual(coreFloors);
+  });
+
+  it("lists the floors inside graph/ in their order, each an existing folder", () => {
+    const rows = [...page.matchAll(/^\| graph (\d+) +\| `([\w-]+)\/` +\|/gm)].map((m) => m[2]);
+    expect(rows).toEqual(graphFloors);
+    expect(dirs("packages/core/src/graph").sort()).toEqual([...graphFloors].sort());
   });
 });

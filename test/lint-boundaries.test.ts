@@ -97,7 +97,7 @@ describe("floors inside @nerva/core", () => {
       ["packages/core/src/runs/example.ts", importing("../http/status.js", "toHttpError")],
       ["packages/core/src/runs/redis/example.ts", importing("../../graph/index.js", "defineGraph")],
       [
-        "packages/core/src/graph/executor/example.ts",
+        "packages/core/src/graph/execute/example.ts",
         importing("../../http/index.js", "toHttpError"),
       ],
     ];
@@ -118,10 +118,42 @@ describe("floors inside @nerva/core", () => {
       ["packages/core/src/context/example.ts", importing("./run-slot.js", "kRunContext")],
       ["packages/core/src/runs/example.ts", importing("../runtime/results.js", "errorResult")],
       ["packages/core/src/graph/example.ts", importing("../runs/run-queue.js", "RunQueue")],
+      [
+        "packages/core/src/graph/execute/example.ts",
+        importing("../define/define-graph.js", "defineGraph"),
+      ],
+      [
+        "packages/core/src/graph/host/example.ts",
+        importing("../execute/executor.js", "GraphExecutor"),
+      ],
+      ["packages/core/src/graph/host/example.ts", importing("../define/nodes.js", "fnNode")],
+      ["packages/core/src/graph/index.ts", importing("./host/graph-host.js", "GraphHost")],
       ["packages/core/src/testing/example.ts", importing("../http/index.js", "toHttpError")],
       ["packages/core/src/index.ts", importing("./graph/index.js", "defineGraph")],
     ];
     for (const [file, code] of cases) expect(await floorErrors(code, file), file).toEqual([]);
+  });
+
+  it("refuses imports up the graph's floors: define below execute below host", async () => {
+    const cases: [file: string, code: string][] = [
+      [
+        "packages/core/src/graph/define/example.ts",
+        importing("../execute/executor.js", "GraphExecutor"),
+      ],
+      [
+        "packages/core/src/graph/define/example.ts",
+        importing("../host/graph-host.js", "GraphHost"),
+      ],
+      [
+        "packages/core/src/graph/execute/example.ts",
+        'import type { GraphHostOptions } from "../host/host-options.js";\nexport type X = GraphHostOptions;\n',
+      ],
+    ];
+    for (const [file, code] of cases) {
+      expect(await floorErrors(code, file), file).toEqual([
+        expect.stringMatching(/graph\/(define|execute) is on graph floor \d .*may not import/),
+      ]);
+    }
   });
 
   it("refuses an import cycle between files, and accepts a type-only import back", async () => {

@@ -3,27 +3,28 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentRunner } from "@nerva/core/graph";
+import type { GraphHost } from "@nerva/core";
 import { readSSEEvents } from "@nerva/core/testing";
 import { refundDeskApp } from "./app.js";
-import * as desk from "./refund-desk.js";
+import { refundDeskHost } from "./host.js";
 
 const dir = mkdtempSync(join(tmpdir(), "refund-desk-"));
-let runner: AgentRunner;
+let host: GraphHost;
+let stopHost: () => Promise<void>;
 let url: string;
 let close: () => void;
 
 beforeAll(async () => {
-  runner = await AgentRunner.load(desk, { store: { sqlite: join(dir, "runs.db") } });
-  await runner.start();
-  const server = refundDeskApp(runner.runtime).listen(0, "127.0.0.1");
+  ({ host, close: stopHost } = refundDeskHost(join(dir, "runs.db")));
+  await host.start();
+  const server = refundDeskApp(host).listen(0, "127.0.0.1");
   await new Promise((r) => server.once("listening", r));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   close = () => server.close();
 });
 afterAll(async () => {
   close();
-  await runner.cleanup();
+  await stopHost();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -72,7 +73,7 @@ describe("refund desk over HTTP", () => {
 
   it("pauses on a missing order id (needs_data) and answers unknown runs with 404", async () => {
     const { runId } = (await (await post("/refunds", {})).json()) as { runId: string };
-    const paused = await runner.runtime.wait(runId, { timeoutSeconds: 10 });
+    const paused = await host.wait(runId, { timeoutSeconds: 10 });
     expect(paused).toMatchObject({
       status: "paused",
       pausedAt: "intake",
@@ -81,7 +82,7 @@ describe("refund desk over HTTP", () => {
     expect(
       (await post(`/refunds/${runId}/input`, { value: { args: { orderId: "7" } } })).status,
     ).toBe(200);
-    const review = await runner.runtime.wait(runId, { timeoutSeconds: 10 });
+    const review = await host.wait(runId, { timeoutSeconds: 10 });
     expect(review).toMatchObject({
       status: "paused",
       pausedAt: "review",

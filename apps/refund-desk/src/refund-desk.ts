@@ -1,5 +1,5 @@
-// The refund desk of the agent-graphs issue, as an agent module: `nerva run` and
-// `AgentRunner.load` take it as it is; src/app.ts serves it over HTTP.
+// The refund desk of the agent-graphs issue, as an agent module: `nerva run` takes it as it is;
+// src/host.ts builds its GraphHost and src/app.ts serves it over HTTP.
 import { z } from "zod";
 import { END, agentNode, defineGraph, fnNode, inputNode, type AgentHandler } from "@nerva/core";
 import { type PartialAgentResult } from "@nerva/core/context";

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { AgentRunner } from "@nerva/core/graph";
+import { AgentRunner } from "./agent-runner.js";
 import { configuredFile, importAgentModule, sqliteOnly } from "./agent-module.js";
 import type { CliIo } from "./cli.js";
 import { startDashboard } from "./dashboard/server.js";

@@ -1,5 +1,5 @@
-import { AgentRunner } from "@nerva/core/graph";
 import { ErrorCode, NervaError, type RunQueue, type RunRecord } from "@nerva/core";
+import { AgentRunner } from "./agent-runner.js";
 import { shellWord, type Values } from "./flags.js";
 import { importAgentModule } from "./agent-module.js";
 

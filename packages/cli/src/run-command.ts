@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { createInterface } from "node:readline/promises";
-import { AgentRunner } from "@nerva/core/graph";
 import { RunEventType, NervaError, ErrorCode } from "@nerva/core";
+import { AgentRunner } from "./agent-runner.js";
 import { importAgentModule, sqliteOnly } from "./agent-module.js";
 import type { CliIo } from "./cli.js";
 import { answerFlag, checkFlags, jsonObjectFlag, shellWord, type Values } from "./flags.js";

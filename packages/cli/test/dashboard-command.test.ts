@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import Database from "better-sqlite3";
-import { AgentRunner } from "@nerva/core/graph";
+import { AgentRunner } from "../src/agent-runner.js";
 import * as desk from "./refund-desk.fixture.js";
 import { exited, fixture, nerva, oneLine, requireBuild, start } from "./nerva-bin.js";
 

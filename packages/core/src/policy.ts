@@ -15,6 +15,16 @@ export {
   DeclarativePolicyEngine,
   type DeclarativePolicyOptions,
 } from "./declarative-policy/declarative-engine.js";
+export {
+  type LimitAdmission,
+  type LimitLedger,
+  type LimitSettlement,
+  type LimitStore,
+  type LimitUsage,
+  type LimitVerdict,
+  type LimitWindow,
+} from "./policy/limit-store.js";
+export { InMemoryLimitStore } from "./policy/in-memory-limit-store.js";
 export { NoopPolicyEngine } from "./policy/noop-engine.js";
 export { decisionError, policyDelegation } from "./policy/decision.js";
 export {

@@ -4,7 +4,7 @@
 // Prints one JSON line with what it saw.
 import { ExecContext } from "../context/exec-context.js";
 import { RunQueue } from "../runs/run-queue.js";
-import { SqliteRunStore } from "../runs/sqlite-run-store.js";
+import { SqliteRunStore } from "../runs/sqlite/sqlite-run-store.js";
 import type { RunStore } from "../runs/store.js";
 import { DeclarativePolicyEngine } from "./declarative-engine.js";
 

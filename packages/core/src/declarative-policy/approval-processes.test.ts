@@ -13,7 +13,7 @@ import type { PolicyAction } from "../policy/types.js";
 import { REDIS_URL, dropPrefixes, testPrefix } from "../runs/redis/redis.test-support.js";
 import { RedisRunStore } from "../runs/redis/redis-run-store.js";
 import { RunQueue } from "../runs/run-queue.js";
-import { SqliteRunStore } from "../runs/sqlite-run-store.js";
+import { SqliteRunStore } from "../runs/sqlite/sqlite-run-store.js";
 import type { RunStore } from "../runs/store.js";
 import { DeclarativePolicyEngine } from "./declarative-engine.js";
 

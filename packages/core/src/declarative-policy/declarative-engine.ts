@@ -2,7 +2,6 @@ import { z } from "zod";
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, parseOrThrow } from "../errors.js";
 import { parseAction, type ParsedAction } from "../policy/action.js";
-import { Budgets } from "../policy/budgets.js";
 import { allowDecision, recordDecision } from "../policy/decision.js";
 import {
   loadPolicyFile,
@@ -11,7 +10,9 @@ import {
   type PolicyDocument,
   type PolicyDocumentInit,
 } from "../policy/document.js";
-import { RateLimits } from "../policy/rate-limits.js";
+import { InMemoryLimitStore } from "../policy/in-memory-limit-store.js";
+import { LimitChecks } from "../policy/limit-check.js";
+import type { LimitStore } from "../policy/limit-store.js";
 import { RuleSet, type Target } from "../policy/rules.js";
 import {
   Checkpoint,
@@ -21,7 +22,7 @@ import {
   type PolicyEngine,
 } from "../policy/types.js";
 import { checkContext } from "../runtime/guard.js";
-import { InMemoryRunStore } from "../runs/in-memory-store.js";
+import { InMemoryRunStore } from "../runs/memory/in-memory-store.js";
 import { RunQueue } from "../runs/run-queue.js";
 import type { TokenUsage } from "../types/usage.js";
 import { ApprovalGate } from "./approval-gate.js";
@@ -36,6 +37,19 @@ export interface DeclarativePolicyOptions {
    * No Runner may serve it: nothing executes an approval.
    */
   readonly approvals?: RunQueue;
+  /**
+   * Where rate-limit windows and budget ledgers (with the holds of requests in flight) live.
+   * Default: an {@link InMemoryLimitStore} of this engine's own (one process: on N replicas each
+   * grants the whole limit). Give a `RedisLimitStore` (`@nerva/core/redis`) shared by every
+   * replica to count each limit once across all of them. The engine does not close it.
+   */
+  readonly limits?: LimitStore;
+  /**
+   * How long a budget hold outlives the last check of a request whose context has no deadline,
+   * so that a crashed process does not hold a user's budget forever (a request with a deadline
+   * holds until its deadline plus 5 s). Default 600.
+   */
+  readonly holdSeconds?: number;
   /** Epoch milliseconds; replace only to control time (e.g. in tests of windows). */
   readonly clock?: () => number;
 }
@@ -53,6 +67,18 @@ const OptionsSchema = z
         "must be a RunQueue on a store with finishPending",
       )
       .optional(),
+    limits: z
+      .custom<LimitStore>(
+        (v) =>
+          typeof v === "object" &&
+          v !== null &&
+          ["admit", "settle", "close"].every(
+            (m) => typeof (v as Record<string, unknown>)[m] === "function",
+          ),
+        "must be a LimitStore (admit, settle and close methods)",
+      )
+      .optional(),
+    holdSeconds: z.number().positive().finite().max(31_536_000).default(600),
     clock: z.custom<() => number>((v) => typeof v === "function", "must be a function").optional(),
   })
   .strict();
@@ -68,8 +94,10 @@ const OptionsSchema = z
  *   once, for the same user or anonymous session). An approval is a paused run of the
  *   {@link approvals} queue, decided by `approvals.resume(id, { decision }, { ctx })`.
  * Each part lives in its own file (`rules.ts`, `budgets.ts`, `rate-limits.ts`,
- * `approval-gate.ts`); what a request was counted against, the approvals it used and the budget
- * it holds are request-local slots of its context. Every decision is also a `policy.decision`
+ * `approval-gate.ts`); the windows of rate limits and the ledgers of budgets live in its
+ * {@link DeclarativePolicyOptions.limits} store, one atomic store call per check; what a request
+ * was counted against, the approvals it used and the name of its budget holds are request-local
+ * slots of its context. Every decision is also a `policy.decision`
  * event and a `policy.evaluate` span, for observability only.
  *
  * @example
@@ -82,8 +110,7 @@ export class DeclarativePolicyEngine implements PolicyEngine {
   /** The queue whose paused runs are this engine's approvals (see {@link DeclarativePolicyOptions}). */
   readonly approvals: RunQueue;
   readonly #rules: RuleSet;
-  readonly #budgets: Budgets;
-  readonly #limits: RateLimits;
+  readonly #limits: LimitChecks;
   readonly #gate: ApprovalGate;
 
   constructor(document: PolicyDocumentInit, options: DeclarativePolicyOptions = {}) {
@@ -93,13 +120,17 @@ export class DeclarativePolicyEngine implements PolicyEngine {
       options,
       ErrorCode.INVALID_OPTIONS,
       "options",
-      "Pass { approvals?: a RunQueue, clock?: () => number }.",
+      "Pass { approvals?: a RunQueue, limits?: a LimitStore, holdSeconds?: seconds > 0, clock?: () => number }.",
     );
     const clock = o.clock ?? Date.now;
     const d = this.document;
     this.#rules = new RuleSet(d);
-    this.#budgets = new Budgets(d, clock);
-    this.#limits = new RateLimits(d, clock);
+    this.#limits = new LimitChecks(
+      d,
+      o.limits ?? new InMemoryLimitStore(),
+      clock,
+      o.holdSeconds * 1000,
+    );
     this.approvals =
       o.approvals ?? new RunQueue({ store: new InMemoryRunStore(), name: "approvals" });
     this.#gate = new ApprovalGate(d, this.approvals, clock);
@@ -145,7 +176,7 @@ export class DeclarativePolicyEngine implements PolicyEngine {
     try {
       const decision =
         a.checkpoint === Checkpoint.BEFORE_ROUTE
-          ? this.#beforeRoute(ctx)
+          ? await this.#beforeRoute(ctx)
           : await this.#beforeAction(a, ctx);
       span.setAttribute("effect", decision.effect);
       if (decision.effect === "allow") span.end("ok");
@@ -164,13 +195,18 @@ export class DeclarativePolicyEngine implements PolicyEngine {
    */
   async charge(usage: TokenUsage, ctx: ExecContext): Promise<void> {
     checkContext(ctx);
-    if (!this.#budgets.charged) return;
+    if (!this.#limits.charged) return;
     const span = ctx.startSpan("policy.charge", {
       tokens: usage.totalTokens,
       cost_usd: usage.costUsd,
     });
-    this.#budgets.settle(usage, ctx);
-    span.end("ok");
+    try {
+      await this.#limits.settle(usage, ctx);
+      span.end("ok");
+    } catch (err) {
+      span.end("error", err instanceof Error ? err.message : String(err));
+      throw err;
+    }
   }
 
   /**
@@ -184,9 +220,9 @@ export class DeclarativePolicyEngine implements PolicyEngine {
     return this.#gate.get(id, ctx);
   }
 
-  #beforeRoute(ctx: ExecContext): PolicyDecision {
+  async #beforeRoute(ctx: ExecContext): Promise<PolicyDecision> {
     const cp = Checkpoint.BEFORE_ROUTE;
-    const refused = this.#limits.check(this.#limits.userHits(ctx), ctx, cp, true);
+    const refused = await this.#limits.beforeRoute(ctx, cp);
     return refused ?? allowDecision(cp, "within rate limits");
   }
 
@@ -196,31 +232,29 @@ export class DeclarativePolicyEngine implements PolicyEngine {
     if (a.kind === "model") {
       // A model step: permissions, rules, limits and approvals are about agents and tools; what
       // applies to a model call is the budget.
-      return this.#budgets.check(ctx, cp) ?? allowDecision(cp, "within budgets");
+      const refused = await this.#limits.action(ctx, cp, [], false);
+      return refused ?? allowDecision(cp, "within budgets");
     }
     const target: Target = a.kind === "tool" ? "tool" : "agent";
     const rule = this.#rules.check(target, name, ctx, cp);
     if (rule !== null && typeof rule === "object") return rule;
 
-    const overBudget = this.#budgets.check(ctx, cp);
-    if (overBudget !== null) return overBudget;
     const hits = this.#limits.handlerHits(target, name, ctx);
-    const limited = this.#limits.check(hits, ctx, cp, false);
-    if (limited !== null) return limited;
-
     const gate = this.#gate.find(target, name, ctx);
     let approvedBy: string | null = null;
     if (gate !== undefined) {
+      // Budgets and limits first: no approval is asked for an action they would refuse.
+      const limited = await this.#limits.action(ctx, cp, hits, false);
+      if (limited !== null) return limited;
       const outcome = await this.#gate.pass(gate, target, name, a, ctx, cp);
       if (typeof outcome !== "string") return outcome;
       approvedBy = outcome;
     }
 
-    // Checked again and recorded in one synchronous step: the approval gate may have awaited,
-    // and concurrent requests may have taken budget or rate meanwhile.
-    const refused = this.#budgets.check(ctx, cp) ?? this.#limits.check(hits, ctx, cp, true);
+    // Checked (again, after an approval) and recorded in one atomic step of the limit store:
+    // concurrent requests, in this process or another, may have taken budget or rate meanwhile.
+    const refused = await this.#limits.action(ctx, cp, hits, true);
     if (refused !== null) return refused;
-    this.#budgets.hold(ctx);
     return allowDecision(
       cp,
       approvedBy === null ? "allowed" : `approved by ${approvedBy}`,

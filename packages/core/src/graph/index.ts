@@ -1,5 +1,6 @@
-// Agent graphs on durable runs: defineGraph, the node kinds, GraphExecutor, GraphHost
-// (entry points, event bus, sessionState, shared state) and AgentRunner.
+// Agent graphs on durable runs, in three floors: define/ (defineGraph, the node kinds, state and
+// edges), execute/ (GraphExecutor: one run of a graph) and host/ (GraphHost: entry points, event
+// bus, sessionState).
 export {
   END,
   NodeKind,
@@ -15,8 +16,8 @@ export {
   type SharedStateView,
   type StateSchema,
   type StateUpdate,
-} from "./types.js";
-export { defineGraph } from "./define-graph.js";
+} from "./define/types.js";
+export { defineGraph } from "./define/define-graph.js";
 export {
   agentNode,
   fnNode,
@@ -24,22 +25,20 @@ export {
   type AgentNodeOptions,
   type InputNodeOptions,
   type NodeOptions,
-} from "./nodes.js";
-export { Reducers } from "./state.js";
-export { GraphExecutor, type GraphStart } from "./executor.js";
-export type { GraphDeps, GraphSnapshot } from "./node-context.js";
-export { GraphErrorCode } from "./failure.js";
-export type { DeliveryInfo, EventHandler, SubscribeOptions } from "./event-bus.js";
-export type { GraphRun } from "./graph-run.js";
-export type { SessionState } from "./session-state.js";
-export { IsolationLevel, SharedState, type SharedStateOptions } from "./shared-state.js";
-export type { EntryPointInfo, EntryPointSpec, TriggerSource, TriggerSpec } from "./entry-points.js";
-export { GraphHost, type ResumeOptions, type TriggerOptions } from "./graph-host.js";
-export type { GraphHostOptions } from "./host-options.js";
-export {
-  AgentConfigSchema,
-  AgentRunner,
-  type AgentConfig,
-  type AgentModule,
-  type AgentRunnerOptions,
-} from "./agent-runner.js";
+} from "./define/nodes.js";
+export { Reducers } from "./define/state.js";
+export { GraphExecutor, type GraphStart } from "./execute/executor.js";
+export type { GraphDeps, GraphSnapshot } from "./execute/node-context.js";
+export { GraphErrorCode } from "./execute/failure.js";
+export type { DeliveryInfo, EventHandler, SubscribeOptions } from "./host/event-bus.js";
+export type { GraphRun } from "./host/graph-run.js";
+export type { SessionState } from "./host/session-state.js";
+export { IsolationLevel, SharedState, type SharedStateOptions } from "./execute/shared-state.js";
+export type {
+  EntryPointInfo,
+  EntryPointSpec,
+  TriggerSource,
+  TriggerSpec,
+} from "./host/entry-points.js";
+export { GraphHost, type ResumeOptions, type TriggerOptions } from "./host/graph-host.js";
+export type { GraphHostOptions } from "./host/host-options.js";

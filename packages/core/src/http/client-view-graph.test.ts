@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
-import { InMemoryRunStore } from "../runs/in-memory-store.js";
+import { InMemoryRunStore } from "../runs/memory/in-memory-store.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { FunctionToolManager, defineTool } from "../tools/function-tool-manager.js";

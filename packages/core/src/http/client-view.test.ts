@@ -6,7 +6,7 @@ import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { clientRun, clientRunError, clientRunEvent } from "./client-view.js";
-import { InMemoryRunStore } from "../runs/in-memory-store.js";
+import { InMemoryRunStore } from "../runs/memory/in-memory-store.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { Runner } from "../runs/runner.js";
 import type { RunEvent } from "../runs/types.js";

@@ -2,8 +2,8 @@
 // its record, its events and its errors without operator data (the enqueuer's wire context,
 // leases and worker ids, error texts that are not written for users, a graph's snapshot).
 import { errorPolicyOf } from "../errors.js";
-import { GraphErrorCode } from "../graph/failure.js";
-import type { GraphRun } from "../graph/graph-run.js";
+import { GraphErrorCode } from "../graph/execute/failure.js";
+import type { GraphRun } from "../graph/host/graph-run.js";
 import { clientData, clientError } from "../responder/failure-text.js";
 import {
   RunEventType,

@@ -1,68 +1,58 @@
+import { randomBytes } from "node:crypto";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode } from "../errors.js";
 import type { TokenUsage } from "../types/usage.js";
 import { denyDecision } from "./decision.js";
 import type { PolicyDocument } from "./document.js";
+import type { LimitLedger, LimitSettlement, LimitUsage } from "./limit-store.js";
 import type { Checkpoint, PolicyDecision } from "./types.js";
 
 type Rule = PolicyDocument["budgets"][number];
 
 interface Budget {
   readonly rule: Rule;
+  /** The rule's name as the first part of its ledgers' ids. */
+  readonly idPrefix: string;
   readonly windowMs: number;
   /** What a request holds from admission until it is charged (`per: user` only). */
   readonly reserveTokens: number;
   readonly reserveCost: number;
 }
 
-/** One user's usage in one window of one `per: user` budget. */
-interface Ledger {
-  readonly start: number;
-  /** Charged: real usage of finished requests. */
-  tokens: number;
-  cost: number;
-  /** Held by requests in flight (see {@link Hold}). */
-  heldTokens: number;
-  heldCost: number;
+/** The name of a request tree's holds, for one engine; renamed once they are settled. */
+interface HoldSlot {
+  id: string;
 }
 
-/**
- * What one request tree holds against one ledger: the reservation taken at its admission,
- * raised to its real usage as later checks see it grow. Released when the request is charged.
- */
-interface Hold {
-  readonly ledger: Ledger;
-  tokens: number;
-  cost: number;
-}
-
-const SWEEP_EVERY = 1024;
+const enc = encodeURIComponent;
 
 /**
  * The `budgets` of a policy document.
  *
- * `per: request` compares the request tree's usage (`ctx.rootTokenUsage`) with the limit.
+ * `per: request` compares the request tree's usage (`ctx.rootTokenUsage`) with the limit, here.
  *
- * `per: user` keeps a ledger per user and window: the real usage of finished requests (added by
- * {@link settle}) plus what requests in flight hold. A request is admitted while the ledger's
- * charged usage, the others' holds and its own usage stay under the limit; from its admission it
- * holds `reserveTokens` / `reserveCostUsd` (or its real usage, once a later check sees more),
- * until {@link settle} releases the hold and charges what it really used. So a burst of
- * concurrent requests overspends by at most one reservation, plus what a request spends beyond
- * its hold after its last check. Holds are request-local state (a slot of the context, one per
- * engine); the ledgers are the engine's shared state.
+ * `per: user` budgets are ledgers of the engine's `LimitStore`, one per user and window: the real
+ * usage of finished requests (charged by {@link settlement}) plus what requests in flight hold.
+ * A request is admitted while the ledger's charged usage, the others' holds and its own usage
+ * stay under the limit; from its admission it holds `reserveTokens` / `reserveCostUsd` (or its
+ * real usage, once a later check sees more) until its settlement releases the hold and charges
+ * what it really used. So a burst of concurrent requests overspends by at most one reservation,
+ * plus what a request spends beyond its hold after its last check. The name of a request's
+ * holds is request-local state (a slot of the context, one per engine).
  */
 export class Budgets {
-  readonly #all: readonly Budget[];
+  readonly #perRequest: readonly Budget[];
   readonly #perUser: readonly Budget[];
-  readonly #ledgers = new Map<Budget, Map<string, Ledger>>();
-  readonly #holds = ExecContext.key<Hold[]>("nerva.policy.budget_holds");
-  readonly #clock: () => number;
-  #settles = 0;
+  readonly #hold = ExecContext.key<HoldSlot>("nerva.policy.budget_hold");
+  /** Hold ids: unique across processes (random) and within this engine (counter). */
+  readonly #instance = randomBytes(9).toString("base64url");
+  #seq = 0;
+  readonly #newSlot = (): HoldSlot => ({ id: this.#nextId() });
 
-  constructor(document: PolicyDocument, clock: () => number) {
-    this.#all = document.budgets.map((rule) => ({
+  constructor(document: PolicyDocument) {
+    const all = document.budgets.map((rule) => ({
       rule,
+      idPrefix: `${enc(rule.name)}:`,
       windowMs: rule.windowSeconds * 1000,
       reserveTokens:
         rule.per !== "user" || rule.maxTokens === undefined
@@ -73,9 +63,8 @@ export class Budgets {
           ? 0
           : (rule.reserveCostUsd ?? rule.maxCostUsd / 10),
     }));
-    this.#perUser = this.#all.filter((b) => b.rule.per === "user");
-    for (const b of this.#perUser) this.#ledgers.set(b, new Map());
-    this.#clock = clock;
+    this.#perRequest = all.filter((b) => b.rule.per !== "user");
+    this.#perUser = all.filter((b) => b.rule.per === "user");
   }
 
   /** Whether any budget is charged per user (otherwise settling has nothing to do). */
@@ -83,112 +72,83 @@ export class Budgets {
     return this.#perUser.length > 0;
   }
 
-  /**
-   * The BUDGET_EXCEEDED refusal of the first exhausted budget, or `null`. Call {@link hold} in
-   * the same synchronous step when the action is then allowed.
-   */
-  check(ctx: ExecContext, cp: Checkpoint): PolicyDecision | null {
-    if (this.#all.length === 0) return null;
+  /** The BUDGET_EXCEEDED refusal of the first exhausted `per: request` budget, or `null`. */
+  checkRequest(ctx: ExecContext, cp: Checkpoint): PolicyDecision | null {
+    if (this.#perRequest.length === 0) return null;
     const usage = ctx.rootTokenUsage;
-    const now = this.#clock();
-    const user = ctx.userId ?? "anonymous";
-    const holds = ctx.local(this.#holds);
-    for (const b of this.#all) {
-      let tokens = usage.totalTokens;
-      let cost = usage.costUsd;
-      let held = 0;
-      let retry: number | undefined;
-      if (b.rule.per === "user") {
-        const ledger = this.#ledger(b, user, now);
-        const own = holds?.find((h) => h.ledger === ledger);
-        held = ledger.heldTokens - (own?.tokens ?? 0);
-        tokens += ledger.tokens + held;
-        cost += ledger.cost + ledger.heldCost - (own?.cost ?? 0);
-        retry = Math.max(1, Math.ceil((ledger.start + b.windowMs - now) / 1000));
+    for (const b of this.#perRequest) {
+      if (over(b, usage.totalTokens, usage.costUsd)) {
+        return refusal(b, ctx, cp, usage.totalTokens, usage.costUsd, 0, undefined);
       }
-      const overTokens = b.rule.maxTokens !== undefined && tokens >= b.rule.maxTokens;
-      const overCost = b.rule.maxCostUsd !== undefined && cost >= b.rule.maxCostUsd;
-      if (overTokens || overCost) return refusal(b, ctx, cp, tokens, cost, held, retry);
     }
     return null;
   }
 
-  /**
-   * Admits an allowed action's request: its first admission takes the reservation of every
-   * `per: user` budget; later ones raise the hold to the request's real usage when it grew past.
-   */
-  hold(ctx: ExecContext): void {
-    if (this.#perUser.length === 0) return;
-    const usage = ctx.rootTokenUsage;
-    const now = this.#clock();
+  /** The request's usage so far, as the store counts it. */
+  usage(ctx: ExecContext): LimitUsage {
+    const u = ctx.rootTokenUsage;
+    return { tokens: u.totalTokens, costUsd: u.costUsd };
+  }
+
+  /** The `per: user` ledgers of the request's user, each with what the request would hold. */
+  ledgers(ctx: ExecContext, usage: LimitUsage): readonly LimitLedger[] {
+    if (this.#perUser.length === 0) return [];
     const user = ctx.userId ?? "anonymous";
-    let holds = ctx.local(this.#holds);
-    for (const b of this.#perUser) {
-      const tokens = Math.max(b.reserveTokens, usage.totalTokens);
-      const cost = Math.max(b.reserveCost, usage.costUsd);
-      if (tokens === 0 && cost === 0) continue;
-      const ledger = this.#ledger(b, user, now);
-      const own = holds?.find((h) => h.ledger === ledger);
-      if (own === undefined) {
-        holds ??= ctx.local(this.#holds, () => []);
-        holds.push({ ledger, tokens, cost });
-        ledger.heldTokens += tokens;
-        ledger.heldCost += cost;
-      } else {
-        if (tokens > own.tokens) {
-          ledger.heldTokens += tokens - own.tokens;
-          own.tokens = tokens;
-        }
-        if (cost > own.cost) {
-          ledger.heldCost += cost - own.cost;
-          own.cost = cost;
-        }
-      }
-    }
+    return this.#perUser.map((b) => ({
+      id: b.idPrefix + enc(user),
+      windowMs: b.windowMs,
+      maxTokens: b.rule.maxTokens ?? null,
+      maxCostUsd: b.rule.maxCostUsd ?? null,
+      holdTokens: Math.max(b.reserveTokens, usage.tokens),
+      holdCostUsd: Math.max(b.reserveCost, usage.costUsd),
+    }));
+  }
+
+  /** The name of the request tree's holds (created on first use). */
+  holdId(ctx: ExecContext): string {
+    return ctx.local(this.#hold, this.#newSlot).id;
+  }
+
+  /** The BUDGET_EXCEEDED refusal of the `index`-th `per: user` ledger, with the store's totals. */
+  ledgerRefusal(
+    index: number,
+    totals: { tokens: number; costUsd: number; heldTokens: number; retryAfterMs: number },
+    ctx: ExecContext,
+    cp: Checkpoint,
+  ): PolicyDecision {
+    const b = this.#perUser[index] as Budget;
+    const retry = Math.max(1, Math.ceil(totals.retryAfterMs / 1000));
+    return refusal(b, ctx, cp, totals.tokens, totals.costUsd, totals.heldTokens, retry);
   }
 
   /**
-   * Ends a request: releases its holds and charges `usage` (its real usage) to the user's
-   * ledgers. Holds taken in a window that has ended meanwhile are simply dropped with it.
+   * What ends the request: release its holds and charge `usage` (its real usage) to the user's
+   * ledgers. Its hold id is the settlement's id (a store applies it once, even when it is sent
+   * again); admissions after it hold under a new one.
    */
-  settle(usage: TokenUsage, ctx: ExecContext): void {
-    if (this.#perUser.length === 0) return;
-    const holds = ctx.local(this.#holds);
-    if (holds !== undefined) {
-      for (const h of holds) {
-        h.ledger.heldTokens = Math.max(0, h.ledger.heldTokens - h.tokens);
-        h.ledger.heldCost = Math.max(0, h.ledger.heldCost - h.cost);
-      }
-      holds.length = 0;
-    }
-    const now = this.#clock();
-    if (++this.#settles % SWEEP_EVERY === 0) this.#sweep(now);
-    const user = ctx.userId ?? "anonymous";
-    for (const b of this.#perUser) {
-      const ledger = this.#ledger(b, user, now);
-      ledger.tokens += usage.totalTokens;
-      ledger.cost += usage.costUsd;
-    }
+  settlement(usage: TokenUsage, ctx: ExecContext, now: number): LimitSettlement {
+    const slot = ctx.local(this.#hold, this.#newSlot);
+    const holdId = slot.id;
+    slot.id = this.#nextId();
+    const user = enc(ctx.userId ?? "anonymous");
+    return {
+      now,
+      holdId,
+      ledgers: this.#perUser.map((b) => ({ id: b.idPrefix + user, windowMs: b.windowMs })),
+      usage: { tokens: usage.totalTokens, costUsd: usage.costUsd },
+    };
   }
 
-  #ledger(b: Budget, user: string, now: number): Ledger {
-    const ledgers = this.#ledgers.get(b) as Map<string, Ledger>;
-    let ledger = ledgers.get(user);
-    if (ledger === undefined || ledger.start + b.windowMs <= now) {
-      ledger = { start: now, tokens: 0, cost: 0, heldTokens: 0, heldCost: 0 };
-      ledgers.set(user, ledger);
-    }
-    return ledger;
+  #nextId(): string {
+    return `${this.#instance}.${++this.#seq}`;
   }
+}
 
-  /** Forgets users whose window has ended (they start from zero anyway). */
-  #sweep(now: number): void {
-    for (const [b, ledgers] of this.#ledgers) {
-      for (const [user, ledger] of ledgers) {
-        if (ledger.start + b.windowMs <= now) ledgers.delete(user);
-      }
-    }
-  }
+function over(b: Budget, tokens: number, cost: number): boolean {
+  return (
+    (b.rule.maxTokens !== undefined && tokens >= b.rule.maxTokens) ||
+    (b.rule.maxCostUsd !== undefined && cost >= b.rule.maxCostUsd)
+  );
 }
 
 function refusal(

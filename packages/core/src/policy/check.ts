@@ -1,5 +1,5 @@
 import { ExecContext } from "../context/exec-context.js";
-import { ErrorCode } from "../errors.js";
+import { ErrorCode, isNervaError } from "../errors.js";
 import { messageOf } from "../runtime/results.js";
 import {
   Checkpoint,
@@ -32,7 +32,20 @@ const REFUSAL_CODES: ReadonlySet<unknown> = new Set<string>([
   ErrorCode.UNAUTHENTICATED,
 ]);
 
-function failed(cp: Checkpoint, why: string): PolicyDecision {
+function failed(cp: Checkpoint, why: string, err?: unknown): PolicyDecision {
+  // An engine whose shared state cannot be reached (a limit store on Redis that is away) refuses
+  // as a 503 the client may retry, not as a 403 it should not.
+  if (isNervaError(err) && err.code === ErrorCode.UNAVAILABLE) {
+    const retry = (err.details as { retryAfterSeconds?: unknown } | undefined)?.retryAfterSeconds;
+    return Object.freeze({
+      effect: PolicyEffect.DENY,
+      checkpoint: cp,
+      code: ErrorCode.UNAVAILABLE,
+      reason: err.message,
+      rule: null,
+      retryAfterSeconds: typeof retry === "number" ? retry : 1,
+    });
+  }
   return Object.freeze({
     effect: PolicyEffect.DENY,
     checkpoint: cp,
@@ -89,8 +102,9 @@ function normalize(d: unknown, cp: Checkpoint): PolicyDecision | null {
 /**
  * Asks `policy` about `action`: `null` when allowed, else the refusal, normalised so that any
  * engine's refusal is reported the same way (see {@link normalize}). Fails closed: an engine
- * that throws or answers something that is not a decision refuses with POLICY_DENIED, recorded
- * as a `policy.error` event. A refusal during execution is also added to {@link kRefusals}.
+ * that throws or answers something that is not a decision refuses with POLICY_DENIED (with
+ * UNAVAILABLE when it threw UNAVAILABLE: its state is out of reach, retry later), recorded as a
+ * `policy.error` event. A refusal during execution is also added to {@link kRefusals}.
  */
 export async function askPolicy(
   policy: PolicyEngine,
@@ -110,7 +124,7 @@ export async function askPolicy(
     }
   } catch (err) {
     ctx.event("policy.error", { checkpoint: cp, error: messageOf(err) });
-    refused = failed(cp, messageOf(err));
+    refused = failed(cp, messageOf(err), err);
   }
   if (cp === Checkpoint.DURING_EXECUTION) ctx.local(kRefusals, newList).push(refused);
   return refused;

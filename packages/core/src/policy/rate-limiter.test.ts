@@ -7,7 +7,11 @@ describe("SlidingWindowLimiter", () => {
     expect(limiter.hit("k", 0)).toEqual({ allowed: true, remaining: 2 });
     expect(limiter.hit("k", 1000).allowed).toBe(true);
     expect(limiter.hit("k", 2000)).toEqual({ allowed: true, remaining: 0 });
-    expect(limiter.hit("k", 2500)).toEqual({ allowed: false, retryAfterSeconds: 8 });
+    expect(limiter.hit("k", 2500)).toEqual({
+      allowed: false,
+      retryAfterSeconds: 8,
+      retryAfterMs: 7500,
+    });
     expect(limiter.peek("other", 2500)).toEqual({ allowed: true, remaining: 3 });
     // The first admission leaves the window at 10 s: one slot frees up, refusals were not counted.
     expect(limiter.hit("k", 10_000)).toEqual({ allowed: true, remaining: 0 });

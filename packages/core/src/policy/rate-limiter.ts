@@ -7,7 +7,7 @@ interface Bucket {
 /** The result of one {@link SlidingWindowLimiter.hit}. */
 export type LimitResult =
   | { readonly allowed: true; readonly remaining: number }
-  | { readonly allowed: false; readonly retryAfterSeconds: number };
+  | { readonly allowed: false; readonly retryAfterSeconds: number; readonly retryAfterMs: number };
 
 const SWEEP_EVERY = 1024;
 
@@ -37,7 +37,11 @@ export class SlidingWindowLimiter {
     const count = bucket.times.length - bucket.head;
     if (count >= this.#limit) {
       const waitMs = (bucket.times[bucket.head] as number) + this.#windowMs - now;
-      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
+      return {
+        allowed: false,
+        retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)),
+        retryAfterMs: waitMs,
+      };
     }
     return { allowed: true, remaining: this.#limit - count };
   }

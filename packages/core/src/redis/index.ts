@@ -1,7 +1,7 @@
-// Public entry of @nerva/core/redis: durable runs on Redis (delivered by BullMQ), and memory and
-// the registry on Redis, so that every replica of an app shares them. Loads the optional peer
-// dependencies ioredis (^5) and, for runs, bullmq (^6) on first use and throws NervaError
-// MISSING_DEPENDENCY naming the one that is missing.
+// Public entry of @nerva/core/redis: durable runs on Redis (delivered by BullMQ), and memory, the
+// registry and the policy's rate limits and budgets on Redis, so that every replica of an app
+// shares them. Loads the optional peer dependencies ioredis (^5) and, for runs, bullmq (^6) on
+// first use and throws NervaError MISSING_DEPENDENCY naming the one that is missing.
 
 export {
   RedisRunStore,
@@ -18,3 +18,8 @@ export {
   RedisRegistryOptionsSchema,
   type RedisRegistryOptions,
 } from "../registry/redis-registry.js";
+export {
+  RedisLimitStore,
+  RedisLimitStoreOptionsSchema,
+  type RedisLimitStoreOptions,
+} from "../policy/redis-limit-store.js";

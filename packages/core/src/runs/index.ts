@@ -26,7 +26,7 @@ export type {
 } from "./store.js";
 export { RunQueue } from "./run-queue.js";
 export { Runner } from "./runner.js";
-export { InMemoryRunStore } from "./in-memory-store.js";
+export { InMemoryRunStore } from "./memory/in-memory-store.js";
 export { RunPaused, type RunContext, type WaitForInputOptions } from "./run-context.js";
 export { retryDelaySeconds } from "./backoff.js";
 export {

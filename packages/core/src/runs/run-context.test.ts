@@ -7,11 +7,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
-import { InMemoryRunStore } from "./in-memory-store.js";
+import { InMemoryRunStore } from "./memory/in-memory-store.js";
 import { DEFAULT_MAX_STEP_BYTES } from "./json-value.js";
 import { ActiveRun, RunPaused } from "./run-context.js";
 import { RunQueue } from "./run-queue.js";
-import { SqliteRunStore } from "./sqlite-run-store.js";
+import { SqliteRunStore } from "./sqlite/sqlite-run-store.js";
 import type { RunStore } from "./store.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-run-context-"));

@@ -5,10 +5,10 @@ import { ExecContext } from "../context/exec-context.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { RunQueue } from "./run-queue.js";
 import { Runner } from "./runner.js";
-import { InMemoryRunStore } from "./in-memory-store.js";
+import { InMemoryRunStore } from "./memory/in-memory-store.js";
 import { RedisRunStore } from "./redis/redis-run-store.js";
 import { REDIS_URL, dropPrefixes, testPrefix } from "./redis/redis.test-support.js";
-import { SqliteRunStore } from "./sqlite-run-store.js";
+import { SqliteRunStore } from "./sqlite/sqlite-run-store.js";
 import { rejection } from "../testing/rejection.js";
 
 describe("RunQueue and Runner options", () => {

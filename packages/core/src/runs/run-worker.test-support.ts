@@ -5,7 +5,7 @@ import { appendFileSync } from "node:fs";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { RunQueue } from "./run-queue.js";
 import { Runner } from "./runner.js";
-import { SqliteRunStore } from "./sqlite-run-store.js";
+import { SqliteRunStore } from "./sqlite/sqlite-run-store.js";
 import type { RunStore } from "./store.js";
 
 interface Config {

@@ -1,7 +1,7 @@
 // A Runner needs only its handlers: it owns a queue on an in-memory store unless given one.
 import { describe, expect, it } from "vitest";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
-import { InMemoryRunStore } from "./in-memory-store.js";
+import { InMemoryRunStore } from "./memory/in-memory-store.js";
 import { RunQueue } from "./run-queue.js";
 import { Runner } from "./runner.js";
 

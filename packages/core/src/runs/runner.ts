@@ -21,7 +21,7 @@ import { ActiveRun } from "./run-context.js";
 import { kRunContext } from "../context/run-slot.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import type { AgentHandler, AgentRuntime } from "../runtime/types.js";
-import { InMemoryRunStore } from "./in-memory-store.js";
+import { InMemoryRunStore } from "./memory/in-memory-store.js";
 import { RunQueue } from "./run-queue.js";
 import type { ClaimedRun, RunStore } from "./store.js";
 import { RunStatus, type RunError } from "./types.js";

@@ -5,10 +5,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll } from "vitest";
-import { InMemoryRunStore } from "./in-memory-store.js";
+import { InMemoryRunStore } from "./memory/in-memory-store.js";
 import { REDIS_URL, dropPrefixes, testPrefix } from "./redis/redis.test-support.js";
 import { RedisRunStore } from "./redis/redis-run-store.js";
-import { SqliteRunStore } from "./sqlite-run-store.js";
+import { SqliteRunStore } from "./sqlite/sqlite-run-store.js";
 import type { RunStore } from "./store.js";
 
 /** `[label, open]` for each store; `name` tells the files and prefixes of one test file apart. */

@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { MemoryTraceSink } from "../tracing/memory-sink.js";
 import { RunQueue } from "./run-queue.js";
-import { SqliteRunStore } from "./sqlite-run-store.js";
+import { SqliteRunStore } from "./sqlite/sqlite-run-store.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;

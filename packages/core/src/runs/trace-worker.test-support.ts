@@ -6,7 +6,7 @@ import type { Span } from "../context/span.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { RunQueue } from "./run-queue.js";
 import { Runner } from "./runner.js";
-import { SqliteRunStore } from "./sqlite-run-store.js";
+import { SqliteRunStore } from "./sqlite/sqlite-run-store.js";
 
 const config = JSON.parse(process.env["NERVA_TEST_CONFIG"] ?? "{}") as {
   path: string;

@@ -13,7 +13,8 @@ import {
 
 // The state machine of a run, as pure functions over a record: the in-memory and SQLite stores
 // load a record, apply one of these and write the record and the events back in one transaction,
-// so both behave the same. (The Redis store runs the same rules as Lua scripts.)
+// so both behave the same. (The Redis store runs the same rules as Lua scripts.) The status
+// changes they make are the table of status-transitions.ts, exported for other stores.
 
 /** A record being changed. */
 export type Draft = { -readonly [K in keyof RunRecord]: RunRecord[K] };

@@ -15,4 +15,4 @@ export {
   SqliteRunStore,
   SqliteRunStoreOptionsSchema,
   type SqliteRunStoreOptions,
-} from "../runs/sqlite-run-store.js";
+} from "../runs/sqlite/sqlite-run-store.js";

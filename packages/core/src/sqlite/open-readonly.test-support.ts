@@ -3,7 +3,7 @@
 import { readdirSync, readlinkSync } from "node:fs";
 import { SqliteMemoryStore } from "../memory/sqlite-memory-store.js";
 import { SqliteRegistry } from "../registry/sqlite-registry.js";
-import { SqliteRunStore } from "../runs/sqlite-run-store.js";
+import { SqliteRunStore } from "../runs/sqlite/sqlite-run-store.js";
 
 const [name, path] = process.argv.slice(2) as [string, string];
 const open = {

@@ -26,7 +26,7 @@ import { ExecContext } from "../context/exec-context.js";
 import { NervaError } from "../errors.js";
 import { SqliteMemoryStore } from "../memory/sqlite-memory-store.js";
 import { SqliteRegistry } from "../registry/sqlite-registry.js";
-import { SqliteRunStore } from "../runs/sqlite-run-store.js";
+import { SqliteRunStore } from "../runs/sqlite/sqlite-run-store.js";
 import { openDatabase } from "../internal/sqlite.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-sqlite-open-"));

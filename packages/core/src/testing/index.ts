@@ -1,6 +1,6 @@
 // Contract suites for implementers of Nerva interfaces: run one against your own runtime, memory
-// store, registry or trace sink from a vitest file, and the Server-Sent Events reader a test (or a
-// client) reads a stream with. Needs vitest (an optional peer dependency).
+// store, registry, run store (with the run status transitions it must keep) or trace sink from a
+// vitest file, and the Server-Sent Events reader a test (or a client) reads a stream with. Needs vitest (an optional peer dependency).
 export { describeRuntimeContract, type RuntimeContractSetup } from "./runtime-contract.js";
 export { describeMemoryContract, type MemoryContractSetup } from "./memory-contract.js";
 export { describeRegistryContract, type RegistryContractSetup } from "./registry-contract.js";
@@ -17,6 +17,7 @@ export {
   type BridgeContractStart,
 } from "./bridge-contract.js";
 export { describeRunStoreContract, type RunStoreContractSetup } from "./run-store-contract.js";
+export { RUN_STATUS_TRANSITIONS, checkRunTransition } from "../runs/status-transitions.js";
 export {
   contractEventOf,
   contractSpanOf,
@@ -30,3 +31,7 @@ export {
 } from "./trace-sink-contract.js";
 export { INTERNAL_SIGNS, sendRawRequest, type RawAnswer } from "./bridge-contract-bad-clients.js";
 export { readSSEEvents, type ReadSSEOptions, type SSEEvent } from "./sse-reader.js";
+export {
+  describeLimitStoreContract,
+  type LimitStoreContractSetup,
+} from "./limit-store-contract.js";

@@ -1,0 +1,1 @@
+export { nodeRunKey, nodeStepKey, parseNodeKey } from "../../runs/node-keys.js";

@@ -1,1 +1,0 @@
-export { nodeRunKey, nodeStepKey, parseNodeKey } from "../runs/node-keys.js";
