@@ -4,7 +4,7 @@ import { decodeCursor, encodeCursor, matchesQuery } from "../list-cursor.js";
 import type { RunListQuery } from "../store.js";
 import { claimRun, type Transition } from "../transitions.js";
 import { RunStatus, type RunEvent, type RunPage, type RunRecord } from "../types.js";
-import { CLAIM_LUA, COMMIT_LUA, PRUNE_LUA, redisKey } from "./scripts.js";
+import { CLAIM_LUA, COMMIT_LUA, PRUNE_LUA, READ_EVENTS_LUA, redisKey } from "./scripts.js";
 import { toUnavailable } from "./unavailable.js";
 
 /** A record as read, with its version (for compare-and-set) and the id of its BullMQ job. */
@@ -49,7 +49,7 @@ const MAX_CAS_TRIES = 50;
 export function parseRecord(doc: unknown, claim: unknown): RunRecord | null {
   if (typeof doc !== "string") return null;
   const run = JSON.parse(doc) as RunRecord;
-  if (typeof claim !== "string") return run;
+  if (typeof claim !== "string" || claim === "") return run;
   const c = JSON.parse(claim) as { w: string; at: number; exp: number };
   return claimRun(run, c.w, c.exp - c.at, c.at).run;
 }
@@ -78,6 +78,7 @@ export class RedisRecords {
     redis.defineCommand("nervaCommit", { numberOfKeys: 1, lua: COMMIT_LUA });
     redis.defineCommand("nervaClaim", { numberOfKeys: 1, lua: CLAIM_LUA });
     redis.defineCommand("nervaPrune", { numberOfKeys: 0, lua: PRUNE_LUA });
+    redis.defineCommand("nervaReadEvents", { numberOfKeys: 2, lua: READ_EVENTS_LUA });
   }
 
   key(...parts: string[]): string {
@@ -205,7 +206,7 @@ export class RedisRecords {
         runId,
         queue,
         jobId,
-        workerId,
+        JSON.stringify(workerId),
         now + leaseMs,
         now,
       );
@@ -301,16 +302,19 @@ export class RedisRecords {
   }
 
   async readEvents(runId: string, afterSeq: number, limit: number): Promise<RunEvent[]> {
-    const entries = await this.redis
-      .xrange(this.key("ev", runId), `${afterSeq + 1}-0`, "+", "COUNT", limit)
+    const read = (
+      this.redis as unknown as { nervaReadEvents: (...a: unknown[]) => Promise<string[]> }
+    ).nervaReadEvents;
+    const entries = await read
+      .call(this.redis, this.key("run", runId), this.key("ev", runId), afterSeq, limit)
       .catch((e: unknown) => {
         throw toUnavailable(e);
       });
-    return entries.map(([id, fields]) => {
-      const e = JSON.parse(fields[1] as string) as Omit<RunEvent, "runId" | "seq">;
+    return entries.map((json, i) => {
+      const e = JSON.parse(json) as Omit<RunEvent, "runId" | "seq">;
       return {
         runId,
-        seq: Number(id.split("-")[0]),
+        seq: afterSeq + 1 + i,
         type: e.type,
         at: e.at,
         attempt: e.attempt,

@@ -59,7 +59,7 @@ describe("RedisRunStore claim script", () => {
       expect(events[1]?.data).toEqual({ fence: 1, workerId });
       const lease = claimed!.lease;
       await store.heartbeat(lease, 60);
-      expect(await raw.hget(`${prefix}:run:${id}`, "claim")).toBeNull();
+      expect(await raw.hget(`${prefix}:run:${id}`, "claim")).toBe("");
       const beaten = await reader.get(id);
       expect({ ...beaten, lease: null }).toEqual({ ...claimed?.run, lease: null });
       expect(beaten?.lease?.expiresAt).toBeGreaterThan(claimed!.run.lease!.expiresAt);
@@ -78,6 +78,60 @@ describe("RedisRunStore claim script", () => {
     } finally {
       raw.disconnect();
       await reader.close();
+      await store.close();
+    }
+  });
+});
+
+describe("RedisRunStore layout", () => {
+  it("keeps events in the run hash, still reads runs whose events are in an older stream, and claims a run with steps with its steps", async () => {
+    const prefix = testPrefix("layout");
+    prefixes.push(prefix);
+    const store = new RedisRunStore({ url: REDIS_URL, prefix });
+    const raw = new Redis(REDIS_URL);
+    try {
+      const queue = new RunQueue({ store, name: "q" });
+      const ctx = ExecContext.create({ userId: "u1" });
+      const { id } = await queue.enqueue({ handler: "h", input: { message: "m" }, ctx });
+      const rk = `${prefix}:run:${id}`;
+      // No key of its own for the history; nx says there is nothing beside the record to read.
+      expect(await raw.exists(`${prefix}:ev:${id}`)).toBe(0);
+      expect(await raw.hget(rk, "nx")).toBe("1");
+      const first = JSON.parse((await raw.hget(rk, "#1"))!) as { type: string };
+      expect(first.type).toBe("run.enqueued");
+
+      const claimed = await store.claim({
+        queue: "q",
+        workerId: "w1",
+        leaseSeconds: 30,
+        waitSeconds: 5,
+      });
+      const lease = claimed!.lease;
+      expect(await store.commitStep(lease, "s1", '"v1"')).toBe('"v1"');
+      expect(await raw.hget(rk, "nx")).toBe("");
+      // A retry makes it claimable again: the claim script must hand the step back.
+      await store.retry(lease, 0, { code: "X", message: "again", retriable: true });
+      const again = await store.claim({
+        queue: "q",
+        workerId: "w2",
+        leaseSeconds: 30,
+        waitSeconds: 5,
+      });
+      expect(again?.run.fence).toBe(2);
+      expect([...(again?.steps ?? new Map())]).toEqual([["s1", '"v1"']]);
+
+      // A run written before events moved into the hash: its history sits in a stream.
+      const events = await store.readEvents(id, 0, 100);
+      expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+      const [e1, e2] = await raw.hmget(rk, "#1", "#2");
+      await raw.hdel(rk, "#1", "#2");
+      await raw.xadd(`${prefix}:ev:${id}`, "1-0", "e", e1!);
+      await raw.xadd(`${prefix}:ev:${id}`, "2-0", "e", e2!);
+      expect(await store.readEvents(id, 0, 100)).toEqual(events);
+      expect((await store.readEvents(id, 1, 2)).map((e) => e.seq)).toEqual([2, 3]);
+      expect(await store.readEvents(id, events.length, 10)).toEqual([]);
+    } finally {
+      raw.disconnect();
       await store.close();
     }
   });

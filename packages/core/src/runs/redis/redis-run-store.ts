@@ -57,9 +57,9 @@ export { RedisRunStoreOptionsSchema, type RedisRunStoreOptions } from "./options
 /**
  * A {@link RunStore} on Redis with BullMQ 6 delivering the runs (its delayed set holds backoffs
  * and `delaySeconds`, its priorities order claims, its job lock is the lease and its stalled
- * checker hands a dead worker's runs to another). Records, steps, answers, checkpoints and a
- * per-run event stream live under `prefix`, written by a compare-and-set Lua script, so a worker
- * whose lease was taken over cannot write. Needs the optional packages `bullmq` and `ioredis`.
+ * checker hands a dead worker's runs to another). Records (each with its run's events), steps,
+ * answers and checkpoints live under `prefix`, written by a compare-and-set Lua script, so a
+ * worker whose lease was taken over cannot write. Needs the optional packages `bullmq` and `ioredis`.
  *
  * The server must keep what it is given: `maxmemory-policy noeviction` and AOF persistence
  * (see docs/scaling-out.md).

@@ -3,12 +3,16 @@
 // worker whose lease was taken over (the record changed under it) never overwrites anything.
 //
 // Key layout under the store's prefix `p` (the scripts build the same names as redisKey):
-//   p:run:<id>              hash: doc (record JSON), v (version), status, seq, job, idem, and
+//   p:run:<id>              hash: doc (record JSON), v (version), status, seq, job, idem, the
+//                           run's events as #<seq> (event JSON; one field each, never rewritten), and
 //                           what the claim script needs without parsing doc: fence, att
-//                           (attempt), avail (availableAt), ca (createdAt); claim (JSON
-//                           {w, at, exp}) when the claim script claimed the run after doc was
+//                           (attempt), avail (availableAt), ca (createdAt), nx ("1" while the
+//                           run has no steps, answers or checkpoint); claim (JSON {w, at, exp},
+//                           "" for none) when the claim script claimed the run after doc was
 //                           written: readers apply it to doc (records.ts), the next commit folds it
-//   p:ev:<id>               stream of the run's events; also the channel that announces them
+//   p:ev:<id>               the channel that announces a run's new events (message: last seq);
+//                           runs written before events moved into the run hash hold them in a
+//                           stream under this key, which readers still look at (READ_EVENTS_LUA)
 //   p:steps:<id>            hash of committed steps; p:in:<id> hash of answers; p:cp:<id> checkpoint
 //   p:idem:<queue>:<key>    the run id that took an idempotency key
 //   p:list:<queue>          zset of the queue's runs by createdAt; p:st:<queue>:<status> by status
@@ -36,7 +40,9 @@ export function redisKey(prefix: string, ...parts: string[]): string {
 export const COMMIT_LUA = `
 local p, id, q = ARGV[1], ARGV[2], ARGV[3]
 local rk = KEYS[1]
-local v = redis.call('HGET', rk, 'v')
+-- One read for the compare-and-set and the index moves: the version and the old status.
+local f = redis.call('HMGET', rk, 'v', 'status')
+local v, old = f[1], f[2]
 if ARGV[4] == '' then
   if ARGV[16] ~= '' then
     local other = redis.call('GET', ARGV[16])
@@ -48,6 +54,8 @@ else
   if v ~= ARGV[4] then return {0, v} end
 end
 local op = ARGV[13]
+local h = {'doc', ARGV[5], 'v', (tonumber(v) or 0) + 1, 'status', ARGV[6], 'seq', ARGV[7],
+  'fence', ARGV[17], 'att', ARGV[18], 'avail', ARGV[19], 'ca', ARGV[8], 'claim', ''}
 if op == 'step' then
   local sk = p .. ':steps:' .. id
   local existing = redis.call('HGET', sk, ARGV[14])
@@ -58,8 +66,13 @@ elseif op == 'input' then
 elseif op == 'checkpoint' then
   redis.call('SET', p .. ':cp:' .. id, ARGV[15])
 end
+-- nx = 1: the run has no steps, answers or checkpoint, so a claim need not read them.
+if not v then
+  h[#h + 1] = 'nx'; h[#h + 1] = op == '' and '1' or ''
+elseif op ~= '' then
+  h[#h + 1] = 'nx'; h[#h + 1] = ''
+end
 local status, created = ARGV[6], ARGV[8]
-local old = redis.call('HGET', rk, 'status')
 if old ~= status then
   if old then redis.call('ZREM', p .. ':st:' .. q .. ':' .. old, id) end
   redis.call('ZADD', p .. ':st:' .. q .. ':' .. status, created, id)
@@ -68,27 +81,28 @@ if not v then
   redis.call('ZADD', p .. ':list:' .. q, created, id)
   if ARGV[16] ~= '' then
     redis.call('SET', ARGV[16], id)
-    redis.call('HSET', rk, 'idem', ARGV[16])
+    h[#h + 1] = 'idem'; h[#h + 1] = ARGV[16]
   end
 end
-local function index(key, score)
-  if score == '' then redis.call('ZREM', key, id) else redis.call('ZADD', key, score, id) end
+-- A run is in pend while pending, in act while running, in fin once final (finishedAt is set
+-- then only): an index it cannot be in is not touched.
+local function index(name, score, was)
+  if score ~= '' then redis.call('ZADD', p .. ':' .. name .. ':' .. q, score, id)
+  elseif was then redis.call('ZREM', p .. ':' .. name .. ':' .. q, id) end
 end
-index(p .. ':pend:' .. q, ARGV[9])
-index(p .. ':act:' .. q, ARGV[10])
-index(p .. ':fin:' .. q, ARGV[11])
-local nv = (tonumber(v) or 0) + 1
-redis.call('HSET', rk, 'doc', ARGV[5], 'v', nv, 'status', status, 'seq', ARGV[7],
-  'fence', ARGV[17], 'att', ARGV[18], 'avail', ARGV[19], 'ca', created)
-redis.call('HDEL', rk, 'claim')
-if ARGV[12] ~= '' then redis.call('HSET', rk, 'job', ARGV[12]) end
+index('pend', ARGV[9], old == 'pending')
+index('act', ARGV[10], old == 'running')
+index('fin', ARGV[11], old == 'succeeded' or old == 'failed' or old == 'cancelled' or
+  old == 'timed_out')
+if ARGV[12] ~= '' then h[#h + 1] = 'job'; h[#h + 1] = ARGV[12] end
+-- The events are fields of the run hash ('#<seq>'), written by the same HSET as the record.
 local n = tonumber(ARGV[20])
-local ek = p .. ':ev:' .. id
 for i = 0, n - 1 do
-  redis.call('XADD', ek, ARGV[21 + 2 * i] .. '-0', 'e', ARGV[22 + 2 * i])
+  h[#h + 1] = '#' .. ARGV[21 + 2 * i]; h[#h + 1] = ARGV[22 + 2 * i]
 end
-if n > 0 then redis.call('PUBLISH', ek, ARGV[7]) end
-return {1, nv}
+redis.call('HSET', rk, unpack(h))
+if n > 0 then redis.call('PUBLISH', p .. ':ev:' .. id, ARGV[7]) end
+return {1, h[4]}
 `;
 
 /**
@@ -96,14 +110,16 @@ return {1, nv}
  * (ARGV[4]), is pending and due at ARGV[7]. It then does what `claimRun` does to a pending run
  * (fence + 1, running, leased to worker ARGV[5] until ARGV[6], `run.started`) on the hash fields,
  * and records {w, at, exp} as `claim` rather than rewriting doc (readers apply it). KEYS[1]: the
- * run hash. ARGV: 1 prefix, 2 run id, 3 queue, 4 job id, 5 worker id, 6 lease expiry, 7 now.
- * Returns {1, version, doc, steps (flat), answers (flat), checkpoint or false}, or {0} for any
- * other case: the caller then reads the record and decides (claim.ts).
+ * run hash. ARGV: 1 prefix, 2 run id, 3 queue, 4 job id, 5 worker id as JSON, 6 lease expiry,
+ * 7 now. Returns {1, version, doc, steps (flat), answers (flat), checkpoint or false}, or just
+ * {1, version, doc} when the run has none of those (nx), or {0} for any other case: the caller
+ * then reads the record and decides (claim.ts).
  */
 export const CLAIM_LUA = `
 local p, id, q, now = ARGV[1], ARGV[2], ARGV[3], ARGV[7]
 local rk = KEYS[1]
-local f = redis.call('HMGET', rk, 'v', 'job', 'status', 'avail', 'fence', 'att', 'seq', 'ca', 'doc')
+local f = redis.call('HMGET', rk, 'v', 'job', 'status', 'avail', 'fence', 'att', 'seq', 'ca', 'doc',
+  'nx')
 if not f[1] or f[2] ~= ARGV[4] or f[3] ~= 'pending' or not (f[4] and f[5] and f[8]) then
   return {0}
 end
@@ -111,20 +127,50 @@ if tonumber(f[4]) > tonumber(now) then return {0} end
 local nv = tonumber(f[1]) + 1
 local fence = tonumber(f[5]) + 1
 local seq = tonumber(f[7]) + 1
-local w = cjson.encode(ARGV[5])
+local w = ARGV[5]
 redis.call('HSET', rk, 'v', nv, 'status', 'running', 'seq', seq, 'fence', fence,
-  'claim', '{"w":' .. w .. ',"at":' .. now .. ',"exp":' .. ARGV[6] .. '}')
+  'claim', '{"w":' .. w .. ',"at":' .. now .. ',"exp":' .. ARGV[6] .. '}',
+  '#' .. seq, '{"type":"run.started","at":' .. now .. ',"attempt":' .. f[6] ..
+  ',"data":{"fence":' .. fence .. ',"workerId":' .. w .. '}}')
 redis.call('ZREM', p .. ':st:' .. q .. ':pending', id)
 redis.call('ZADD', p .. ':st:' .. q .. ':running', f[8], id)
 redis.call('ZREM', p .. ':pend:' .. q, id)
 redis.call('ZADD', p .. ':act:' .. q, ARGV[6], id)
-local ek = p .. ':ev:' .. id
-redis.call('XADD', ek, seq .. '-0', 'e', '{"type":"run.started","at":' .. now .. ',"attempt":' ..
-  f[6] .. ',"data":{"fence":' .. fence .. ',"workerId":' .. w .. '}}')
-redis.call('PUBLISH', ek, seq)
+redis.call('PUBLISH', p .. ':ev:' .. id, seq)
+-- A run written with nx = 1 has no steps, answers or checkpoint: three reads saved.
+if f[10] == '1' then return {1, nv, f[9]} end
 local cp = redis.call('GET', p .. ':cp:' .. id)
 return {1, nv, f[9], redis.call('HGETALL', p .. ':steps:' .. id),
   redis.call('HGETALL', p .. ':in:' .. id), cp}
+`;
+
+/**
+ * Reads the events of a run after seq ARGV[1], at most ARGV[2] of them. KEYS[1]: the run hash,
+ * KEYS[2]: the run's old event stream (see the layout). Returns the event JSONs in seq order from
+ * ARGV[1] + 1; a gap (none is ever written) ends the answer early.
+ */
+export const READ_EVENTS_LUA = `
+local rk, after = KEYS[1], tonumber(ARGV[1])
+local last = math.min(tonumber(redis.call('HGET', rk, 'seq') or '0'), after + tonumber(ARGV[2]))
+local out = {}
+local s = after + 1
+while s <= last do
+  -- Fields in batches: unpack has a stack limit.
+  local fields = {}
+  for i = s, math.min(last, s + 499) do fields[#fields + 1] = '#' .. i end
+  local vals = redis.call('HMGET', rk, unpack(fields))
+  for i = 1, #vals do
+    local e = vals[i]
+    if not e then
+      local old = redis.call('XRANGE', KEYS[2], s .. '-0', s .. '-0')
+      if not old[1] then return out end
+      e = old[1][2][2]
+    end
+    out[#out + 1] = e
+    s = s + 1
+  end
+end
+return out
 `;
 
 /**
