@@ -10,6 +10,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { afterEach, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
+import { Orchestrator } from "../orchestrator/orchestrator.js";
+import type { PolicyAction, PolicyEngine } from "../policy/types.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { createMcpHandler, type McpHandler } from "./index.js";
 
@@ -58,6 +60,44 @@ describe("createMcpHandler", () => {
     expect(client.getServerVersion()).toEqual({ name: "nerva", version: "0.1.0" });
     expect(await client.callTool({ name: "echo", arguments: { message: "hi" } })).toMatchObject({
       content: [{ type: "text", text: "carol: hi" }],
+    });
+  });
+
+  it("asks the orchestrator's policy before an agent runs, and answers its refusal", async () => {
+    const asked: PolicyAction[] = [];
+    let ran = 0;
+    const runtime = new InProcessRuntime();
+    runtime.register("echo", async () => `ran ${++ran}`);
+    const policy: PolicyEngine = {
+      evaluate: async (action, ctx) => {
+        asked.push(action);
+        const deny = ctx.userId === "eve";
+        return {
+          effect: deny ? "deny" : "allow",
+          checkpoint: action.checkpoint,
+          code: deny ? ErrorCode.POLICY_DENIED : null,
+          reason: deny ? "eve may not ask agents" : "",
+          rule: deny ? "no-eve" : null,
+        };
+      },
+      charge: async () => {},
+    };
+    const url = await serve(
+      createMcpHandler({ orchestrator: new Orchestrator({ runtime, policy }), agents: ["echo"] }),
+    );
+    const eve = await connect(url, "eve");
+    expect(await eve.callTool({ name: "echo", arguments: { message: "hi" } })).toMatchObject({
+      content: [{ type: "text", text: "POLICY_DENIED: eve may not ask agents" }],
+      structuredContent: { status: "error", data: { code: "POLICY_DENIED" } },
+      isError: true,
+    });
+    expect(ran).toBe(0);
+    expect(asked).toEqual([
+      { checkpoint: "during_execution", kind: "delegate", name: "echo", message: "hi" },
+    ]);
+    const carol = await connect(url, "carol");
+    expect(await carol.callTool({ name: "echo", arguments: { message: "hi" } })).toMatchObject({
+      content: [{ text: "ran 1" }],
     });
   });
 
