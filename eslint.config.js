@@ -44,7 +44,7 @@ export const coreFloors = [
   ["orchestrator"],
   ["runs"],
   ["graph", "declarative-policy"],
-  ["http", "viewer", "wire"],
+  ["http", "viewer", "wire", "mcp-server"],
   ["ui-stream"],
   ["testing", "sqlite", "redis", "index.ts", "wire.ts", "policy.ts"],
 ];
