@@ -63,6 +63,18 @@ describe("createMcpHandler", () => {
     });
   });
 
+  it("answers a failed agent with client-safe text, never its operator message", async () => {
+    const runtime = new InProcessRuntime();
+    runtime.register("broken", async () => {
+      throw new Error("ECONNREFUSED /var/run/db.sock");
+    });
+    const url = await serve(createMcpHandler({ runtime, agents: ["broken"] }));
+    const client = await connect(url, "carol");
+    const answer = await client.callTool({ name: "broken", arguments: { message: "hi" } });
+    expect(answer).toMatchObject({ isError: true, structuredContent: { status: "error" } });
+    expect(JSON.stringify(answer)).not.toMatch(/ECONNREFUSED|db\.sock/);
+  });
+
   it("asks the orchestrator's policy before an agent runs, and answers its refusal", async () => {
     const asked: PolicyAction[] = [];
     let ran = 0;
