@@ -51,6 +51,27 @@ export const oneConnection: [
   { path: ["client"], message: "pass either url or client, not both" },
 ];
 
+/**
+ * `err` as NervaError UNAVAILABLE naming `what` (e.g. "run store") when it says Redis could not be
+ * reached or did not answer in time; any other error as it is. The one mapping every Redis-backed
+ * primitive uses.
+ *
+ * @example
+ * await redis.get(key).catch((err) => { throw redisUnavailable(err, "memory store"); });
+ */
+export function redisUnavailable(err: unknown, what: string): unknown {
+  if (isNervaError(err)) return err;
+  const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  if (!UNREACHABLE.test(message)) return err;
+  // UNAVAILABLE is a 503, whose message clients read: the client library's own text (which may
+  // name the server's address) stays in `cause`, for the server's logs.
+  return new NervaError(
+    ErrorCode.UNAVAILABLE,
+    `The ${what} is unavailable: Redis cannot be reached or did not answer in time. Retry later.`,
+    { cause: err, details: { retryAfterSeconds: 1 } },
+  );
+}
+
 /** A Lua script and its SHA-1, run by {@link RedisConnection.script}. */
 export interface RedisScript {
   readonly source: string;
@@ -163,16 +184,7 @@ export class RedisConnection {
 
   /** A connection failure or timeout as NervaError UNAVAILABLE; any other error as it is. */
   unavailable(err: unknown): unknown {
-    if (isNervaError(err)) return err;
-    const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-    if (!UNREACHABLE.test(message)) return err;
-    // UNAVAILABLE is a 503, whose message clients read: the client library's own text (which may
-    // name the server's address) stays in `cause`, for the server's logs.
-    return new NervaError(
-      ErrorCode.UNAVAILABLE,
-      `The ${this.#what} is unavailable: Redis cannot be reached or did not answer in time. Retry later.`,
-      { cause: err, details: { retryAfterSeconds: 1 } },
-    );
+    return redisUnavailable(err, this.#what);
   }
 
   /** Closes the client if this connection opened it; a borrowed client stays open. */
