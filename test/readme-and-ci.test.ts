@@ -50,6 +50,14 @@ describe("README's package table and documentation index", () => {
     for (const entry of entries) expect(table, entry).toContain(`| \`${entry}\``);
   });
 
+  it("names in the root entry's row only what the root exports", async () => {
+    const row = readme.split("\n").find((l) => l.startsWith("| `@nerva/core` "));
+    const named = [...(row ?? "").matchAll(/`(\w+)`/g)].map((m) => m[1]!);
+    expect(named.length).toBeGreaterThan(5);
+    const core = (await import("@nerva/core")) as Record<string, unknown>;
+    for (const name of named) expect(core, name).toHaveProperty(name);
+  });
+
   it("links every page of docs/", () => {
     const index = readme.slice(readme.indexOf("## Documentation"));
     for (const page of readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md"))) {
