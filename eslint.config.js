@@ -44,7 +44,7 @@ export const coreFloors = [
   ["orchestrator"],
   ["runs"],
   ["graph", "declarative-policy"],
-  ["http", "viewer", "wire", "mcp-server"],
+  ["http", "viewer", "wire", "mcp-server", "backend"],
   ["ui-stream"],
   ["testing", "sqlite", "redis", "index.ts", "wire.ts", "policy.ts"],
 ];

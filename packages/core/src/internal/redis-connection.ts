@@ -89,6 +89,37 @@ const UNREACHABLE =
   /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|Connection is closed|MaxRetriesPerRequest|Stream isn't writeable|Command timed out|\b(LOADING|BUSY|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN) /;
 
 /**
+ * A client with the settings every Redis primitive relies on: nothing queued while Redis is away
+ * (so nothing is replayed after an outage), connecting bounded by `timeoutSeconds`, reconnecting
+ * forever at most a second apart. `feature` names what needs ioredis (for MISSING_DEPENDENCY).
+ */
+export function openRedisClient(
+  url: string | undefined,
+  timeoutSeconds: number,
+  feature: string,
+): Redis {
+  const IORedis = requireOptional<{ default?: IORedisCtor } & IORedisCtor>(
+    "ioredis",
+    feature,
+    "ioredis@^5",
+  );
+  const Ctor = (IORedis.default ?? IORedis) as IORedisCtor;
+  const redis = new Ctor(url ?? "redis://127.0.0.1:6379", {
+    // Calls are only sent on a ready connection (see RedisConnection.run), so nothing queues
+    // while Redis is away, and nothing sent before an outage is replayed after it.
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
+    maxRetriesPerRequest: 0,
+    connectTimeout: Math.round(timeoutSeconds * 1000),
+    // Reconnect forever, at most a second apart: the store recovers by itself.
+    retryStrategy: (times: number) => Math.min(times * 100, 1000),
+  });
+  // Connection errors reach callers as UNAVAILABLE; the event itself has nothing to add.
+  redis.on("error", () => undefined);
+  return redis;
+}
+
+/**
  * One Redis client for one store: its own (closed by {@link close}) or the caller's (never closed
  * here). Every call waits at most `timeoutSeconds` for the connection and the answer together;
  * while Redis cannot be reached calls reject with NervaError UNAVAILABLE, and they work again as
@@ -117,24 +148,7 @@ export class RedisConnection {
       this.#owned = false;
       return;
     }
-    const IORedis = requireOptional<{ default?: IORedisCtor } & IORedisCtor>(
-      "ioredis",
-      feature,
-      "ioredis@^5",
-    );
-    const Ctor = (IORedis.default ?? IORedis) as IORedisCtor;
-    this.redis = new Ctor(options.url ?? "redis://127.0.0.1:6379", {
-      // Calls are only sent on a ready connection (see run), so nothing queues while Redis is
-      // away, and nothing sent before an outage is replayed after it.
-      enableOfflineQueue: false,
-      autoResendUnfulfilledCommands: false,
-      maxRetriesPerRequest: 0,
-      connectTimeout: this.#timeoutMs,
-      // Reconnect forever, at most a second apart: the store recovers by itself.
-      retryStrategy: (times: number) => Math.min(times * 100, 1000),
-    });
-    // Connection errors reach callers as UNAVAILABLE; the event itself has nothing to add.
-    this.redis.on("error", () => undefined);
+    this.redis = openRedisClient(options.url, options.timeoutSeconds, feature);
     this.#owned = true;
   }
 

@@ -23,3 +23,4 @@ export {
   RedisLimitStoreOptionsSchema,
   type RedisLimitStoreOptions,
 } from "../policy/redis-limit-store.js";
+export { redisBackend, type RedisBackendOptions } from "../backend/redis-backend.js";

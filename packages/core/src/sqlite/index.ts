@@ -16,3 +16,4 @@ export {
   SqliteRunStoreOptionsSchema,
   type SqliteRunStoreOptions,
 } from "../runs/sqlite/sqlite-run-store.js";
+export { sqliteBackend, type SqliteBackendOptions } from "../backend/sqlite-backend.js";
