@@ -12,6 +12,7 @@ import { Orchestrator } from "../orchestrator/orchestrator.js";
 import { REDIS_URL, dropPrefixes, testPrefix } from "../runs/redis/redis.test-support.js";
 import { RuleRouter } from "../router/rule-router.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
+import type { PolicyDocumentInit } from "../policy/document.js";
 import type { Backend } from "./backend.js";
 import { embeddedBackend } from "./embedded-backend.js";
 import { redisBackend } from "./redis-backend.js";
@@ -24,13 +25,13 @@ afterAll(async () => {
   await dropPrefixes(prefixes);
 });
 
-const document = {
+const document: PolicyDocumentInit = {
   version: 1,
   rateLimits: [{ name: "per-user", per: "user", limit: 4, windowSeconds: 60 }],
   approvals: [
     { name: "refunds", kind: "agent", names: ["refund_agent"], approverRoles: ["approver"] },
   ],
-} as const;
+};
 
 /** One replica of a small app built from `backend` alone. */
 function app(backend: Backend): Orchestrator {

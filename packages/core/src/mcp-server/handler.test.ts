@@ -12,6 +12,7 @@ import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError } from "../errors.js";
 import { Orchestrator } from "../orchestrator/orchestrator.js";
 import type { PolicyAction, PolicyEngine } from "../policy/types.js";
+import { DeclarativePolicyEngine } from "../declarative-policy/declarative-engine.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import { createMcpHandler, type McpHandler } from "./index.js";
 
@@ -75,7 +76,7 @@ describe("createMcpHandler", () => {
     expect(JSON.stringify(answer)).not.toMatch(/ECONNREFUSED|db\.sock/);
   });
 
-  it("asks the orchestrator's policy before an agent runs, and answers its refusal", async () => {
+  it("runs each call as a whole request of the orchestrator: its policy is asked before the agent runs, and its refusal answered", async () => {
     const asked: PolicyAction[] = [];
     let ran = 0;
     const runtime = new InProcessRuntime();
@@ -104,13 +105,70 @@ describe("createMcpHandler", () => {
       isError: true,
     });
     expect(ran).toBe(0);
-    expect(asked).toEqual([
-      { checkpoint: "during_execution", kind: "delegate", name: "echo", message: "hi" },
-    ]);
+    // Refused before routing: where per-user rate limits are counted.
+    expect(asked).toEqual([{ checkpoint: "before_route", message: "hi" }]);
     const carol = await connect(url, "carol");
     expect(await carol.callTool({ name: "echo", arguments: { message: "hi" } })).toMatchObject({
       content: [{ text: "ran 1" }],
     });
+    expect(asked.slice(1)).toEqual([
+      { checkpoint: "before_route", message: "hi" },
+      { checkpoint: "before_invoke", kind: "agent", name: "echo", message: "hi" },
+    ]);
+  });
+
+  it("counts rate limits and charges budgets like any request, and answers an approval's id", async () => {
+    const runtime = new InProcessRuntime();
+    let ran = 0;
+    runtime.register("writer", async (input, ctx) => {
+      ran++;
+      ctx.recordTokens({ promptTokens: 60, completionTokens: 40 });
+      return `wrote ${input.args.topic ?? input.message}`;
+    });
+    runtime.register("refunder", async () => "refunded");
+    const policy = new DeclarativePolicyEngine({
+      version: 1,
+      rateLimits: [{ name: "per-user", per: "user", limit: 3, windowSeconds: 60 }],
+      budgets: [{ name: "daily", per: "user", windowSeconds: 86400, maxTokens: 150 }],
+      approvals: [
+        { name: "refunds", kind: "agent", names: ["refunder"], approverRoles: ["approver"] },
+      ],
+    });
+    const orchestrator = new Orchestrator({ runtime, policy });
+    const url = await serve(createMcpHandler({ orchestrator, agents: ["writer", "refunder"] }));
+    const dan = await connect(url, "dan");
+    const call = (name: string, args?: Record<string, string>) =>
+      dan.callTool({ name, arguments: { message: "go", ...(args ? { args } : {}) } });
+
+    // The tool's args reach the agent as input.args; its usage is charged to dan's budget.
+    expect(await call("writer", { topic: "tides" })).toMatchObject({
+      content: [{ text: "wrote tides" }],
+    });
+    expect(await call("writer")).toMatchObject({ content: [{ text: "wrote go" }] });
+    // 200 of 150 tokens spent: the budget refuses the next call before the agent runs.
+    expect(await call("writer")).toMatchObject({
+      isError: true,
+      structuredContent: { status: "error", data: { code: "BUDGET_EXCEEDED" } },
+    });
+    expect(ran).toBe(2);
+    // Three requests counted: the fourth is over the per-user rate limit, with its retry time.
+    const limited = await call("refunder");
+    expect(limited).toMatchObject({
+      isError: true,
+      structuredContent: { data: { code: "RATE_LIMITED", retryAfterSeconds: expect.any(Number) } },
+    });
+
+    // Another user: the gated agent does not run, and the answer carries the approval's id.
+    const eve = await connect(url, "eve");
+    const pending = await eve.callTool({ name: "refunder", arguments: { message: "refund 42" } });
+    expect(pending).toMatchObject({
+      isError: true,
+      structuredContent: { data: { code: "APPROVAL_PENDING", approvalId: expect.any(String) } },
+    });
+    const { runs } = await policy.approvals.list({ status: "paused" });
+    expect(runs.map((r) => r.id)).toEqual([
+      (pending.structuredContent as { data: { approvalId: string } }).data.approvalId,
+    ]);
   });
 
   it("keeps at most maxSessions sessions, closing the least recently used", async () => {

@@ -1,5 +1,8 @@
 import type { ExecContext } from "../context/exec-context.js";
-import { ErrorCode, NervaError } from "../errors.js";
+import { ERROR_POLICY, ErrorCode, NervaError, isNervaError } from "../errors.js";
+import { clientData, clientError } from "../responder/failure-text.js";
+import type { AgentResult, JsonValue } from "../types/agent.js";
+import { AgentStatus } from "../types/status.js";
 import type { Orchestrator } from "../orchestrator/orchestrator.js";
 import type { AgentRuntime } from "../runtime/types.js";
 
@@ -30,6 +33,14 @@ export interface McpHandlerOptions {
   readonly maxSessions?: number | undefined;
 }
 
+/** What a client is told of one agent call: all of it client-safe. */
+export interface McpAnswer {
+  readonly status: AgentStatus;
+  readonly handler: string;
+  readonly text: string;
+  readonly data: Readonly<Record<string, JsonValue>>;
+}
+
 /** Checked options: the runner of one agent call and the tools by name. */
 export interface McpHandlerConfig {
   readonly invoke: (
@@ -37,7 +48,7 @@ export interface McpHandlerConfig {
     message: string,
     args: Record<string, string>,
     ctx: ExecContext,
-  ) => ReturnType<AgentRuntime["delegate"]>;
+  ) => Promise<McpAnswer>;
   readonly tools: ReadonlyMap<string, McpAgentTool>;
   readonly serverName: string;
   readonly serverVersion: string;
@@ -91,9 +102,20 @@ export function parseMcpHandlerOptions(options: McpHandlerOptions): McpHandlerCo
   }
   const invoke: McpHandlerConfig["invoke"] =
     orchestrator === undefined
-      ? (name, message, args, ctx) => rt.delegate(name, { message, args }, ctx)
-      : // The kit's delegate asks the orchestrator's policy first, like a handler's own delegation.
-        (name, message, args, ctx) => orchestrator.kit(ctx).delegate(name, { message, args });
+      ? async (name, message, args, ctx) =>
+          answerOf(await rt.delegate(name, { message, args }, ctx))
+      : // A whole request of the orchestrator, with the tool's agent named instead of routed:
+        // middleware, rate limits, budgets, memory and approvals apply as to any other request.
+        (name, message, args, ctx) =>
+          orchestrator.handle(message, ctx, { agent: name, args }).then(
+            (r) => ({
+              status: r.status,
+              handler: r.handler,
+              text: r.text,
+              data: clientData(r.data),
+            }),
+            (err: unknown) => refusalOf(name, err),
+          );
   return {
     invoke,
     tools,
@@ -101,4 +123,47 @@ export function parseMcpHandlerOptions(options: McpHandlerOptions): McpHandlerCo
     serverVersion: options.serverVersion ?? "0.1.0",
     maxSessions,
   };
+}
+
+/** An agent's result as a client may read it (no operator text, no stderr). */
+function answerOf(result: AgentResult): McpAnswer {
+  return {
+    status: result.status,
+    handler: result.handler,
+    text: clientError(result) ?? result.output,
+    data: clientData(result.data),
+  };
+}
+
+/**
+ * A request the orchestrator refused or failed, as an error answer: a NervaError a client may read
+ * (`RATE_LIMITED`, `APPROVAL_PENDING` with its approvalId...) with its message and details; any
+ * other error as a generic text, its own message kept for the server's logs only.
+ */
+function refusalOf(name: string, err: unknown): McpAnswer {
+  const policy = isNervaError(err) ? ERROR_POLICY[err.code] : undefined;
+  if (!isNervaError(err) || policy === undefined || !policy.expose) {
+    return {
+      status: AgentStatus.ERROR,
+      handler: name,
+      text: "The agent could not answer (an internal error). Retry later.",
+      data: { code: ErrorCode.INTERNAL },
+    };
+  }
+  const details = policy.status < 500 || policy.status === 503 || policy.status === 504;
+  return {
+    status: AgentStatus.ERROR,
+    handler: name,
+    text: `${err.code}: ${err.message}`,
+    data: {
+      code: err.code,
+      ...(details && err.details !== undefined
+        ? (toJsonValue(err.details) as Record<string, JsonValue>)
+        : {}),
+    },
+  };
+}
+
+function toJsonValue(value: unknown): JsonValue {
+  return JSON.parse(JSON.stringify(value)) as JsonValue;
 }

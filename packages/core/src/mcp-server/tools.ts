@@ -4,7 +4,6 @@ import { z } from "zod";
 import type { ExecContext } from "../context/exec-context.js";
 import type { StreamSink } from "../context/options.js";
 import { ErrorCode } from "../errors.js";
-import { clientData, clientError } from "../responder/failure-text.js";
 import { AgentStatus } from "../types/status.js";
 import type { McpHandlerConfig } from "./options.js";
 
@@ -127,14 +126,10 @@ export function installAgentTools(
       if (extra.signal.aborted) cancel();
       const result = await config.invoke(name, parsed.data.message, parsed.data.args ?? {}, run);
       // The caller is a client like any HTTP one: operator text (a thrown message, a path, a
-      // worker's stderr) stays on the span; it reads the client-safe error and data.
+      // worker's stderr) stays on the span; `invoke` gives the client-safe text and data.
       const answer: CallToolResult = {
-        content: [{ type: "text", text: clientError(result) ?? result.output }],
-        structuredContent: {
-          status: result.status,
-          handler: result.handler,
-          data: clientData(result.data),
-        },
+        content: [{ type: "text", text: result.text }],
+        structuredContent: { status: result.status, handler: result.handler, data: result.data },
         isError: result.status !== AgentStatus.SUCCESS,
       };
       return answer;

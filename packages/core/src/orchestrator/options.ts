@@ -9,6 +9,7 @@ import { PassthroughResponder } from "../responder/passthrough-responder.js";
 import type { Channel, Responder } from "../responder/types.js";
 import { onlyHandlerRouter } from "../router/only-handler-router.js";
 import type { Router } from "../router/types.js";
+import { HandlerNameSchema } from "../runtime/options.js";
 import type { AgentRuntime } from "../runtime/types.js";
 import type { ToolManager } from "../tools/types.js";
 import { StatsRecorder } from "./stats.js";
@@ -128,6 +129,43 @@ export function wire(options: OrchestratorOptions & { readonly runtime: AgentRun
 }
 
 /** The channel of one call: its own (validated) or the orchestrator's. */
+/** One call's checked options: how to format it, and the handler it names (if any). */
+export interface CallOptions {
+  readonly channel: Channel;
+  readonly agent: string | null;
+  readonly args: Readonly<Record<string, string>>;
+}
+
+const NO_ARGS: Readonly<Record<string, string>> = Object.freeze({});
+
+const CallSchema = z
+  .object({
+    channel: z.unknown().optional(),
+    agent: HandlerNameSchema.optional(),
+    args: z.record(z.string().max(256), z.string().max(100_000)).optional(),
+  })
+  .strict();
+
+/** `options` checked (INVALID_INPUT naming the field) with `fallback` as the channel. */
+export function callOptionsOf(options: HandleOptions, fallback: Channel): CallOptions {
+  const channel = channelOf(options, fallback);
+  if (options.agent === undefined && options.args === undefined) {
+    return { channel, agent: null, args: NO_ARGS };
+  }
+  const o = parseOrThrow(
+    CallSchema,
+    options,
+    ErrorCode.INVALID_INPUT,
+    "options",
+    "Pass { channel?, agent?: a handler name, args?: { [key]: string } }.",
+  );
+  return {
+    channel,
+    agent: o.agent ?? null,
+    args: o.args === undefined ? NO_ARGS : Object.freeze({ ...o.args }),
+  };
+}
+
 export function channelOf(options: HandleOptions, fallback: Channel): Channel {
   if (options.channel === undefined) return fallback;
   return parseOrThrow(

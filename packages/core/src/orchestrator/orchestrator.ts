@@ -5,7 +5,7 @@ import { checkContext } from "../runtime/guard.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import type { AgentHandler, AgentRuntime } from "../runtime/types.js";
 import { createKit } from "./kit.js";
-import { channelOf, checkMessage, wire, type Wiring } from "./options.js";
+import { callOptionsOf, checkMessage, wire, type Wiring } from "./options.js";
 import { approvedMessage } from "./approved.js";
 import { runRequest } from "./run.js";
 import { streamRequest } from "./stream.js";
@@ -77,13 +77,14 @@ export class Orchestrator {
     checkContext(ctx);
     checkMessage(message);
     const w = this.#w;
-    const channel = channelOf(options, w.channel);
+    const call = callOptionsOf(options, w.channel);
+    const channel = call.channel;
     const span = ctx.startSpan("handle", { message_length: message.length });
     const outer = ctx.stream;
     if (outer === null) {
       const rctx = ctx.fork({ span });
       try {
-        return await runRequest(w, message, rctx, span, channel);
+        return await runRequest(w, message, rctx, span, call);
       } finally {
         rctx.dispose();
       }
@@ -97,7 +98,7 @@ export class Orchestrator {
     };
     const rctx = ctx.fork({ span, stream: sink });
     try {
-      const response = await runRequest(w, message, rctx, span, channel);
+      const response = await runRequest(w, message, rctx, span, call);
       const tail = responder.endStream?.(channel, rctx) ?? "";
       if (tail !== "") await outer.push(tail);
       return response;
@@ -121,7 +122,7 @@ export class Orchestrator {
   ): OrchestratorStream {
     checkContext(ctx);
     checkMessage(message);
-    return streamRequest(this.#w, message, ctx, channelOf(options, this.#w.channel));
+    return streamRequest(this.#w, message, ctx, callOptionsOf(options, this.#w.channel));
   }
 
   /**

@@ -10,12 +10,11 @@ import {
 import { askPolicy, kRefusals, refusalCount } from "../policy/check.js";
 import { decisionError } from "../policy/decision.js";
 import { Checkpoint, type PolicyAction } from "../policy/types.js";
-import type { Channel } from "../responder/types.js";
 import { messageOf } from "../runtime/results.js";
 import { ValidatedInput, agentResult, type AgentInput, type AgentResult } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 import type { TokenUsage } from "../types/usage.js";
-import type { Wiring } from "./options.js";
+import type { CallOptions, Wiring } from "./options.js";
 import type { RouteResult } from "../router/types.js";
 import {
   discoverStage,
@@ -26,7 +25,6 @@ import {
   storeStage,
 } from "./stages.js";
 
-const EMPTY_ARGS: Readonly<Record<string, string>> = Object.freeze({});
 const EMPTY_LIST: readonly Readonly<Record<string, string>>[] = Object.freeze([]);
 /** Refusals during a handler's run that decide the request's outcome when the handler failed. */
 const ELEVATED: ReadonlySet<unknown> = new Set([
@@ -49,8 +47,9 @@ export async function runRequest(
   message: string,
   rctx: ExecContext,
   span: Span,
-  channel: Channel,
+  call: CallOptions,
 ): Promise<OrchestratorResponse> {
+  const channel = call.channel;
   const firstRefusal = refusalCount(rctx);
   const usageBefore = rctx.tokenUsage;
   const pipeline = w.pipeline;
@@ -63,17 +62,7 @@ export async function runRequest(
     if (w.policy !== null) {
       await gate(w, { checkpoint: Checkpoint.BEFORE_ROUTE, message: msg }, rctx);
     }
-    const routeSpan = rctx.startSpan("router.classify");
-    const routing = w.scopeRouter ? rctx.fork({ span: routeSpan }) : rctx;
-    let route: RouteResult;
-    try {
-      route = await w.router.classify(msg, routing);
-    } catch (err) {
-      failStage(routeSpan, err);
-    } finally {
-      if (routing !== rctx) routing.dispose();
-    }
-    endRouteSpan(routeSpan, route);
+    let route = call.agent === null ? await classify(w, msg, rctx) : named(call.agent, rctx);
     if (w.hasAfterRoute) {
       stage = MiddlewareStage.AFTER_ROUTE;
       route = await pipeline.run(MiddlewareStage.AFTER_ROUTE, route, rctx);
@@ -82,7 +71,7 @@ export async function runRequest(
     const tools = w.tools === null || !w.exposeTools ? EMPTY_LIST : await toolList(w, rctx);
     // Built from values already checked (the message, the discovered tool list), so runtimes
     // take it as validated instead of parsing it again.
-    const input: AgentInput = new ValidatedInput(msg, EMPTY_ARGS, tools, EMPTY_LIST);
+    const input: AgentInput = new ValidatedInput(msg, call.args, tools, EMPTY_LIST);
     let result: AgentResult | null = null;
     const candidates = route.candidates;
     const tries = Math.min(candidates.length, w.maxCandidates);
@@ -155,6 +144,35 @@ export async function runRequest(
     span.end("error", messageOf(err));
     throw err;
   }
+}
+
+/** The router's candidates for `msg`, in a `router.classify` span. */
+async function classify(w: Wiring, msg: string, rctx: ExecContext): Promise<RouteResult> {
+  const routeSpan = rctx.startSpan("router.classify");
+  const routing = w.scopeRouter ? rctx.fork({ span: routeSpan }) : rctx;
+  let route: RouteResult;
+  try {
+    route = await w.router.classify(msg, routing);
+  } catch (err) {
+    failStage(routeSpan, err);
+  } finally {
+    if (routing !== rctx) routing.dispose();
+  }
+  endRouteSpan(routeSpan, route);
+  return route;
+}
+
+/** The one candidate a call named (`options.agent`), if its context may use it. */
+function named(agent: string, rctx: ExecContext): RouteResult {
+  if (!rctx.permissions.canUseAgent(agent)) {
+    throw new NervaError(
+      ErrorCode.PERMISSION_DENIED,
+      `This context may not use the agent "${agent}".`,
+      { details: { handler: agent } },
+    );
+  }
+  const candidate = { name: agent, score: 1, reason: "named by the call" };
+  return { candidates: [candidate], best: candidate };
 }
 
 /** Asks the policy at a checkpoint of the pipeline; a refusal rejects with its NervaError. */

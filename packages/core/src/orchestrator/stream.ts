@@ -1,9 +1,8 @@
 import type { ExecContext, StreamSink } from "../context/exec-context.js";
 import type { OrchestratorResponse } from "../middleware/types.js";
-import type { Channel } from "../responder/types.js";
 import { AgentStatus } from "../types/status.js";
 import { ChunkQueue } from "./chunk-queue.js";
-import type { Wiring } from "./options.js";
+import type { CallOptions, Wiring } from "./options.js";
 import { runRequest } from "./run.js";
 import type { OrchestratorStream } from "./types.js";
 
@@ -18,8 +17,9 @@ export function streamRequest(
   w: Wiring,
   message: string,
   ctx: ExecContext,
-  channel: Channel,
+  call: CallOptions,
 ): OrchestratorStream {
+  const channel = call.channel;
   const responder = w.responder;
   let response: Promise<OrchestratorResponse> | null = null;
   let rctx: ExecContext | null = null;
@@ -37,7 +37,7 @@ export function streamRequest(
     };
     const fork = ctx.fork({ span, stream: sink });
     rctx = fork;
-    response = runRequest(w, message, fork, span, channel).then(
+    response = runRequest(w, message, fork, span, call).then(
       (res) => {
         // The last chunks are buffered at once; the drain promise push() may return only paces a
         // producer that has more to send, and this one has finished (it never rejects).

@@ -54,6 +54,15 @@ export interface OrchestratorOptions {
 /** Per-call options of `handle` and `stream`. */
 export interface HandleOptions {
   readonly channel?: Channel;
+  /**
+   * The handler to run, instead of asking the router: for a caller that already knows which
+   * agent it wants (an MCP tool call, a form posting to one agent). Everything else of a request
+   * still applies: middleware, the policy before routing (rate limits) and before invocation,
+   * memory turns, budget charging. A handler the context may not use is PERMISSION_DENIED.
+   */
+  readonly agent?: string;
+  /** Structured arguments for the handler (`input.args`). */
+  readonly args?: Readonly<Record<string, string>>;
 }
 
 /**
