@@ -7,10 +7,12 @@
 //   which is `extra.signal` in the tool handler; `extra.sendNotification` is a no-op after that.
 // - server/webStandardStreamableHttp.js: `req.auth` becomes `extra.authInfo`; a session id the
 //   transport does not know is 404, which the handler also answers for another user's session.
+import { execFile } from "node:child_process";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { once } from "node:events";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, NervaError, Orchestrator } from "@nerva/core";
@@ -269,4 +271,59 @@ describe("agents as MCP tools over Streamable HTTP (Express)", () => {
     );
     expect(stolen.status).toBe(404);
   });
+});
+
+// The MCP Inspector's CLI mode (@modelcontextprotocol/inspector 0.17.2, the last line that runs on
+// Node 20), as a person would run it against the endpoint: `mcp-inspector --cli <url> --method ...
+// --header "Authorization: Bearer ..."`. It prints the JSON-RPC result on stdout.
+describe("the MCP Inspector's CLI against the endpoint", () => {
+  const inspector = fileURLToPath(new URL("../node_modules/.bin/mcp-inspector", import.meta.url));
+  const run = (args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile(
+        inspector,
+        ["--cli", url.href, "--transport", "http", ...args],
+        { timeout: 60_000 },
+        (err, stdout, stderr) =>
+          resolve({
+            code: err === null ? 0 : Number((err as { code?: unknown }).code ?? 1),
+            stdout,
+            stderr,
+          }),
+      );
+    });
+  const bearer = (user: string, roles: string[]) => [
+    "--header",
+    `Authorization: Bearer ${mint(user, roles)}`,
+  ];
+
+  it("lists the caller's tools and calls one, as the caller", async () => {
+    const listed = await run(["--method", "tools/list", ...bearer("alice", ["member"])]);
+    expect(listed.code, listed.stderr).toBe(0);
+    const tools = (JSON.parse(listed.stdout) as { tools: { name: string }[] }).tools;
+    expect(tools.map((t) => t.name).sort()).toEqual(["echo", "slow", "words"]);
+
+    const called = await run([
+      "--method",
+      "tools/call",
+      "--tool-name",
+      "echo",
+      "--tool-arg",
+      "message=from the inspector",
+      ...bearer("alice", ["member"]),
+    ]);
+    expect(called.code, called.stderr).toBe(0);
+    expect(JSON.parse(called.stdout)).toMatchObject({
+      content: [{ type: "text", text: "Echo: from the inspector" }],
+      isError: false,
+    });
+  }, 120_000);
+
+  it("is refused without a token", async () => {
+    const refused = await run(["--method", "tools/list"]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stdout + refused.stderr).toMatch(
+      /401|Unauthorized|UNAUTHENTICATED|Invalid or missing token/i,
+    );
+  }, 120_000);
 });
