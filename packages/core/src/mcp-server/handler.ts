@@ -8,6 +8,7 @@ import {
   type McpHandlerConfig,
   type McpHandlerOptions,
 } from "./options.js";
+import { TASK_POLL_MS, runTaskStore } from "./tasks.js";
 import { CTX_KEY, installAgentTools } from "./tools.js";
 
 const SDK = "@modelcontextprotocol/sdk";
@@ -25,6 +26,8 @@ interface Session {
   readonly transport: StreamableHTTPServerTransport;
   /** The identity that opened the session: only it may use the session id. */
   readonly owner: string;
+  /** Its user, who alone may read the session's tasks. */
+  readonly userId: string | null;
 }
 
 /**
@@ -57,7 +60,8 @@ function refuse(res: ServerResponse, status: number, message: string): void {
 }
 
 /**
- * Creates an MCP server endpoint over Streamable HTTP that serves the chosen agents as tools.
+ * Creates an MCP server endpoint over Streamable HTTP that serves the chosen agents (and graphs,
+ * which a client may also run as tasks that any replica reports on) as tools.
  * Each request runs as the caller of the app's own auth: `tools/list` shows only the agents that
  * `ctx.permissions.canUseAgent` allows, a call runs through the orchestrator (its policy applies)
  * or the runtime's delegation checks, streamed chunks become progress notifications when the
@@ -114,7 +118,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
         sessions.set(id, session);
         return session.transport.handleRequest(req, res, body);
       }
-      return openSession(s, config, sessions, owner, req, res, body);
+      return openSession(s, config, sessions, { owner, userId: ctx.userId }, req, res, body);
     },
     async close() {
       const open = [...sessions.values()];
@@ -129,14 +133,29 @@ async function openSession(
   s: Sdk,
   config: McpHandlerConfig,
   sessions: Map<string, Session>,
-  owner: string,
+  who: { owner: string; userId: string | null },
   req: IncomingMessage,
   res: ServerResponse,
   body: unknown,
 ): Promise<void> {
+  const tasks = config.graphs.size > 0;
   const server = new s.server.Server(
     { name: config.serverName, version: config.serverVersion },
-    { capabilities: { tools: { listChanged: false } } },
+    {
+      capabilities: {
+        tools: { listChanged: false },
+        // Graph tools may run as tasks: each is its run, read from the run store.
+        ...(tasks ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
+      },
+      ...(tasks
+        ? {
+            taskStore: runTaskStore([...config.graphs.values()], (sid) =>
+              sid === undefined ? null : (sessions.get(sid)?.userId ?? null),
+            ),
+            defaultTaskPollInterval: TASK_POLL_MS,
+          }
+        : {}),
+    },
   );
   installAgentTools(server, s.types, config);
   // Stateful mode: the client's notifications/cancelled is a separate POST and must reach the
@@ -144,7 +163,7 @@ async function openSession(
   const transport: StreamableHTTPServerTransport = new s.http.StreamableHTTPServerTransport({
     sessionIdGenerator: () => randomUUID(),
     onsessioninitialized: (sid) => {
-      sessions.set(sid, { transport, owner });
+      sessions.set(sid, { transport, ...who });
       for (const [old, session] of sessions) {
         if (sessions.size <= config.maxSessions) break;
         sessions.delete(old);

@@ -4,7 +4,9 @@ import { clientData, clientError } from "../responder/failure-text.js";
 import type { AgentResult, JsonValue } from "../types/agent.js";
 import { AgentStatus } from "../types/status.js";
 import type { Orchestrator } from "../orchestrator/orchestrator.js";
+import { GraphHost } from "../graph/host/graph-host.js";
 import type { AgentRuntime } from "../runtime/types.js";
+import { startStateSchema, type GraphToolConfig, type McpGraphTool } from "./graph-tools.js";
 
 /** One agent served as an MCP tool: its handler name, and what clients are told about it. */
 export interface McpAgentTool {
@@ -25,7 +27,12 @@ export interface McpHandlerOptions {
   readonly orchestrator?: Orchestrator | undefined;
   readonly runtime?: AgentRuntime | undefined;
   /** The agents served as tools, by handler name. No agent is served unless named here. */
-  readonly agents: readonly (string | McpAgentTool)[];
+  readonly agents?: readonly (string | McpAgentTool)[] | undefined;
+  /**
+   * Graphs served as tools: a call starts a run with its arguments as the start state; a client
+   * may ask for it as a task (the run id is the task id, reported by any replica on the store).
+   */
+  readonly graphs?: readonly McpGraphTool[] | undefined;
   /** The server's name and version in the MCP handshake. Default "nerva", "0.1.0". */
   readonly serverName?: string | undefined;
   readonly serverVersion?: string | undefined;
@@ -50,6 +57,7 @@ export interface McpHandlerConfig {
     ctx: ExecContext,
   ) => Promise<McpAnswer>;
   readonly tools: ReadonlyMap<string, McpAgentTool>;
+  readonly graphs: ReadonlyMap<string, GraphToolConfig>;
   readonly serverName: string;
   readonly serverVersion: string;
   readonly maxSessions: number;
@@ -76,12 +84,11 @@ export function parseMcpHandlerOptions(options: McpHandlerOptions): McpHandlerCo
     throw invalid("options", "needs exactly one of orchestrator or runtime.");
   }
   const rt = orchestrator?.runtime ?? (runtime as AgentRuntime);
-  if (!Array.isArray(options.agents) || options.agents.length === 0) {
-    throw invalid("options.agents", "must name at least one agent to serve as a tool.");
-  }
+  const agents = options.agents ?? [];
+  if (!Array.isArray(agents)) throw invalid("options.agents", "must be a list of handler names.");
   const known = new Set(rt.handlerNames());
   const tools = new Map<string, McpAgentTool>();
-  options.agents.forEach((entry, i) => {
+  agents.forEach((entry, i) => {
     const tool = typeof entry === "string" ? { name: entry } : entry;
     const path = `options.agents[${i}]`;
     if (typeof tool?.name !== "string" || !NAME.test(tool.name)) {
@@ -96,6 +103,13 @@ export function parseMcpHandlerOptions(options: McpHandlerOptions): McpHandlerCo
     if (tools.has(tool.name)) throw invalid(path, `names "${tool.name}" twice.`);
     tools.set(tool.name, tool);
   });
+  const graphs = parseGraphTools(options.graphs, tools);
+  if (tools.size === 0 && graphs.size === 0) {
+    throw invalid(
+      "options.agents",
+      "must name at least one agent (or options.graphs one graph) to serve as a tool.",
+    );
+  }
   const maxSessions = options.maxSessions ?? 100;
   if (!Number.isInteger(maxSessions) || maxSessions < 1) {
     throw invalid("options.maxSessions", "must be a positive integer.");
@@ -119,6 +133,7 @@ export function parseMcpHandlerOptions(options: McpHandlerOptions): McpHandlerCo
   return {
     invoke,
     tools,
+    graphs,
     serverName: options.serverName ?? "nerva",
     serverVersion: options.serverVersion ?? "0.1.0",
     maxSessions,
@@ -166,4 +181,43 @@ function refusalOf(name: string, err: unknown): McpAnswer {
 
 function toJsonValue(value: unknown): JsonValue {
   return JSON.parse(JSON.stringify(value)) as JsonValue;
+}
+
+function parseGraphTools(
+  graphs: readonly McpGraphTool[] | undefined,
+  agents: ReadonlyMap<string, McpAgentTool>,
+): Map<string, GraphToolConfig> {
+  const out = new Map<string, GraphToolConfig>();
+  if (graphs === undefined) return out;
+  if (!Array.isArray(graphs)) throw invalid("options.graphs", "must be a list of { name, host }.");
+  graphs.forEach((g, i) => {
+    const path = `options.graphs[${i}]`;
+    if (typeof g?.name !== "string" || !NAME.test(g.name)) {
+      throw invalid(`${path}.name`, "must be 1-128 letters, digits, '_', '-' or '.'.");
+    }
+    if (agents.has(g.name) || out.has(g.name))
+      throw invalid(`${path}.name`, `"${g.name}" names two tools.`);
+    if (!(g.host instanceof GraphHost)) throw invalid(`${path}.host`, "must be a GraphHost.");
+    const infos = (g.host as GraphHost).getEntryPoints();
+    const entryPoints = infos.map((e) => e.id);
+    const entryPoint = g.entryPoint ?? entryPoints[0];
+    const info = infos.find((e) => e.id === entryPoint);
+    if (entryPoint === undefined || info === undefined) {
+      throw invalid(
+        `${path}.entryPoint`,
+        `names "${String(entryPoint)}", which the host does not have (it has: ${entryPoints.join(", ") || "none"}).`,
+      );
+    }
+    out.set(g.name, {
+      name: g.name,
+      host: g.host,
+      entryPoint,
+      queue: g.host.queue.withName(info.queue),
+      title: g.title,
+      description:
+        g.description ?? `Run the "${g.host.graph.name}" graph; the arguments are its start state.`,
+      inputSchema: startStateSchema(g.host),
+    });
+  });
+  return out;
 }

@@ -1,11 +1,14 @@
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { CreateTaskResult } from "@modelcontextprotocol/sdk/experimental/tasks";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { ExecContext } from "../context/exec-context.js";
 import type { StreamSink } from "../context/options.js";
 import { ErrorCode } from "../errors.js";
 import { AgentStatus } from "../types/status.js";
+import { callGraph, refused, type GraphToolConfig } from "./graph-tools.js";
 import type { McpHandlerConfig } from "./options.js";
+import { taskOf } from "./tasks.js";
 
 type TypesModule = typeof import("@modelcontextprotocol/sdk/types.js");
 
@@ -77,14 +80,26 @@ export function installAgentTools(
         outputSchema: OUTPUT_SCHEMA,
       });
     }
+    for (const g of config.graphs.values()) {
+      if (!ctx.permissions.canUseAgent(g.name)) continue;
+      tools.push({
+        name: g.name,
+        ...(g.title === undefined ? {} : { title: g.title }),
+        description: g.description,
+        inputSchema: g.inputSchema,
+        outputSchema: OUTPUT_SCHEMA,
+        execution: { taskSupport: "optional" },
+      });
+    }
     return { tools };
   });
 
   server.setRequestHandler(types.CallToolRequestSchema, async (request, extra) => {
     const ctx = contextOf(extra);
     const name = request.params.name;
+    const graph = config.graphs.get(name);
     // Unknown and forbidden read the same, so a caller learns nothing about tools it cannot use.
-    if (!config.tools.has(name) || !ctx.permissions.canUseAgent(name)) {
+    if ((!config.tools.has(name) && graph === undefined) || !ctx.permissions.canUseAgent(name)) {
       throw new McpError(
         types.ErrorCode.InvalidParams,
         `Unknown tool "${name}": call one that tools/list returns.`,
@@ -93,6 +108,7 @@ export function installAgentTools(
         },
       );
     }
+    if (graph !== undefined) return callGraphTool(graph, request.params, ctx, extra, types);
     const parsed = ArgumentsSchema.safeParse(request.params.arguments ?? {});
     if (!parsed.success) {
       const issues = parsed.error.issues.map((i) => ({
@@ -105,19 +121,9 @@ export function installAgentTools(
         { code: ErrorCode.INVALID_INPUT, issues },
       );
     }
-    const token = request.params._meta?.progressToken;
-    let progress = 0;
+    const progress = progressOf(request.params, extra);
     // Chunks become progress notifications only when the client asked for progress (a token).
-    const sink: StreamSink | null =
-      token === undefined
-        ? null
-        : {
-            push: (chunk) =>
-              extra.sendNotification({
-                method: "notifications/progress",
-                params: { progressToken: token, progress: ++progress, message: chunk },
-              }),
-          };
+    const sink: StreamSink | null = progress === null ? null : { push: progress };
     const run = ctx.fork({ stream: sink });
     // The SDK aborts extra.signal on the client's notifications/cancelled for this request id.
     const cancel = (): void => run.cancel("cancelled by the MCP client");
@@ -138,4 +144,71 @@ export function installAgentTools(
       run.dispose();
     }
   });
+}
+
+type CallParams = {
+  name: string;
+  arguments?: Record<string, unknown> | undefined;
+  task?: unknown;
+  _meta?: { progressToken?: string | number | undefined } | undefined;
+};
+type Extra = {
+  signal: AbortSignal;
+  sendNotification: (n: {
+    method: "notifications/progress";
+    params: { progressToken: string | number; progress: number; message: string };
+  }) => Promise<void>;
+};
+
+/** Progress notifications numbered 1, 2, 3…, when the client asked for progress (a token). */
+function progressOf(params: CallParams, extra: Extra): ((message: string) => Promise<void>) | null {
+  const token = params._meta?.progressToken;
+  if (token === undefined) return null;
+  let n = 0;
+  return (message) =>
+    extra.sendNotification({
+      method: "notifications/progress",
+      params: { progressToken: token, progress: ++n, message },
+    });
+}
+
+/**
+ * A graph tool call: as a task (the client asked for one) its run is started and the run is the
+ * task, answered at once; otherwise the call waits for the run to end or pause, with its events
+ * as progress.
+ */
+async function callGraphTool(
+  graph: GraphToolConfig,
+  params: CallParams,
+  ctx: ExecContext,
+  extra: Extra,
+  types: TypesModule,
+): Promise<CallToolResult | CreateTaskResult> {
+  const args = params.arguments ?? {};
+  if (params.task === undefined) {
+    return callGraph(graph, args, ctx, extra.signal, progressOf(params, extra));
+  }
+  // A task is read back by its user from any replica: an anonymous caller has none to bind it to.
+  if (ctx.userId === null) {
+    throw new types.McpError(
+      types.ErrorCode.InvalidRequest,
+      "A task needs a signed-in user: call the tool without a task, or sign in.",
+      { code: ErrorCode.UNAUTHENTICATED },
+    );
+  }
+  let runId: string;
+  try {
+    runId = await graph.host.trigger(graph.entryPoint, args, ctx);
+  } catch (err) {
+    const answer = refused(graph.name, err);
+    throw new types.McpError(
+      types.ErrorCode.InvalidParams,
+      String((answer.content[0] as { text: string }).text),
+      answer.structuredContent,
+    );
+  }
+  const run = await graph.host.queue.get(runId);
+  if (run === null)
+    throw new types.McpError(types.ErrorCode.InternalError, "The run was not found.");
+  return { task: taskOf(run) };
 }

@@ -250,6 +250,11 @@ export class GraphHost {
     return this.#sessions.result(run);
   }
 
+  /** The queue this host's runs go through (`options.queue`). */
+  get queue(): RunQueue {
+    return this.#o.queue;
+  }
+
   /** The run `id` as it is now (`null` for an unknown id). */
   async get(id: string): Promise<GraphRun | null> {
     const run = await this.#o.queue.get(id);
