@@ -16,7 +16,12 @@ const ServiceEnv = z.object({
     .string()
     .optional()
     .transform((v) => (v === undefined || v.trim() === "" ? null : v.trim()))
-    .pipe(z.string().regex(/^rediss?:\/\//, "must start with redis:// or rediss://").nullable()),
+    .pipe(
+      z
+        .string()
+        .regex(/^rediss?:\/\//, "must start with redis:// or rediss://")
+        .nullable(),
+    ),
   NERVA_REDIS_PREFIX: z
     .string()
     .optional()

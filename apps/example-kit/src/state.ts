@@ -58,10 +58,7 @@ export async function createExampleState(config: ExampleConfig): Promise<Example
       },
     };
   }
-  const [{ Redis }, redis] = await Promise.all([
-    import("ioredis"),
-    import("@nerva/core/redis"),
-  ]);
+  const [{ Redis }, redis] = await Promise.all([import("ioredis"), import("@nerva/core/redis")]);
   const p = config.redisPrefix;
   const client = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
   const memory = new TieredMemory({

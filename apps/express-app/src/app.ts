@@ -88,7 +88,9 @@ export function createApp(
 
   app.use(bearerAuth(auth));
 
-  app.post("/chat", async (req, res) => send(res, await routes.chat(jsonBodyOf(req), req.nervaCtx)));
+  app.post("/chat", async (req, res) =>
+    send(res, await routes.chat(jsonBodyOf(req), req.nervaCtx)),
+  );
 
   app.post("/chat/stream", (req, res) => {
     const ctx = req.nervaCtx;

@@ -140,7 +140,10 @@ describe("the Express example on three replicas, one Redis, a round-robin proxy"
     expect(numbers).toEqual(["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"]);
     expect(all.at(-1)?.event).toBe("run.succeeded");
     const run = await frank.get(`/runs/${id}`, 2);
-    expect(run.body).toMatchObject({ status: "succeeded", result: { output: "1 2 3 4 5 6 7 8 9 10" } });
+    expect(run.body).toMatchObject({
+      status: "succeeded",
+      result: { output: "1 2 3 4 5 6 7 8 9 10" },
+    });
   });
 
   it("stops the work on one replica within 100 ms of a cancel through another", async () => {

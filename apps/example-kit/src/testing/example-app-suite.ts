@@ -51,7 +51,11 @@ export function describeExampleApp(label: string, options: ExampleAppSuiteOption
       const orchestrator = crashingOrchestrator(service.orchestrator);
       app = await options.start({
         orchestrator,
-        routes: createExampleRoutes({ orchestrator, policy: service.policy, runs: service.state.runs }),
+        routes: createExampleRoutes({
+          orchestrator,
+          policy: service.policy,
+          runs: service.state.runs,
+        }),
         auth: createAuth(),
       });
     });
