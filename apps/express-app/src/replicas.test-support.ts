@@ -126,7 +126,7 @@ export function clientOf(base: string, token: string) {
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
-    return { status: res.status, headers: res.headers, body: (await res.json()) as any }; // eslint-disable-line @typescript-eslint/no-explicit-any -- test JSON, read by path;
+    return { status: res.status, headers: res.headers, body: (await res.json()) as any }; // eslint-disable-line @typescript-eslint/no-explicit-any -- test JSON, read by path
   };
   return {
     chat: (message: string, replica?: number) => call("POST", "/chat", { message }, replica),
