@@ -6,9 +6,24 @@ import {
   defineTool,
 } from "@nerva/core";
 import { TieredMemory } from "@nerva/core/memory";
+import type { PolicyEngine } from "@nerva/core/policy";
+import type { Registry } from "@nerva/core/registry";
 import { z } from "zod";
 import type { NervaModel } from "@nerva/ai-sdk";
 import { registerConcierge } from "./concierge.js";
+import { countAgent, pause, type ExampleLog } from "./count-agent.js";
+
+/** What {@link createOrchestrator} builds the orchestrator with; every field is optional. */
+export interface ExampleOrchestratorOptions {
+  /** The model of `concierge_agent` (see `exampleModel()`); without one `echo_agent` answers. */
+  concierge?: NervaModel;
+  /** Conversation memory (default: a new in-memory `TieredMemory`). */
+  memory?: TieredMemory;
+  registry?: Registry;
+  policy?: PolicyEngine;
+  /** Where `count_agent` logs (default: nowhere). */
+  log?: ExampleLog;
+}
 
 /**
  * The demo's agents, all in-process with embedded defaults (no external services):
@@ -17,6 +32,8 @@ import { registerConcierge } from "./concierge.js";
  * - `trip_agent` ("trip") delegates the flights to `flight_agent`;
  * - `memory_agent` ("remember", "earlier") reads this session's earlier turns from memory;
  * - `story_agent` ("story") streams its answer word by word, and stops when the client leaves;
+ * - `refund_agent` ("refund") issues a refund (the service's policy gates it behind an approval);
+ * - `count_agent` ("count to N") counts to N, a committed step per number in a durable run;
  * - `echo_agent` takes everything else, or, with `options.concierge` (a model, see
  *   `exampleModel()`), `concierge_agent` does and `echo_agent` answers messages with "echo".
  *
@@ -25,12 +42,12 @@ import { registerConcierge } from "./concierge.js";
  * const answer = await orchestrator.handle("Find me a flight to Lisbon", ExecContext.create({ userId: "alice" }));
  * await close();
  */
-export function createOrchestrator(options: { concierge?: NervaModel } = {}): {
+export function createOrchestrator(options: ExampleOrchestratorOptions = {}): {
   orchestrator: Orchestrator;
   close(): Promise<void>;
 } {
-  const runtime = new InProcessRuntime({ timeoutSeconds: 30 });
-  const memory = new TieredMemory();
+  const runtime = new InProcessRuntime({ timeoutSeconds: 60 });
+  const memory = options.memory ?? new TieredMemory();
   const tools = new FunctionToolManager().register(
     defineTool({
       name: "search_flights",
@@ -49,6 +66,8 @@ export function createOrchestrator(options: { concierge?: NervaModel } = {}): {
         { handler: "trip_agent", keywords: ["trip"] },
         { handler: "memory_agent", keywords: ["remember", "earlier"] },
         { handler: "story_agent", keywords: ["story"] },
+        { handler: "refund_agent", keywords: ["refund"] },
+        { handler: "count_agent", pattern: /\bcount to \d/i },
         ...(options.concierge === undefined ? [] : [{ handler: "echo_agent", keywords: ["echo"] }]),
       ],
       defaultHandler: options.concierge === undefined ? "echo_agent" : "concierge_agent",
@@ -56,6 +75,8 @@ export function createOrchestrator(options: { concierge?: NervaModel } = {}): {
     runtime,
     tools,
     memory,
+    ...(options.registry === undefined ? {} : { registry: options.registry }),
+    ...(options.policy === undefined ? {} : { policy: options.policy }),
   });
 
   runtime.register(
@@ -99,6 +120,12 @@ export function createOrchestrator(options: { concierge?: NervaModel } = {}): {
     }
   });
   runtime.register(
+    "refund_agent",
+    async (input, ctx) =>
+      `Refund issued for ${ctx.userId ?? "stranger"}: "${input.message}" (approved before it ran).`,
+  );
+  runtime.register("count_agent", countAgent(options.log ?? (() => undefined)));
+  runtime.register(
     "echo_agent",
     async (input, ctx) => `${ctx.userId ?? "stranger"}, you said: ${input.message}`,
   );
@@ -109,21 +136,9 @@ export function createOrchestrator(options: { concierge?: NervaModel } = {}): {
     orchestrator,
     close: async () => {
       await runtime.close();
-      await memory.close();
+      // Memory given by the caller is the caller's to close.
+      if (options.memory === undefined) await memory.close();
       await tools.close();
     },
   };
-}
-
-/** Waits `ms`, or less when `signal` aborts; leaves no timer or listener behind. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
 }

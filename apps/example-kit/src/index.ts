@@ -1,8 +1,23 @@
 // Public entry of @nerva/example-kit: what the Express, Fastify and NestJS example apps share, so
 // each app's own files hold only its framework's wiring. Test suites: "@nerva/example-kit/testing".
 
+// The service the apps are: configuration from the environment, its state (Redis or embedded),
+// its policy, worker and route bodies
+export { exampleConfigOf, type ExampleConfig } from "./config.js";
+export { createExampleState, type ExampleState } from "./state.js";
+export { createExampleService, examplePolicy, type ExampleService } from "./service.js";
+export {
+  EXAMPLE_ENDPOINTS,
+  RUN_HANDLER,
+  createExampleRoutes,
+  type ExampleAppDeps,
+  type ExampleRoutes,
+  type RouteAnswer,
+} from "./routes.js";
+
 // The demo agents and their orchestrator
-export { createOrchestrator } from "./agents.js";
+export { createOrchestrator, type ExampleOrchestratorOptions } from "./agents.js";
+export { MAX_COUNT, countAgent, pause, type ExampleLog } from "./count-agent.js";
 export {
   createExampleOrchestrator,
   exampleModel,
@@ -15,7 +30,13 @@ export { SESSION_ID, USER_NAME, createAuth, type DevAuth, type TokenClaims } fro
 export { identityOf } from "./identity.js";
 
 // The bodies of the apps' routes, checked after jsonBodyOf(req)
-export { chatRequestOf, tokenRequestOf } from "./requests.js";
+export {
+  approvalDecisionOf,
+  approvalIdOf,
+  chatRequestOf,
+  runIdOf,
+  tokenRequestOf,
+} from "./requests.js";
 
 // Start-up output and shutdown of the apps' entry points
 export { printBanner, stopOnSignals } from "./startup.js";

@@ -49,3 +49,51 @@ export function chatRequestOf(body: Record<string, unknown>): { message: string 
 export function tokenRequestOf(body: Record<string, unknown>): { user: string; roles?: string[] } {
   return parse(TokenRequest, body, 'Send {"user": "alice", "roles"?: ["member"]}.');
 }
+
+const Id = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, "must be an id this service gave");
+const ApprovalDecision = z.object({
+  decision: z.enum(["approve", "deny"]),
+  note: z.string().min(1).max(500).optional(),
+});
+const ApprovalId = z.object({ approvalId: Id });
+
+/**
+ * The `{ decision, note? }` of `POST /approvals/:id`: `decision` is `"approve"` or `"deny"`.
+ * Throws NervaError INVALID_INPUT (400) otherwise.
+ *
+ * @example
+ * const { decision } = approvalDecisionOf(jsonBodyOf(req));
+ */
+export function approvalDecisionOf(body: Record<string, unknown>): {
+  decision: "approve" | "deny";
+  note?: string;
+} {
+  return parse(ApprovalDecision, body, 'Send {"decision": "approve"} or {"decision": "deny"}.');
+}
+
+/**
+ * The `{ approvalId }` of `POST /chat/resume`. Throws NervaError INVALID_INPUT (400) otherwise.
+ *
+ * @example
+ * const { approvalId } = approvalIdOf(jsonBodyOf(req));
+ */
+export function approvalIdOf(body: Record<string, unknown>): { approvalId: string } {
+  return parse(ApprovalId, body, 'Send {"approvalId": "<error.details.approvalId of /chat>"}.');
+}
+
+/**
+ * A run or approval id from a path (`/runs/:id`, `/approvals/:id`). Throws NervaError
+ * INVALID_INPUT (400) for anything that cannot be an id.
+ *
+ * @example
+ * const id = runIdOf(req.params.id);
+ */
+export function runIdOf(value: unknown): string {
+  const parsed = Id.safeParse(value);
+  if (parsed.success) return parsed.data;
+  throw new NervaError(
+    ErrorCode.INVALID_INPUT,
+    `Invalid path: id: ${parsed.error.issues[0]?.message ?? "invalid"}. Use the id the service answered.`,
+    { issues: [{ path: "params.id", message: "must be an id this service gave" }] },
+  );
+}

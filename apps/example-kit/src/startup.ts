@@ -1,13 +1,26 @@
 /**
- * Prints where an example app listens, which model its concierge uses (when given), and three
- * `curl` commands to try it: get a token, chat, stream a story.
+ * Prints where an example app listens, which model its concierge uses (when given), where its
+ * state lives (when given), and `curl` commands to try it: get a token, chat, stream a story,
+ * start a durable run.
  *
  * @example
- * printBanner("Nerva Express example", "http://127.0.0.1:3000", "scripted");
+ * printBanner("Nerva Express example", "http://127.0.0.1:3000", "scripted", "embedded");
  */
-export function printBanner(title: string, url: string, model?: string): void {
+export function printBanner(
+  title: string,
+  url: string,
+  model?: string,
+  state?: "redis" | "embedded",
+): void {
   console.log(`${title} listening on ${url}`);
   if (model !== undefined) console.log(`  model: ${model}`);
+  if (state !== undefined) {
+    console.log(
+      state === "redis"
+        ? "  state: Redis (REDIS_URL); this replica also runs a worker"
+        : "  state: embedded, this process only (set REDIS_URL for several replicas)",
+    );
+  }
   console.log(
     `  TOKEN=$(curl -s -X POST ${url}/token -H 'content-type: application/json' -d '{"user":"alice"}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).token')`,
   );
@@ -16,6 +29,9 @@ export function printBanner(title: string, url: string, model?: string): void {
   );
   console.log(
     `  curl -N -X POST ${url}/chat/stream -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"message":"Tell me a story"}'`,
+  );
+  console.log(
+    `  curl -s -X POST ${url}/runs -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"message":"count to 20"}'   # then GET /runs/<id>/events`,
   );
 }
 

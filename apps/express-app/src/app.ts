@@ -1,13 +1,16 @@
-import { ErrorCode, NervaError, type Orchestrator } from "@nerva/core";
+import { ErrorCode, NervaError } from "@nerva/core";
 import { type TraceSink } from "@nerva/core/tracing";
-import { httpStatusOfResult, jsonBodyOf } from "@nerva/core/http";
+import { jsonBodyOf } from "@nerva/core/http";
 import { nervaErrorHandler, nervaMiddleware, sendSSE } from "@nerva/express";
-import express, { type Express, type RequestHandler } from "express";
+import express, { type Express, type RequestHandler, type Response } from "express";
 import {
+  EXAMPLE_ENDPOINTS,
   chatRequestOf,
   identityOf,
   tokenRequestOf,
   type DevAuth,
+  type ExampleAppDeps,
+  type RouteAnswer,
   type TokenClaims,
 } from "@nerva/example-kit";
 
@@ -41,19 +44,22 @@ function bearerAuth(auth: DevAuth): RequestHandler {
   };
 }
 
+const send = (res: Response, { status, body }: RouteAnswer) => void res.status(status).json(body);
+
 /**
  * The Express example: `POST /token` (dev only) mints a JWT, `POST /chat` answers with JSON and
  * `POST /chat/stream` with Server-Sent Events, both through the orchestrator with the caller's
- * identity in `req.nervaCtx`. Every error, the body parser's included, is answered by
- * `nervaErrorHandler()` with the Nerva JSON error body.
+ * identity in `req.nervaCtx`; approvals (`POST /approvals/:id`, `POST /chat/resume`) and durable
+ * runs (`/runs`) through the example service's route bodies. Every error, the body parser's
+ * included, is answered by `nervaErrorHandler()` with the Nerva JSON error body.
  */
-export function createApp(options: {
-  orchestrator: Orchestrator;
-  auth: DevAuth;
-  /** Told of every request's spans and events (e.g. the trace viewer's store). */
-  traceSink?: TraceSink | undefined;
-}): Express {
-  const { orchestrator, auth, traceSink } = options;
+export function createApp(
+  options: ExampleAppDeps & {
+    /** Told of every request's spans and events (e.g. the trace viewer's store). */
+    traceSink?: TraceSink | undefined;
+  },
+): Express {
+  const { orchestrator, routes, auth, traceSink } = options;
   const app = express();
   // First, so that every answer (even to a body the parser refuses) carries the request id.
   app.use(
@@ -70,7 +76,7 @@ export function createApp(options: {
   app.get("/", (_req, res) => {
     res.json({
       name: "nerva-express-example",
-      endpoints: ["POST /token", "POST /chat", "POST /chat/stream"],
+      endpoints: EXAMPLE_ENDPOINTS,
     });
   });
 
@@ -82,18 +88,35 @@ export function createApp(options: {
 
   app.use(bearerAuth(auth));
 
-  app.post("/chat", async (req, res) => {
-    const ctx = req.nervaCtx;
-    const { message } = chatRequestOf(jsonBodyOf(req));
-    const response = await orchestrator.handle(message, ctx);
-    res.status(httpStatusOfResult(response)).json({ ...response, requestId: ctx.requestId });
-  });
+  app.post("/chat", async (req, res) =>
+    send(res, await routes.chat(jsonBodyOf(req), req.nervaCtx)),
+  );
 
   app.post("/chat/stream", (req, res) => {
     const ctx = req.nervaCtx;
     const { message } = chatRequestOf(jsonBodyOf(req));
     return sendSSE(res, orchestrator.stream(message, ctx), ctx);
   });
+
+  app.post("/chat/resume", async (req, res) =>
+    send(res, await routes.resume(jsonBodyOf(req), req.nervaCtx)),
+  );
+  app.post("/approvals/:id", async (req, res) =>
+    send(res, await routes.decide(req.params.id, jsonBodyOf(req), req.nervaCtx)),
+  );
+  app.post("/runs", async (req, res) =>
+    send(res, await routes.startRun(jsonBodyOf(req), req.nervaCtx)),
+  );
+  app.get("/runs/:id", async (req, res) =>
+    send(res, await routes.getRun(req.params.id, req.nervaCtx)),
+  );
+  app.get("/runs/:id/events", async (req, res) => {
+    const { source, options } = await routes.runEvents(req.params.id, req, req.nervaCtx);
+    await sendSSE(res, source, null, options);
+  });
+  app.post("/runs/:id/cancel", async (req, res) =>
+    send(res, await routes.cancelRun(req.params.id, req.nervaCtx)),
+  );
 
   app.use(nervaErrorHandler());
   return app;

@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import {
   createAuth,
-  createExampleOrchestrator,
+  createExampleService,
   oneSink,
   otelFromEnv,
   printBanner,
@@ -10,21 +10,24 @@ import {
 } from "@nerva/example-kit";
 import { createApp } from "./app.js";
 
-// Embedded defaults: in-process agents, a scripted model unless OPENAI_API_KEY or ANTHROPIC_API_KEY
-// is set, in-memory memory, a local JWT secret. PORT=0 picks a free port.
+// With REDIS_URL every piece of state is in Redis and this process also runs a worker on the runs
+// queue, so any number of replicas may run behind a load balancer (give them one JWT_SECRET).
+// Without: embedded defaults (in-process agents and stores). A scripted model unless
+// OPENAI_API_KEY or ANTHROPIC_API_KEY is set. PORT=0 picks a free port.
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? "127.0.0.1";
-const { orchestrator, close, model } = await createExampleOrchestrator();
+const service = await createExampleService();
+await service.start();
 const traceUI = traceUIFromEnv(); // NERVA_TRACE_UI=1: the trace viewer at /_nerva/traces
 const otel = otelFromEnv("nerva-express-example"); // OTEL_EXPORTER_OTLP_ENDPOINT set: export traces
 const auth = createAuth(process.env.JWT_SECRET);
 const traceSink = oneSink(traceUI?.traceSink, otel?.traceSink);
-const app = createApp({ orchestrator, auth, traceSink });
+const app = createApp({ ...service, auth, traceSink });
 if (traceUI !== null) app.use(traceUI.viewer);
 
 const server = app.listen(port, host, () => {
   const url = `http://${host}:${(server.address() as AddressInfo).port}`;
-  printBanner("Nerva Express example", url, model);
+  printBanner("Nerva Express example", url, service.model, service.state.mode);
   if (traceUI !== null) console.log(`  trace viewer: ${url}${traceUI.viewer.basePath}`);
 });
 
@@ -33,6 +36,6 @@ stopOnSignals(
     server.close();
     server.closeAllConnections();
   },
-  close,
+  () => service.close(),
   () => otel?.shutdown(), // the last spans, flushed
 );

@@ -18,7 +18,14 @@ import { type TraceDetail, type TraceSink } from "@nerva/core/tracing";
 import { PriceTable, createModel } from "@nerva/ai-sdk";
 import { scriptedModel } from "@nerva/ai-sdk/testing";
 import type { TraceViewerMeter, TraceViewerUserUsage } from "@nerva/core/viewer";
-import { createAuth, createOrchestrator, traceUIFromEnv } from "@nerva/example-kit";
+import {
+  createAuth,
+  createExampleRoutes,
+  createOrchestrator,
+  traceUIFromEnv,
+} from "@nerva/example-kit";
+import { InMemoryRunStore, RunQueue } from "@nerva/core";
+import { DeclarativePolicyEngine } from "@nerva/core/policy";
 import { createApp } from "./app.js";
 
 const shot =
@@ -101,6 +108,12 @@ beforeAll(async () => {
   await demo.orchestrator.handle("Is there a plane to Paris?", ExecContext.create());
   const app = createApp({
     orchestrator: demo.orchestrator,
+    // The traces pictured are of /chat; no run or approval is made here.
+    routes: createExampleRoutes({
+      orchestrator: demo.orchestrator,
+      policy: new DeclarativePolicyEngine({ version: 1 }),
+      runs: new RunQueue({ store: new InMemoryRunStore() }),
+    }),
     auth: createAuth(),
     traceSink: traceUI.traceSink,
   });

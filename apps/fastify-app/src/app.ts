@@ -1,13 +1,15 @@
-import { ErrorCode, NervaError, type Orchestrator } from "@nerva/core";
+import { ErrorCode, NervaError } from "@nerva/core";
 import { type TraceSink } from "@nerva/core/tracing";
-import { httpStatusOfResult, jsonBodyOf } from "@nerva/core/http";
+import { jsonBodyOf } from "@nerva/core/http";
 import { nervaPlugin, sendSSE } from "@nerva/fastify";
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import {
+  EXAMPLE_ENDPOINTS,
   chatRequestOf,
   identityOf,
   tokenRequestOf,
-  type DevAuth,
+  type ExampleAppDeps,
+  type RouteAnswer,
   type TokenClaims,
 } from "@nerva/example-kit";
 
@@ -18,20 +20,23 @@ declare module "fastify" {
   }
 }
 
+const send = (reply: FastifyReply, { status, body }: RouteAnswer) => reply.code(status).send(body);
+
 /**
  * The Fastify example: `POST /token` (dev only) mints a JWT, `POST /chat` answers with JSON and
  * `POST /chat/stream` with Server-Sent Events, both through the orchestrator with the caller's
- * identity in `request.nervaCtx`. Bodies are checked with `jsonBodyOf` and zod rather than a JSON
+ * identity in `request.nervaCtx`; approvals (`POST /approvals/:id`, `POST /chat/resume`) and
+ * durable runs (`/runs`) through the example service's route bodies. Bodies are checked with `jsonBodyOf` and zod rather than a JSON
  * schema, whose default type coercion would turn `42` into `"42"`; every error is answered by the
  * plugin with the Nerva JSON error body.
  */
-export async function createApp(options: {
-  orchestrator: Orchestrator;
-  auth: DevAuth;
-  /** Told of every request's spans and events (e.g. the trace viewer's store). */
-  traceSink?: TraceSink | undefined;
-}): Promise<FastifyInstance> {
-  const { orchestrator, auth, traceSink } = options;
+export async function createApp(
+  options: ExampleAppDeps & {
+    /** Told of every request's spans and events (e.g. the trace viewer's store). */
+    traceSink?: TraceSink | undefined;
+  },
+): Promise<FastifyInstance> {
+  const { orchestrator, routes, auth, traceSink } = options;
   const app = Fastify({ bodyLimit: 64 * 1024 });
 
   await app.register(nervaPlugin, {
@@ -60,7 +65,7 @@ export async function createApp(options: {
 
   app.get("/", async () => ({
     name: "nerva-fastify-example",
-    endpoints: ["POST /token", "POST /chat", "POST /chat/stream"],
+    endpoints: EXAMPLE_ENDPOINTS,
   }));
 
   // Development convenience: anyone can get a token. A real app gets tokens from its identity provider.
@@ -69,18 +74,40 @@ export async function createApp(options: {
     return { ...(await auth.mint(user, roles)), tokenType: "Bearer" };
   });
 
-  app.post("/chat", async (request, reply) => {
-    const ctx = request.nervaCtx;
-    const { message } = chatRequestOf(jsonBodyOf(request));
-    const response = await orchestrator.handle(message, ctx);
-    return reply.code(httpStatusOfResult(response)).send({ ...response, requestId: ctx.requestId });
-  });
+  app.post("/chat", async (request, reply) =>
+    send(reply, await routes.chat(jsonBodyOf(request), request.nervaCtx)),
+  );
 
   app.post("/chat/stream", (request, reply) => {
     const ctx = request.nervaCtx;
     const { message } = chatRequestOf(jsonBodyOf(request));
     return sendSSE(reply, orchestrator.stream(message, ctx), ctx);
   });
+
+  type WithId = { Params: { id: string } };
+  app.post("/chat/resume", async (request, reply) =>
+    send(reply, await routes.resume(jsonBodyOf(request), request.nervaCtx)),
+  );
+  app.post<WithId>("/approvals/:id", async (request, reply) =>
+    send(reply, await routes.decide(request.params.id, jsonBodyOf(request), request.nervaCtx)),
+  );
+  app.post("/runs", async (request, reply) =>
+    send(reply, await routes.startRun(jsonBodyOf(request), request.nervaCtx)),
+  );
+  app.get<WithId>("/runs/:id", async (request, reply) =>
+    send(reply, await routes.getRun(request.params.id, request.nervaCtx)),
+  );
+  app.get<WithId>("/runs/:id/events", async (request, reply) => {
+    const { source, options } = await routes.runEvents(
+      request.params.id,
+      request,
+      request.nervaCtx,
+    );
+    return sendSSE(reply, source, null, options);
+  });
+  app.post<WithId>("/runs/:id/cancel", async (request, reply) =>
+    send(reply, await routes.cancelRun(request.params.id, request.nervaCtx)),
+  );
 
   return app;
 }

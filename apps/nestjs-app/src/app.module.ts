@@ -1,19 +1,19 @@
-import type { Orchestrator } from "@nerva/core";
 import type { TraceSink } from "@nerva/core/tracing";
 import { NervaModule } from "@nerva/nestjs";
 import { Module, type Type } from "@nestjs/common";
-import { identityOf, type DevAuth, type TokenClaims } from "@nerva/example-kit";
+import { identityOf, type ExampleAppDeps, type TokenClaims } from "@nerva/example-kit";
 import { ChatController } from "./chat.controller.js";
 import { DEV_AUTH, JwtAuthGuard } from "./jwt-auth.guard.js";
+import { EXAMPLE_ROUTES, ServiceController } from "./service.controller.js";
 import { TokenController } from "./token.controller.js";
 
-/** The example's root module, wired with an orchestrator and the JWT auth. */
-export function createAppModule(options: {
-  orchestrator: Orchestrator;
-  auth: DevAuth;
-  /** Told of every request's spans and events (e.g. the trace viewer's store). */
-  traceSink?: TraceSink | undefined;
-}): Type {
+/** The example's root module, wired with the orchestrator, the service's routes and the JWT auth. */
+export function createAppModule(
+  options: ExampleAppDeps & {
+    /** Told of every request's spans and events (e.g. the trace viewer's store). */
+    traceSink?: TraceSink | undefined;
+  },
+): Type {
   @Module({
     imports: [
       NervaModule.forRoot({
@@ -27,8 +27,12 @@ export function createAppModule(options: {
         traceSink: options.traceSink,
       }),
     ],
-    controllers: [TokenController, ChatController],
-    providers: [{ provide: DEV_AUTH, useValue: options.auth }, JwtAuthGuard],
+    controllers: [TokenController, ChatController, ServiceController],
+    providers: [
+      { provide: DEV_AUTH, useValue: options.auth },
+      { provide: EXAMPLE_ROUTES, useValue: options.routes },
+      JwtAuthGuard,
+    ],
   })
   class AppModule {}
   return AppModule;

@@ -1,15 +1,19 @@
 import type { ExecContext, Orchestrator } from "@nerva/core";
 import { InjectOrchestrator, NervaCtx, sendSSE } from "@nerva/nestjs";
-import { httpStatusOfResult, jsonBodyOf, type JsonBodyRequest } from "@nerva/core/http";
-import { Controller, HttpCode, Post, Req, Res, UseGuards } from "@nestjs/common";
-import { chatRequestOf } from "@nerva/example-kit";
+import { jsonBodyOf, type JsonBodyRequest } from "@nerva/core/http";
+import { Controller, HttpCode, Inject, Post, Req, Res, UseGuards } from "@nestjs/common";
+import { chatRequestOf, type ExampleRoutes } from "@nerva/example-kit";
 import { JwtAuthGuard } from "./jwt-auth.guard.js";
+import { EXAMPLE_ROUTES } from "./service.controller.js";
 
 /** `POST /chat` (JSON) and `POST /chat/stream` (Server-Sent Events) for authenticated users. */
 @Controller()
 @UseGuards(JwtAuthGuard)
 export class ChatController {
-  constructor(@InjectOrchestrator() private readonly orchestrator: Orchestrator) {}
+  constructor(
+    @InjectOrchestrator() private readonly orchestrator: Orchestrator,
+    @Inject(EXAMPLE_ROUTES) private readonly routes: ExampleRoutes,
+  ) {}
 
   @Post("chat")
   @HttpCode(200)
@@ -19,10 +23,9 @@ export class ChatController {
     // Express's res and Fastify's reply both have status(): this works on either platform.
     @Res({ passthrough: true }) res: { status(code: number): unknown },
   ) {
-    const { message } = chatRequestOf(jsonBodyOf(request));
-    const response = await this.orchestrator.handle(message, ctx);
-    res.status(httpStatusOfResult(response));
-    return { ...response, requestId: ctx.requestId };
+    const { status, body } = await this.routes.chat(jsonBodyOf(request), ctx);
+    res.status(status);
+    return body;
   }
 
   /** Written by the bridge on the platform's response: the producer waits for a slow client. */

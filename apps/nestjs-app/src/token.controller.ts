@@ -1,6 +1,6 @@
 import { jsonBodyOf, type JsonBodyRequest } from "@nerva/core/http";
 import { Controller, Get, HttpCode, Inject, Post, Req } from "@nestjs/common";
-import { tokenRequestOf, type DevAuth } from "@nerva/example-kit";
+import { EXAMPLE_ENDPOINTS, tokenRequestOf, type DevAuth } from "@nerva/example-kit";
 import { DEV_AUTH } from "./jwt-auth.guard.js";
 
 /** Development convenience: anyone can get a token. A real app gets tokens from its identity provider. */
@@ -12,7 +12,7 @@ export class TokenController {
   info() {
     return {
       name: "nerva-nestjs-example",
-      endpoints: ["POST /token", "POST /chat", "POST /chat/stream"],
+      endpoints: EXAMPLE_ENDPOINTS,
     };
   }
 

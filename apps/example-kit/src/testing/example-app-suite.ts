@@ -1,13 +1,14 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import type { Orchestrator } from "@nerva/core";
 import { readSSEEvents, type SSEEvent } from "@nerva/core/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createModel } from "@nerva/ai-sdk";
 import { scriptedModel } from "@nerva/ai-sdk/testing";
-import { createOrchestrator } from "../agents.js";
-import { createAuth, type DevAuth } from "../auth.js";
+import { createAuth } from "../auth.js";
+import { createExampleRoutes, type ExampleAppDeps } from "../routes.js";
+import { createExampleService, type ExampleService } from "../service.js";
 import { crashingOrchestrator, describeExampleBadClients } from "./example-bad-clients.js";
+import { SUITE_ENV, describeExampleService } from "./example-service-suite.js";
 
 /** A started example app: where it listens and how to stop it. */
 export interface StartedExampleApp {
@@ -17,34 +18,50 @@ export interface StartedExampleApp {
 
 /** How {@link describeExampleApp} starts one example app and what differs between the apps. */
 export interface ExampleAppSuiteOptions {
-  /** Starts the app on 127.0.0.1, port 0, with the demo orchestrator and a fresh dev auth. */
-  start(deps: { orchestrator: Orchestrator; auth: DevAuth }): Promise<StartedExampleApp>;
+  /**
+   * Starts the app on 127.0.0.1, port 0, with the example service in embedded mode (its
+   * orchestrator and route bodies) and a fresh dev auth.
+   */
+  start(deps: ExampleAppDeps): Promise<StartedExampleApp>;
 }
 
 /**
  * The routes every example app serves, checked over real HTTP: `POST /token`, `POST /chat` as the
  * token's user (tools, per-user and per-session memory), `POST /chat/stream` as Server-Sent Events,
- * 401 without a valid token, and every bad request (malformed, oversized, non-JSON bodies, a
- * message that is not a string) or unexpected error answered with the Nerva JSON error body.
+ * 401 without a valid token, every bad request (malformed, oversized, non-JSON bodies, a
+ * message that is not a string) or unexpected error answered with the Nerva JSON error body, and
+ * the service's policy, approvals and durable runs (see `describeExampleService`).
  *
  * @example
  * describeExampleApp("Express example app", { start: async (deps) => listenOnPort0(createApp(deps)) });
  */
 export function describeExampleApp(label: string, options: ExampleAppSuiteOptions): void {
   describe(label, () => {
-    // The apps' own mode without a key: the demo agents plus the concierge on the scripted model.
-    const demo = createOrchestrator({ concierge: createModel(scriptedModel()) });
+    // The apps' own mode without a key or REDIS_URL: the demo agents plus the concierge on the
+    // scripted model, embedded state.
+    let service: ExampleService;
     let app: StartedExampleApp;
 
     beforeAll(async () => {
+      service = await createExampleService(SUITE_ENV, {
+        model: createModel(scriptedModel()),
+        log: () => undefined,
+      });
+      await service.start();
+      const orchestrator = crashingOrchestrator(service.orchestrator);
       app = await options.start({
-        orchestrator: crashingOrchestrator(demo.orchestrator),
+        orchestrator,
+        routes: createExampleRoutes({
+          orchestrator,
+          policy: service.policy,
+          runs: service.state.runs,
+        }),
         auth: createAuth(),
       });
     });
     afterAll(async () => {
       await app?.close();
-      await demo.close();
+      await service?.close();
     });
 
     const warnings: string[] = [];
@@ -52,11 +69,11 @@ export function describeExampleApp(label: string, options: ExampleAppSuiteOption
     beforeAll(() => void process.on("warning", onWarning));
     afterAll(() => void process.off("warning", onWarning));
 
-    const tokenFor = async (user: string): Promise<string> => {
+    const tokenFor = async (user: string, roles: string[] = []): Promise<string> => {
       const res = await fetch(`${app.url}/token`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ user }),
+        body: JSON.stringify({ user, roles }),
       });
       expect(res.status).toBe(200);
       return ((await res.json()) as { token: string }).token;
@@ -142,6 +159,7 @@ export function describeExampleApp(label: string, options: ExampleAppSuiteOption
     });
 
     describeExampleBadClients(() => app, tokenFor);
+    describeExampleService(() => app, tokenFor);
   });
 }
 

@@ -24,6 +24,7 @@ export function crashingOrchestrator(orchestrator: Orchestrator): Orchestrator {
             ),
     },
     stream: { value: orchestrator.stream.bind(orchestrator) },
+    handleApproved: { value: orchestrator.handleApproved.bind(orchestrator) },
     // Called by NervaModule on app.close(): the orchestrator's private state is on the original.
     close: { value: orchestrator.close.bind(orchestrator) },
   }) as Orchestrator;

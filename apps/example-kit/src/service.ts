@@ -1,0 +1,125 @@
+import { Runner, type Orchestrator } from "@nerva/core";
+import { DeclarativePolicyEngine, type PolicyDocumentInit } from "@nerva/core/policy";
+import type { NervaModel } from "@nerva/ai-sdk";
+import { createOrchestrator } from "./agents.js";
+import { exampleModel } from "./concierge.js";
+import { exampleConfigOf, type ExampleConfig } from "./config.js";
+import type { ExampleLog } from "./count-agent.js";
+import { createExampleRoutes, RUN_HANDLER, type ExampleRoutes } from "./routes.js";
+import { createExampleState, type ExampleState } from "./state.js";
+
+/**
+ * An example app's service, whatever its framework: the orchestrator with its policy, the
+ * state (see `createExampleState`), the worker executing durable runs and the bodies of the
+ * routes. Start the worker with `start()`; `close()` stops everything.
+ *
+ * @example
+ * const service: ExampleService = await createExampleService();
+ */
+export interface ExampleService {
+  readonly config: ExampleConfig;
+  readonly state: ExampleState;
+  readonly orchestrator: Orchestrator;
+  readonly policy: DeclarativePolicyEngine;
+  readonly runner: Runner;
+  readonly routes: ExampleRoutes;
+  /** How the start-up line names the model. */
+  readonly model: string;
+  /** Starts this replica's worker on the runs queue. */
+  start(): Promise<void>;
+  /** Stops the worker (its runs are released for another worker), then closes the state. */
+  close(): Promise<void>;
+}
+
+/**
+ * The policy of the example service: `RATE_LIMIT_PER_MINUTE` `/chat` requests per user per
+ * minute, `BUDGET_TOKENS_PER_DAY` tokens per user per day (each request in flight holds
+ * `BUDGET_RESERVE_TOKENS`), and `refund_agent` only once a user with the role `approver` approved.
+ *
+ * @example
+ * const policy = new DeclarativePolicyEngine(examplePolicy(config), { limits, approvals });
+ */
+export function examplePolicy(config: ExampleConfig): PolicyDocumentInit {
+  return {
+    version: 1,
+    rateLimits: [{ name: "per-user", per: "user", limit: config.ratePerMinute, windowSeconds: 60 }],
+    budgets: [
+      {
+        name: "daily-tokens",
+        per: "user",
+        windowSeconds: 86_400,
+        maxTokens: config.budgetTokensPerDay,
+        reserveTokens: config.budgetReserveTokens,
+      },
+    ],
+    approvals: [
+      { name: "refunds", kind: "agent", names: ["refund_agent"], approverRoles: ["approver"] },
+    ],
+  };
+}
+
+/**
+ * Builds the example service from `env` (see `exampleConfigOf`): with `REDIS_URL` every piece
+ * of state is in Redis and any number of replicas may run; without, the embedded defaults. The
+ * model is `options.model`, or the one `exampleModel(env)` picks.
+ *
+ * @example
+ * const service = await createExampleService(process.env);
+ * await service.start();
+ * const app = createApp({ service, auth });
+ */
+export async function createExampleService(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  options: { model?: NervaModel; log?: ExampleLog } = {},
+): Promise<ExampleService> {
+  const config = exampleConfigOf(env);
+  const picked =
+    options.model === undefined
+      ? await exampleModel(env)
+      : { model: options.model, label: "given" };
+  const log: ExampleLog = options.log ?? ((line) => console.log(JSON.stringify(line)));
+  const state = await createExampleState(config);
+  const policy = new DeclarativePolicyEngine(examplePolicy(config), {
+    limits: state.limits,
+    approvals: state.approvals,
+  });
+  const { orchestrator, close } = createOrchestrator({
+    concierge: picked.model,
+    memory: state.memory,
+    registry: state.registry,
+    policy,
+    log,
+  });
+  const runner = new Runner({
+    queue: state.runs,
+    handlers: {
+      // A durable run handles its message like /chat: the same orchestrator, policy and memory.
+      [RUN_HANDLER]: async (input, ctx) => {
+        const response = await orchestrator.handle(input.message, ctx);
+        return { status: response.status, output: response.text, error: response.error };
+      },
+    },
+    concurrency: config.runsConcurrency,
+    leaseSeconds: config.leaseSeconds,
+    heartbeatSeconds: config.leaseSeconds / 3,
+  });
+  let started = false;
+  return {
+    config,
+    state,
+    orchestrator,
+    policy,
+    runner,
+    routes: createExampleRoutes({ orchestrator, policy, runs: state.runs }),
+    model: picked.label,
+    start: async () => {
+      started = true;
+      await runner.start();
+    },
+    close: async () => {
+      if (started) await runner.stop({ graceSeconds: 5 });
+      await close();
+      await state.close();
+    },
+  };
+}
