@@ -4,7 +4,7 @@
 // The service the apps are: configuration from the environment, its state (Redis or embedded),
 // its policy, worker and route bodies
 export { exampleConfigOf, type ExampleConfig } from "./config.js";
-export { createExampleState, type ExampleState } from "./state.js";
+export { exampleBackend } from "./state.js";
 export { createExampleService, examplePolicy, type ExampleService } from "./service.js";
 export {
   EXAMPLE_ENDPOINTS,

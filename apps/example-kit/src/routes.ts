@@ -104,7 +104,7 @@ export interface ExampleRoutes {
  * is its user's alone: anyone else gets the 404 of a run that does not exist.
  *
  * @example
- * const routes = createExampleRoutes({ orchestrator, policy, runs: state.runs });
+ * const routes = createExampleRoutes({ orchestrator, policy, runs: backend.queue("runs") });
  */
 export function createExampleRoutes(deps: {
   orchestrator: Orchestrator;

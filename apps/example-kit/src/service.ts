@@ -1,16 +1,17 @@
 import { Runner, type Orchestrator } from "@nerva/core";
-import { DeclarativePolicyEngine, type PolicyDocumentInit } from "@nerva/core/policy";
+import type { Backend } from "@nerva/core/backend";
+import type { DeclarativePolicyEngine, PolicyDocumentInit } from "@nerva/core/policy";
 import type { NervaModel } from "@nerva/ai-sdk";
 import { createOrchestrator } from "./agents.js";
 import { exampleModel } from "./concierge.js";
 import { exampleConfigOf, type ExampleConfig } from "./config.js";
 import type { ExampleLog } from "./count-agent.js";
 import { createExampleRoutes, RUN_HANDLER, type ExampleRoutes } from "./routes.js";
-import { createExampleState, type ExampleState } from "./state.js";
+import { exampleBackend } from "./state.js";
 
 /**
  * An example app's service, whatever its framework: the orchestrator with its policy, the
- * state (see `createExampleState`), the worker executing durable runs and the bodies of the
+ * backend (see `exampleBackend`), the worker executing durable runs and the bodies of the
  * routes. Start the worker with `start()`; `close()` stops everything.
  *
  * @example
@@ -18,7 +19,8 @@ import { createExampleState, type ExampleState } from "./state.js";
  */
 export interface ExampleService {
   readonly config: ExampleConfig;
-  readonly state: ExampleState;
+  /** Where its state lives: `backend.kind` is `redis` or `memory`. */
+  readonly backend: Backend;
   readonly orchestrator: Orchestrator;
   readonly policy: DeclarativePolicyEngine;
   readonly runner: Runner;
@@ -27,7 +29,7 @@ export interface ExampleService {
   readonly model: string;
   /** Starts this replica's worker on the runs queue. */
   start(): Promise<void>;
-  /** Stops the worker (its runs are released for another worker), then closes the state. */
+  /** Stops the worker (its runs are released for another worker), then closes the backend. */
   close(): Promise<void>;
 }
 
@@ -37,7 +39,7 @@ export interface ExampleService {
  * `BUDGET_RESERVE_TOKENS`), and `refund_agent` only once a user with the role `approver` approved.
  *
  * @example
- * const policy = new DeclarativePolicyEngine(examplePolicy(config), { limits, approvals });
+ * const policy = backend.policy(examplePolicy(config));
  */
 export function examplePolicy(config: ExampleConfig): PolicyDocumentInit {
   return {
@@ -78,20 +80,18 @@ export async function createExampleService(
       ? await exampleModel(env)
       : { model: options.model, label: "given" };
   const log: ExampleLog = options.log ?? ((line) => console.log(JSON.stringify(line)));
-  const state = await createExampleState(config);
-  const policy = new DeclarativePolicyEngine(examplePolicy(config), {
-    limits: state.limits,
-    approvals: state.approvals,
-  });
+  const backend = await exampleBackend(config);
+  const policy = backend.policy(examplePolicy(config));
+  const runs = backend.queue("runs");
   const { orchestrator, close } = createOrchestrator({
     concierge: picked.model,
-    memory: state.memory,
-    registry: state.registry,
+    memory: backend.memory(),
+    registry: backend.registry,
     policy,
     log,
   });
   const runner = new Runner({
-    queue: state.runs,
+    queue: runs,
     handlers: {
       // A durable run handles its message like /chat: the same orchestrator, policy and memory.
       [RUN_HANDLER]: async (input, ctx) => {
@@ -106,11 +106,11 @@ export async function createExampleService(
   let started = false;
   return {
     config,
-    state,
+    backend,
     orchestrator,
     policy,
     runner,
-    routes: createExampleRoutes({ orchestrator, policy, runs: state.runs }),
+    routes: createExampleRoutes({ orchestrator, policy, runs }),
     model: picked.label,
     start: async () => {
       started = true;
@@ -119,7 +119,7 @@ export async function createExampleService(
     close: async () => {
       if (started) await runner.stop({ graceSeconds: 5 });
       await close();
-      await state.close();
+      await backend.close();
     },
   };
 }

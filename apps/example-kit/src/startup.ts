@@ -6,19 +6,14 @@
  * @example
  * printBanner("Nerva Express example", "http://127.0.0.1:3000", "scripted", "embedded");
  */
-export function printBanner(
-  title: string,
-  url: string,
-  model?: string,
-  state?: "redis" | "embedded",
-): void {
+export function printBanner(title: string, url: string, model?: string, state?: string): void {
   console.log(`${title} listening on ${url}`);
   if (model !== undefined) console.log(`  model: ${model}`);
   if (state !== undefined) {
     console.log(
       state === "redis"
         ? "  state: Redis (REDIS_URL); this replica also runs a worker"
-        : "  state: embedded, this process only (set REDIS_URL for several replicas)",
+        : `  state: ${state === "memory" ? "embedded" : state}, this process only (set REDIS_URL for several replicas)`,
     );
   }
   console.log(

@@ -1,85 +1,22 @@
-// Every piece of state the example apps keep, in one place: in Redis when REDIS_URL is set (any
-// number of replicas share it), otherwise embedded in this process. Nothing else in the apps
-// builds a store.
-import { InMemoryRunStore, RunQueue, type RunStore } from "@nerva/core";
-import { TieredMemory } from "@nerva/core/memory";
-import { InMemoryLimitStore, type LimitStore } from "@nerva/core/policy";
-import { InMemoryRegistry, type Registry } from "@nerva/core/registry";
+// Where the example apps keep every piece of state, chosen in one call: in Redis when REDIS_URL is
+// set (any number of replicas share it), otherwise embedded in this process. Nothing else in the
+// apps builds a store.
+import { embeddedBackend, type Backend } from "@nerva/core/backend";
 import type { ExampleConfig } from "./config.js";
 
 /**
- * Where an example app keeps its state (see {@link createExampleState}): conversation memory, the
- * registry, rate-limit windows and budget ledgers (`limits`), approvals (paused runs of
- * `approvals`) and durable runs (`runs`).
+ * The backend of an example app: `redisBackend` on `config.redisUrl` with every key under
+ * `config.redisPrefix` (memory, registry, rate limits and budgets, approvals and durable runs,
+ * shared by every replica), or `embeddedBackend()` without it (this process; a restart forgets
+ * it). `@nerva/core/redis` (and so ioredis and bullmq) is loaded only for Redis.
  *
  * @example
- * const state: ExampleState = await createExampleState(exampleConfigOf(process.env));
+ * const backend = await exampleBackend(exampleConfigOf({}));
+ * backend.kind; // "memory"
+ * await backend.close();
  */
-export interface ExampleState {
-  /** `redis` (shared by every replica) or `embedded` (this process only). */
-  readonly mode: "redis" | "embedded";
-  readonly memory: TieredMemory;
-  readonly registry: Registry;
-  readonly limits: LimitStore;
-  readonly approvals: RunQueue;
-  readonly runs: RunQueue;
-  /** Closes every store and connection made here. */
-  close(): Promise<void>;
-}
-
-/**
- * Builds the state of an example app. With `config.redisUrl`: memory, registry and limits on one
- * ioredis connection, runs and approvals on a `RedisRunStore` (BullMQ), every key under
- * `config.redisPrefix`. Without: in-memory stores of this process (a restart forgets them).
- *
- * @example
- * const state = await createExampleState(exampleConfigOf({}));
- * state.mode; // "embedded"
- * await state.close();
- */
-export async function createExampleState(config: ExampleConfig): Promise<ExampleState> {
-  if (config.redisUrl === null) {
-    const store: RunStore = new InMemoryRunStore();
-    const memory = new TieredMemory();
-    const registry = new InMemoryRegistry();
-    const limits = new InMemoryLimitStore();
-    return {
-      mode: "embedded",
-      memory,
-      registry,
-      limits,
-      runs: new RunQueue({ store, name: "runs" }),
-      approvals: new RunQueue({ store, name: "approvals" }),
-      close: async () => {
-        await memory.close();
-        await registry.close();
-        await limits.close();
-        await store.close();
-      },
-    };
-  }
-  const [{ Redis }, redis] = await Promise.all([import("ioredis"), import("@nerva/core/redis")]);
-  const p = config.redisPrefix;
-  const client = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
-  const memory = new TieredMemory({
-    store: new redis.RedisMemoryStore({ client, prefix: `${p}:memory:` }),
-  });
-  const registry = new redis.RedisRegistry({ client, prefix: `${p}:registry:` });
-  const limits = new redis.RedisLimitStore({ client, prefix: `${p}:limits:` });
-  const store = new redis.RedisRunStore({ url: config.redisUrl, prefix: `${p}:runs` });
-  return {
-    mode: "redis",
-    memory,
-    registry,
-    limits,
-    runs: new RunQueue({ store, name: "runs" }),
-    approvals: new RunQueue({ store, name: "approvals" }),
-    close: async () => {
-      await memory.close();
-      await registry.close();
-      await limits.close();
-      await store.close();
-      await client.quit();
-    },
-  };
+export async function exampleBackend(config: ExampleConfig): Promise<Backend> {
+  if (config.redisUrl === null) return embeddedBackend();
+  const { redisBackend } = await import("@nerva/core/redis");
+  return redisBackend({ url: config.redisUrl, prefix: config.redisPrefix });
 }

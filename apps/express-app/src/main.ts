@@ -27,7 +27,7 @@ if (traceUI !== null) app.use(traceUI.viewer);
 
 const server = app.listen(port, host, () => {
   const url = `http://${host}:${(server.address() as AddressInfo).port}`;
-  printBanner("Nerva Express example", url, service.model, service.state.mode);
+  printBanner("Nerva Express example", url, service.model, service.backend.kind);
   if (traceUI !== null) console.log(`  trace viewer: ${url}${traceUI.viewer.basePath}`);
 });
 

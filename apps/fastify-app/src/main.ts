@@ -34,7 +34,7 @@ if (traceUI !== null) {
 }
 const url = await app.listen({ port, host });
 
-printBanner("Nerva Fastify example", url, service.model, service.state.mode);
+printBanner("Nerva Fastify example", url, service.model, service.backend.kind);
 if (traceUI !== null) console.log(`  trace viewer: ${url}${traceUI.viewer.basePath}`);
 
 stopOnSignals(

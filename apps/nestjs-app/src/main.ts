@@ -37,7 +37,7 @@ if (traceUI !== null) app.use(traceUI.viewer);
 await app.listen(port, host);
 const url = (await app.getUrl()).replace("[::1]", "localhost");
 
-printBanner(`Nerva NestJS example (${platform})`, url, service.model, service.state.mode);
+printBanner(`Nerva NestJS example (${platform})`, url, service.model, service.backend.kind);
 if (traceUI !== null) console.log(`  trace viewer: ${url}${traceUI.viewer.basePath}`);
 
 stopOnSignals(

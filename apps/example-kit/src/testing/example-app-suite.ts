@@ -54,7 +54,7 @@ export function describeExampleApp(label: string, options: ExampleAppSuiteOption
         routes: createExampleRoutes({
           orchestrator,
           policy: service.policy,
-          runs: service.state.runs,
+          runs: service.backend.queue("runs"),
         }),
         auth: createAuth(),
       });
