@@ -66,9 +66,7 @@ function refusal(fn: () => unknown): NervaError {
 
 describe("RedisSharedStateStore", () => {
   it("refuses bad options with INVALID_OPTIONS naming the field", () => {
-    const both = refusal(
-      () => new RedisSharedStateStore({ url: REDIS_URL, client: {} as never }),
-    );
+    const both = refusal(() => new RedisSharedStateStore({ url: REDIS_URL, client: {} as never }));
     expect(both.code).toBe(ErrorCode.INVALID_OPTIONS);
     expect(both.message).toMatch(/client/);
     expect(refusal(() => new RedisSharedStateStore({ prefix: "a{b}" })).message).toMatch(/prefix/);

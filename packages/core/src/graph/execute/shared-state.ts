@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { ErrorCode, NervaError } from "../../errors.js";
 import type { JsonValue } from "../../types/agent.js";
 import type { SharedStateView } from "../define/types.js";
 import {
@@ -38,9 +37,7 @@ export const SharedStateOptionsSchema = z
      * Where `shared` and `synchronized` state lives: by default in this process; a
      * RedisSharedStateStore shares it with every replica. Not with `isolated`.
      */
-    store: z
-      .custom<SharedStateStore>(isSharedStateStore, "must be a SharedStateStore")
-      .optional(),
+    store: z.custom<SharedStateStore>(isSharedStateStore, "must be a SharedStateStore").optional(),
   })
   .strict()
   .refine((o) => o.isolation !== "isolated" || o.store === undefined, {
@@ -95,8 +92,7 @@ export class SharedState {
     for (const [k, v] of Object.entries(o.initial)) checked(k, v);
     this.#initial = copyJson(o.initial) as Record<string, JsonValue>;
     this.#namespace = namespace;
-    this.store =
-      o.isolation === "isolated" ? null : (o.store ?? new InMemorySharedStateStore());
+    this.store = o.isolation === "isolated" ? null : (o.store ?? new InMemorySharedStateStore());
     this.#view = this.#storeView();
   }
 

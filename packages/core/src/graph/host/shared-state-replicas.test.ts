@@ -69,13 +69,11 @@ describe("shared state across two replicas on Redis", () => {
       const ids = await Promise.all(
         Array.from({ length: 24 }, (_, i) => (i % 2 === 0 ? a : b).host.trigger("default", {})),
       );
-      const results = await Promise.all(
-        ids.map((id) => a.host.wait(id, { timeoutSeconds: 30 })),
-      );
+      const results = await Promise.all(ids.map((id) => a.host.wait(id, { timeoutSeconds: 30 })));
       expect(results.every((r) => r.status === "succeeded")).toBe(true);
       expect((await b.host.sharedState.snapshot()).count).toBe(25);
       expect((await a.host.sharedState.snapshot()).count).toBe(25);
-      expect(results.map((r) => r.state.after).sort((x, y) => x! - y!)).toEqual(
+      expect(results.map((r) => Number(r.state.after)).sort((x, y) => x - y)).toEqual(
         Array.from({ length: 24 }, (_, i) => i + 2),
       );
       // Both replicas ran some of them (each runs at most 3 at a time).
@@ -119,7 +117,10 @@ describe("sharedState options", () => {
     expect(() => new GraphHost({ graph, sharedState: { store } })).toThrow(/sharedState\.store/);
     expect(
       () =>
-        new GraphHost({ graph, sharedState: { isolation: "shared", store: { get() {} } as never } }),
+        new GraphHost({
+          graph,
+          sharedState: { isolation: "shared", store: { get() {} } as never },
+        }),
     ).toThrow(/sharedState\.store.*must be a SharedStateStore/);
     expect(() => new GraphHost({ graph, sharedState: { initial: { bad: () => 1 } } })).toThrow(
       /shared state "bad"/,
