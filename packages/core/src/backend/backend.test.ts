@@ -112,6 +112,13 @@ describe.each(kinds)("%s backend", (kind, open) => {
       if (kind === "sqlite") expect((fifth as { text: string }).text).toBe("3 earlier: one more");
       else expect(isNervaError(fifth) && fifth.code).toBe(ErrorCode.RATE_LIMITED);
 
+      // Graphs' shared state: written through one, read through the other (SQLite keeps it in
+      // each process).
+      await one.sharedState.set("orders", "handled", 3);
+      expect(await two.sharedState.get("orders", "handled")).toBe(
+        kind === "sqlite" ? undefined : 3,
+      );
+
       // Runs: enqueued through one, read through the other.
       const run = await one.queue("runs").enqueue({ handler: "x", input: { message: "m" } });
       expect((await two.queue("runs").get(run.id))?.status).toBe("pending");

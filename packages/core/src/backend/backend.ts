@@ -1,5 +1,8 @@
-import type { DeclarativePolicyOptions } from "../declarative-policy/declarative-engine.js";
-import { DeclarativePolicyEngine } from "../declarative-policy/declarative-engine.js";
+import {
+  DeclarativePolicyEngine,
+  type DeclarativePolicyOptions,
+} from "../declarative-policy/declarative-engine.js";
+import type { SharedStateStore } from "../graph/execute/shared-state-store.js";
 import type { PolicyDocumentInit } from "../policy/document.js";
 import type { LimitStore } from "../policy/limit-store.js";
 import type { Registry } from "../registry/types.js";
@@ -10,7 +13,8 @@ import { RunQueue } from "../runs/run-queue.js";
 import type { RunStore } from "../runs/store.js";
 
 /**
- * Where every piece of state an app shares between requests lives, chosen once:
+ * Where every piece of state an app shares between requests lives (runs, memory, the registry,
+ * rate limits and budgets, graphs' shared state), chosen once:
  * `embeddedBackend()` (this process), `sqliteBackend({ path })` (`@nerva/core/sqlite`: one
  * machine) or `redisBackend({ url })` (`@nerva/core/redis`: any number of replicas). The app
  * builds its primitives from it, so moving the whole app is a change of one line.
@@ -31,6 +35,8 @@ export interface Backend {
   readonly registry: Registry;
   /** Rate-limit windows and budget ledgers with their holds (the policy engine's `limits`). */
   readonly limits: LimitStore;
+  /** Graphs' shared state (a GraphHost's `sharedState: { isolation, store }`). */
+  readonly sharedState: SharedStateStore;
   /** The queue `name` on {@link runs}; the same object for the same name. */
   queue(name: string, options?: Omit<RunQueueOptions, "store" | "name">): RunQueue;
   /** A `TieredMemory` over {@link memoryStore}. */
@@ -54,6 +60,7 @@ export interface BackendParts {
   readonly memoryStore: MemoryStore;
   readonly registry: Registry;
   readonly limits: LimitStore;
+  readonly sharedState: SharedStateStore;
   /** Run after the parts are closed (e.g. a shared client's quit). */
   readonly onClose?: () => Promise<void>;
 }
@@ -63,7 +70,7 @@ export interface BackendParts {
  * them. For a backend of your own parts (e.g. Postgres runs beside Redis limits).
  *
  * @example
- * const backend = composeBackend({ kind: "custom", runs: myRunStore, memoryStore: new InMemoryMemoryStore(), registry: new InMemoryRegistry(), limits: new InMemoryLimitStore() });
+ * const backend = composeBackend({ kind: "custom", runs: myRunStore, memoryStore: new InMemoryMemoryStore(), registry: new InMemoryRegistry(), limits: new InMemoryLimitStore(), sharedState: new InMemorySharedStateStore() });
  */
 export function composeBackend(parts: BackendParts): Backend {
   const queues = new Map<string, RunQueue>();
@@ -74,6 +81,7 @@ export function composeBackend(parts: BackendParts): Backend {
     memoryStore: parts.memoryStore,
     registry: parts.registry,
     limits: parts.limits,
+    sharedState: parts.sharedState,
     queue(name, options = {}) {
       const known = queues.get(name);
       if (known !== undefined) return known;
@@ -98,6 +106,7 @@ export function composeBackend(parts: BackendParts): Backend {
           parts.memoryStore.close(),
           parts.registry.close(),
           parts.limits.close(),
+          parts.sharedState.close(),
         ]);
         await parts.onClose?.();
         const failed = closed.find((r) => r.status === "rejected");

@@ -2,6 +2,7 @@ import { InMemoryMemoryStore } from "../memory/in-memory-store.js";
 import { InMemoryLimitStore } from "../policy/in-memory-limit-store.js";
 import { InMemoryRegistry } from "../registry/in-memory-registry.js";
 import { InMemoryRunStore } from "../runs/memory/in-memory-store.js";
+import { InMemorySharedStateStore } from "../graph/execute/shared-state-store.js";
 import { composeBackend, type Backend } from "./backend.js";
 
 /**
@@ -22,5 +23,6 @@ export function embeddedBackend(): Backend {
     memoryStore: new InMemoryMemoryStore(),
     registry: new InMemoryRegistry(),
     limits: new InMemoryLimitStore(),
+    sharedState: new InMemorySharedStateStore(),
   });
 }

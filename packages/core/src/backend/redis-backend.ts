@@ -11,6 +11,7 @@ import { RedisMemoryStore } from "../memory/redis-memory-store.js";
 import { RedisLimitStore } from "../policy/redis-limit-store.js";
 import { RedisRegistry } from "../registry/redis-registry.js";
 import { RedisRunStore } from "../runs/redis/redis-run-store.js";
+import { RedisSharedStateStore } from "../graph/execute/redis-shared-state.js";
 import { composeBackend, type Backend } from "./backend.js";
 
 const RedisBackendOptionsSchema = z
@@ -30,8 +31,9 @@ export type RedisBackendOptions = z.input<typeof RedisBackendOptionsSchema>;
 /**
  * Every piece of shared state on one Redis, so an app is correct on any number of replicas:
  * runs (delivered by BullMQ) under `<prefix>:`, memory under `<prefix>:memory:`, the registry
- * under `<prefix>:registry:`, rate limits and budgets under `<prefix>:limits:` (the defaults of
- * each part when `prefix` is `nerva`). Memory, registry and limits share one client (yours when
+ * under `<prefix>:registry:`, rate limits and budgets under `<prefix>:limits:`, graphs' shared
+ * state under `<prefix>:shared:` (the defaults of
+ * each part when `prefix` is `nerva`). Memory, registry, limits and shared state share one client (yours when
  * you pass `client`, left open by `close()`); the run store opens its own connections, as BullMQ
  * needs, to the same server. Needs the optional peer dependencies ioredis (^5) and bullmq (^6).
  *
@@ -59,6 +61,7 @@ export function redisBackend(options: RedisBackendOptions = {}): Backend {
     memoryStore: new RedisMemoryStore({ ...shared, prefix: `${o.prefix}:memory:` }),
     registry: new RedisRegistry({ ...shared, prefix: `${o.prefix}:registry:` }),
     limits: new RedisLimitStore({ ...shared, prefix: `${o.prefix}:limits:` }),
+    sharedState: new RedisSharedStateStore({ ...shared, prefix: `${o.prefix}:shared:` }),
     // A client of the backend's own is closed with it; the caller's stays open.
     onClose: o.client === undefined ? () => quit(client) : undefined,
   });

@@ -4,6 +4,7 @@ import { SqliteMemoryStore } from "../memory/sqlite-memory-store.js";
 import { InMemoryLimitStore } from "../policy/in-memory-limit-store.js";
 import { SqliteRegistry } from "../registry/sqlite-registry.js";
 import { SqliteRunStore } from "../runs/sqlite/sqlite-run-store.js";
+import { InMemorySharedStateStore } from "../graph/execute/shared-state-store.js";
 import { composeBackend, type Backend } from "./backend.js";
 
 const SqliteBackendOptionsSchema = z
@@ -18,7 +19,7 @@ export type SqliteBackendOptions = z.input<typeof SqliteBackendOptionsSchema>;
 /**
  * Runs, memory and the registry in one SQLite file (better-sqlite3 12, an optional peer
  * dependency), so every process on the machine that opens the file shares them and a restart
- * keeps them. Rate limits and budgets stay in each process's memory (a `RedisLimitStore` counts
+ * keeps them. Rate limits, budgets and graphs' shared state stay in each process's memory (a `RedisLimitStore` counts
  * them across processes: `redisBackend`).
  *
  * @example
@@ -43,6 +44,7 @@ export function sqliteBackend(options: SqliteBackendOptions): Backend {
       memoryStore,
       registry: new SqliteRegistry({ path }),
       limits: new InMemoryLimitStore(),
+      sharedState: new InMemorySharedStateStore(),
     });
   } catch (err) {
     void runs.close();

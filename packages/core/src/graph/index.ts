@@ -34,6 +34,7 @@ export type { DeliveryInfo, EventHandler, SubscribeOptions } from "./host/event-
 export type { GraphRun } from "./host/graph-run.js";
 export type { SessionState } from "./host/session-state.js";
 export { IsolationLevel, SharedState, type SharedStateOptions } from "./execute/shared-state.js";
+export { InMemorySharedStateStore, type SharedStateStore } from "./execute/shared-state-store.js";
 export type {
   EntryPointInfo,
   EntryPointSpec,

@@ -1,5 +1,5 @@
 // Public entry of @nerva/core/redis: durable runs on Redis (delivered by BullMQ), and memory, the
-// registry and the policy's rate limits and budgets on Redis, so that every replica of an app
+// registry, the policy's rate limits and budgets and graphs' shared state on Redis, so that every replica of an app
 // shares them. Loads the optional peer dependencies ioredis (^5) and, for runs, bullmq (^6) on
 // first use and throws NervaError MISSING_DEPENDENCY naming the one that is missing.
 
@@ -24,3 +24,8 @@ export {
   type RedisLimitStoreOptions,
 } from "../policy/redis-limit-store.js";
 export { redisBackend, type RedisBackendOptions } from "../backend/redis-backend.js";
+export {
+  RedisSharedStateStore,
+  RedisSharedStateStoreOptionsSchema,
+  type RedisSharedStateStoreOptions,
+} from "../graph/execute/redis-shared-state.js";

@@ -1,6 +1,7 @@
 // Contract suites for implementers of Nerva interfaces: run one against your own runtime, memory
-// store, registry, run store (with the run status transitions it must keep) or trace sink from a
-// vitest file, and the Server-Sent Events reader a test (or a client) reads a stream with. Needs vitest (an optional peer dependency).
+// store, registry, run store (with the run status transitions it must keep), trace sink, limit
+// store or shared state store from a vitest file, and the Server-Sent Events reader a test (or a
+// client) reads a stream with. Needs vitest (an optional peer dependency).
 export { describeRuntimeContract, type RuntimeContractSetup } from "./runtime-contract.js";
 export { describeMemoryContract, type MemoryContractSetup } from "./memory-contract.js";
 export { describeRegistryContract, type RegistryContractSetup } from "./registry-contract.js";
@@ -35,3 +36,8 @@ export {
   describeLimitStoreContract,
   type LimitStoreContractSetup,
 } from "./limit-store-contract.js";
+export {
+  describeSharedStateStoreContract,
+  type SharedStateStoreContractOptions,
+  type SharedStateStoreContractSetup,
+} from "./shared-state-store-contract.js";

@@ -92,13 +92,23 @@ export interface InputRequest {
   readonly answeredBy?: RunAnswerers;
 }
 
-/** Read and write access to the state shared across runs. */
+/**
+ * Read and write access to the state shared across runs (`ctx.shared`). Every call is async: the
+ * state may live in another process (Redis, for every replica of an app). Values are JSON,
+ * handed in and out as copies.
+ *
+ * @example
+ * const seen = (await ctx.shared.get<number>("seen")) ?? 0;
+ * await ctx.shared.set("last", ctx.runId);
+ * await ctx.shared.update<number>("handled", (n) => (n ?? 0) + 1);
+ */
 export interface SharedStateView {
-  get<T = JsonValue>(key: string): T | undefined;
-  set(key: string, value: JsonValue): void;
+  get<T = JsonValue>(key: string): Promise<T | undefined>;
+  set(key: string, value: JsonValue): Promise<void>;
   /**
    * Replaces `key` by `fn(current)`. Under `synchronized` isolation, updates of one key run one
-   * at a time (even when `fn` is async); under `shared` they may interleave.
+   * at a time (even when `fn` is async, and across replicas on one store); under `shared` they
+   * may interleave.
    */
   update<T extends JsonValue>(
     key: string,

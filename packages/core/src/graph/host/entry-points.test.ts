@@ -311,7 +311,7 @@ describe("shared state isolation", () => {
       state: z.object({ before: z.number().optional(), after: z.number().optional() }),
       nodes: {
         bump: fnNode(async (_s, ctx) => {
-          const before = ctx.shared.get<number>("count") ?? 0;
+          const before = (await ctx.shared.get<number>("count")) ?? 0;
           const after = await ctx.shared.update<number>("count", async (n) => {
             const read = n ?? 0;
             await sleep(10); // a read-modify-write that yields in the middle
@@ -331,7 +331,7 @@ describe("shared state isolation", () => {
     await runtime.start();
     const ids = await Promise.all(Array.from({ length: 8 }, () => runtime.trigger("default", {})));
     const results = await Promise.all(ids.map((id) => runtime.wait(id, { timeoutSeconds: 10 })));
-    return { results, shared: runtime.sharedState.snapshot() };
+    return { results, shared: await runtime.sharedState.snapshot() };
   }
 
   it("isolated: each execution sees only its own writes", async () => {

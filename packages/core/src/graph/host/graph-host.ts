@@ -97,7 +97,7 @@ export class GraphHost {
       policy: o.policy ?? null,
     });
     this.#bus = new EventBus({ bufferSize: o.eventBufferSize, onError: (e) => this.#error(e) });
-    this.#shared = new SharedState(o.sharedState);
+    this.#shared = new SharedState(o.sharedState, o.graph.name);
     this.#sessions = new SessionSigner(o.queue, o.sessionKey);
     this.#handlers = handlerRuntime(
       o,
@@ -141,7 +141,7 @@ export class GraphHost {
     return this.#running;
   }
 
-  /** The shared state of this runtime (`isolated`: the initial values). */
+  /** The shared state of this host: its isolation, its store, `snapshot()` of its values. */
   get sharedState(): SharedState {
     return this.#shared;
   }
