@@ -134,7 +134,11 @@ describe("AG-UI on Express, through @ag-ui/client's HttpAgent", () => {
     });
     const toolCallId = (call as { toolCalls: { id: string }[] }).toolCalls[0]?.id;
     expect(newMessages).toContainEqual(
-      expect.objectContaining({ role: "tool", toolCallId, content: '{"city":"Oslo","sky":"sunny"}' }),
+      expect.objectContaining({
+        role: "tool",
+        toolCallId,
+        content: '{"city":"Oslo","sky":"sunny"}',
+      }),
     );
     expect(newMessages.at(-1)).toMatchObject({ role: "assistant", content: "It is sunny." });
   });

@@ -319,9 +319,12 @@ describe("parseRunAgentInput", () => {
   it("refuses a body too deep before any schema work", async () => {
     let deep: unknown = {};
     for (let i = 0; i < 200; i++) deep = { a: deep };
-    const err = await parseRunAgentInput({ threadId: "t", runId: "r", messages: [], state: deep }).catch(
-      (e: unknown) => e,
-    );
+    const err = await parseRunAgentInput({
+      threadId: "t",
+      runId: "r",
+      messages: [],
+      state: deep,
+    }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "INVALID_INPUT" });
   });
 });

@@ -25,7 +25,8 @@ type State = Record<string, unknown>;
 const NONE: readonly AgUiEvent[] = Object.freeze([]);
 
 /** Whether `type` is an app's own event (`ctx.run.emit`), not one of Nerva's. */
-const isCustom = (type: string): boolean => !RESERVED_EVENT_PREFIXES.some((p) => type.startsWith(p));
+const isCustom = (type: string): boolean =>
+  !RESERVED_EVENT_PREFIXES.some((p) => type.startsWith(p));
 
 /** The state a graph's `run.paused` carries (its snapshot, before `clientRunEvent` drops it). */
 function pausedState(e: RunEvent): State | null {
@@ -95,7 +96,11 @@ export class AgUiMapper {
         const call = this.#calls.start(e);
         out.push(
           { type: "TOOL_CALL_START", toolCallId: call.toolCallId, toolCallName: call.toolName },
-          { type: "TOOL_CALL_ARGS", toolCallId: call.toolCallId, delta: JSON.stringify(call.input) },
+          {
+            type: "TOOL_CALL_ARGS",
+            toolCallId: call.toolCallId,
+            delta: JSON.stringify(call.input),
+          },
           { type: "TOOL_CALL_END", toolCallId: call.toolCallId },
         );
         return out;

@@ -13,8 +13,4 @@ export {
 export { parseRunAgentInput } from "./input.js";
 
 // The route (POST /ag-ui)
-export {
-  createAgUiRoute,
-  type AgUiRoute,
-  type AgUiRouteOptions,
-} from "./route.js";
+export { createAgUiRoute, type AgUiRoute, type AgUiRouteOptions } from "./route.js";

@@ -59,7 +59,11 @@ export function turnOf(input: RunAgentInput): AgUiTurn {
     throw new NervaError(
       ErrorCode.INVALID_INPUT,
       `Invalid ${at}: the last message must be the user's, with text. Add the user's message to the agent's messages before runAgent().`,
-      { issues: [{ path: at.replace(/\[(\d+)\]/, ".$1"), message: "must be a user message with text" }] },
+      {
+        issues: [
+          { path: at.replace(/\[(\d+)\]/, ".$1"), message: "must be a user message with text" },
+        ],
+      },
     );
   }
   const history = input.messages
