@@ -45,7 +45,7 @@ export const coreFloors = [
   ["runs"],
   ["graph", "declarative-policy"],
   ["http", "viewer", "wire", "mcp-server", "backend"],
-  ["ui-stream"],
+  ["ui-stream", "ag-ui"],
   ["testing", "sqlite", "redis", "index.ts", "wire.ts", "policy.ts"],
 ];
 

@@ -1,12 +1,17 @@
-// What the AI SDK UI message stream adapter (@nerva/core/ui-stream) costs:
+// What the protocol adapters cost: the AI SDK UI message stream (@nerva/core/ui-stream) and AG-UI
+// (@nerva/core/ag-ui, events encoded by @ag-ui/encoder):
 // - per streamed chunk: a run's events written by `writeUIMessageStream` vs the plain SSE writer
-//   (`writeSSE` with `clientRunEvent`, the route of docs/runs.md), both to a client on loopback
-//   reading everything; the same 2,000 `output.delta` events, runs alternating, median of the
-//   per-run times, divided by the events;
+//   (`writeSSE` with `clientRunEvent`, the route of docs/runs.md), and the same by
+//   `writeAgUiStream`, all three to a client on loopback reading everything, side by side: the
+//   same 2,000 `output.delta` events, the writers rotating, medians of the per-run wall and CPU
+//   times, divided by the events;
 // - a resume replay: a finished run of 1,000 events on SQLite, replayed from its first event as
-//   `GET /api/chat/:id/stream` does (`queue.events` → chunks → SSE to a loopback client), median.
+//   `GET /api/chat/:id/stream` does (`queue.events` → chunks → SSE to a loopback client), and
+//   through the AG-UI writer, median.
 // Run: pnpm build && node --expose-gc bench/ui-stream.bench.mjs
 import { once } from "node:events";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
 import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
 import { tmpdir } from "node:os";
@@ -14,7 +19,8 @@ import { join } from "node:path";
 import { RunQueue, Runner } from "@nerva/core";
 import { clientRunEvent, writeSSE } from "@nerva/core/http";
 import { SqliteRunStore } from "@nerva/core/sqlite";
-import { writeUIMessageStream } from "@nerva/core/ui-stream";
+import { toUIMessageChunks, writeUIMessageStream } from "@nerva/core/ui-stream";
+import { toAgUiEvents, writeAgUiStream } from "@nerva/core/ag-ui";
 
 const EVENTS = 2000;
 const ROUNDS = 21;
@@ -42,13 +48,22 @@ server.listen(0, "127.0.0.1");
 await once(server, "listening");
 const url = `http://127.0.0.1:${server.address().port}/`;
 
-/** Milliseconds from the request to the last byte read by the client, with `handler` serving. */
-async function timed(handler) {
+/**
+ * Milliseconds from the request to the last byte read by the client, with `handler` serving;
+ * `cpu` collects the process's CPU milliseconds for the same request (server and client share
+ * the process: the client's part is the same for every writer, and CPU time is less swayed than
+ * wall time by other work on the machine).
+ */
+async function timed(handler, cpu = null) {
   route = handler;
+  const before = process.cpuUsage();
   const started = performance.now();
   const res = await fetch(url);
   await res.arrayBuffer();
-  return performance.now() - started;
+  const ms = performance.now() - started;
+  const used = process.cpuUsage(before);
+  cpu?.push((used.user + used.system) / 1000);
+  return ms;
 }
 
 const plain = (_req, res) =>
@@ -56,24 +71,67 @@ const plain = (_req, res) =>
     message: (e) => ({ id: e.seq, event: e.type, data: clientRunEvent(e) }),
   });
 const adapter = (_req, res) => writeUIMessageStream(res, replay(deltas), { runId: "r" });
+const agUi = (_req, res) =>
+  writeAgUiStream(res, replay(deltas), { threadId: "t", runId: "r", nervaRunId: "r" });
 
 for (let i = 0; i < 3; i++) {
   await timed(plain);
   await timed(adapter);
+  await timed(agUi);
 }
 const plainMs = [];
 const adapterMs = [];
+const agUiMs = [];
+const plainCpu = [];
+const adapterCpu = [];
+const agUiCpu = [];
+const rotations = [
+  [plain, plainMs, plainCpu],
+  [adapter, adapterMs, adapterCpu],
+  [agUi, agUiMs, agUiCpu],
+];
 for (let i = 0; i < ROUNDS; i++) {
   globalThis.gc?.();
-  if (i % 2 === 0) {
-    plainMs.push(await timed(plain));
-    adapterMs.push(await timed(adapter));
-  } else {
-    adapterMs.push(await timed(adapter));
-    plainMs.push(await timed(plain));
+  // Each round starts with another writer, so none always runs first.
+  for (let k = 0; k < rotations.length; k++) {
+    const [handler, times, cpu] = rotations[(i + k) % rotations.length];
+    times.push(await timed(handler, cpu));
   }
 }
 const perChunkUs = ((median(adapterMs) - median(plainMs)) * 1000) / EVENTS;
+const agUiPerChunkUs = ((median(agUiMs) - median(plainMs)) * 1000) / EVENTS;
+const cpuPerChunkUs = (xs) => ((median(xs) - median(plainCpu)) * 1000) / EVENTS;
+
+// In process, no socket: each writer's text for the same events (what the SSE writer is handed),
+// µs per chunk, median of 21 passes — the adapters' own work with the least noise.
+// @ag-ui/encoder as @nerva/core finds it (an optional peer of the core, not a root dependency).
+const { EventEncoder } = createRequire(fileURLToPath(import.meta.resolve("@nerva/core")))(
+  "@ag-ui/encoder",
+);
+const encoder = new EventEncoder();
+const texts = {
+  plain: async () => {
+    for await (const e of replay(deltas)) JSON.stringify(clientRunEvent(e));
+  },
+  ui: async () => {
+    for await (const m of toUIMessageChunks(replay(deltas), { runId: "r" })) JSON.stringify(m.data);
+  },
+  agUi: async () => {
+    const options = { threadId: "t", runId: "r", nervaRunId: "r" };
+    for await (const m of toAgUiEvents(replay(deltas), options)) encoder.encodeSSE(m.event);
+  },
+};
+const textUs = {};
+for (const [name, pass] of Object.entries(texts)) {
+  for (let i = 0; i < 20; i++) await pass();
+  const us = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const started = performance.now();
+    await pass();
+    us.push(((performance.now() - started) * 1000) / EVENTS);
+  }
+  textUs[name] = +median(us).toFixed(3);
+}
 
 // A finished run of 1,000 events on SQLite: enqueued, started, 997 deltas, succeeded.
 const dir = mkdtempSync(join(tmpdir(), "nerva-ui-bench-"));
@@ -95,6 +153,12 @@ const resume = (_req, res) => writeUIMessageStream(res, queue.events(run.id), { 
 for (let i = 0; i < 3; i++) await timed(resume);
 const replayMs = [];
 for (let i = 0; i < ROUNDS; i++) replayMs.push(await timed(resume));
+// The same log through the AG-UI writer (what an AG-UI run continuing a paused one reads).
+const agUiResume = (_req, res) =>
+  writeAgUiStream(res, queue.events(run.id), { threadId: "t", runId: "r", nervaRunId: run.id });
+for (let i = 0; i < 3; i++) await timed(agUiResume);
+const agUiReplayMs = [];
+for (let i = 0; i < ROUNDS; i++) agUiReplayMs.push(await timed(agUiResume));
 
 server.close();
 await store.close();
@@ -107,9 +171,15 @@ console.log(
     plainSSEMs: +median(plainMs).toFixed(2),
     adapterMs: +median(adapterMs).toFixed(2),
     addedPerChunkUs: +perChunkUs.toFixed(2),
+    agUiMs: +median(agUiMs).toFixed(2),
+    agUiAddedPerChunkUs: +agUiPerChunkUs.toFixed(2),
+    cpuAddedPerChunkUs: +cpuPerChunkUs(adapterCpu).toFixed(2),
+    agUiCpuAddedPerChunkUs: +cpuPerChunkUs(agUiCpu).toFixed(2),
+    inProcessUsPerChunk: textUs,
     targetPerChunkUs: 2,
     replayEvents: done.lastSeq,
     replayMs: +median(replayMs).toFixed(2),
+    agUiReplayMs: +median(agUiReplayMs).toFixed(2),
     targetReplayMs: 20,
   }),
 );

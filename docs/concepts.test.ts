@@ -125,8 +125,18 @@ describe("docs/concepts.md: where each name is imported from", () => {
       (await import("node:fs")).readFileSync(join(root, "packages/core/package.json"), "utf8"),
     ) as { exports: Record<string, unknown> };
     const subsystems = ["context", "runtime", "router", "tools", "responder", "memory"]
-      .concat(["registry", "policy", "middleware", "tracing", "runs", "graph", "http", "ui-stream"])
-      .concat(["backend"])
+      .concat([
+        "registry",
+        "policy",
+        "middleware",
+        "tracing",
+        "runs",
+        "graph",
+        "http",
+        "ui-stream",
+        "ag-ui",
+        "backend",
+      ])
       .map((s) => `@nerva/core/${s}`);
     expect(rows.map((r) => r[1])).toEqual(["@nerva/core", ...subsystems]);
     for (const sub of subsystems) {

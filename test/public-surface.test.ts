@@ -45,6 +45,7 @@ const SUBSYSTEMS = [
   "graph",
   "http",
   "ui-stream",
+  "ag-ui",
   "backend",
 ];
 

@@ -41,7 +41,7 @@ export function nervaChat(chat: ChatRoutes, options: { path?: string } = {}): Fa
 }
 
 /** Takes the response over from Fastify, keeping the headers set so far (request id, CORS…). */
-function takeOver(reply: FastifyReply): void {
+export function takeOver(reply: FastifyReply): void {
   reply.hijack();
   const raw = reply.raw;
   if (raw.headersSent) return;

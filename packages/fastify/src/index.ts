@@ -8,3 +8,6 @@ export { sendSSE } from "./sse.js";
 
 // Chat routes of a useChat frontend (@nerva/core/ui-stream)
 export { nervaChat } from "./chat.js";
+
+// The AG-UI route of an agent UI (@nerva/core/ag-ui)
+export { nervaAgUi } from "./ag-ui.js";

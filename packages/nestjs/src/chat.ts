@@ -8,9 +8,10 @@ interface PlatformResponse {
 }
 
 /**
- * What the chat routes of `@nerva/core/ui-stream` (`createChatRoutes`) and an MCP handler
- * (`createMcpHandler` of `@nerva/core/mcp-server`) write to, from the
- * response a route takes with `@Res()` on either platform: the Node response, and a
+ * What the chat routes of `@nerva/core/ui-stream` (`createChatRoutes`), the AG-UI route of
+ * `@nerva/core/ag-ui` (`createAgUiRoute`) and an MCP handler (`createMcpHandler` of
+ * `@nerva/core/mcp-server`) write to, from the response a route takes with `@Res()`
+ * on either platform: the Node response, and a
  * `beforeWrite` that takes it over from Fastify (keeping the headers set so far) only once the
  * request passed its checks, so that a refusal (400, 401, 404) still goes through Nest's
  * exception filters.

@@ -64,3 +64,5 @@ export {
   type ClientRun,
   type ClientRunResult,
 } from "./client-view.js";
+// A plain request's answer as a run's events, for the protocol adapters (ui-stream, ag-ui)
+export { answerEvents } from "./answer-events.js";

@@ -2,6 +2,7 @@
 // ui-message-stream/ui-message-chunks.ts), the protocol `useChat` reads. JSON shapes only: the
 // `ai` package is not a dependency of the core.
 import { clientRunEvent } from "../http/client-view.js";
+import { ANSWERED_AGAIN, ToolCalls, failureOf, usageOf } from "../http/run-parts.js";
 import { RunEventType, type RunEvent } from "../runs/types.js";
 import type { JsonValue } from "../types/agent.js";
 
@@ -68,17 +69,6 @@ const DATA_EVENTS: ReadonlySet<string> = new Set<string>([
   RunEventType.RESUMED,
 ]);
 
-/**
- * Events after which another execution streams the answer again from its start (a handler runs
- * again after a resume, a retry or a takeover; only its committed steps are skipped).
- */
-const AGAIN: ReadonlySet<string> = new Set<string>([
-  RunEventType.RESUMED,
-  RunEventType.RETRYING,
-  RunEventType.RECLAIMED,
-  RunEventType.RELEASED,
-]);
-
 const NO_CHUNKS: readonly UIMessageChunk[] = Object.freeze([]);
 
 /**
@@ -92,9 +82,7 @@ export class UIChunker {
   #text: string | null = null;
   #inStep = false;
   #streamed = false;
-  /** Open tool calls: by call id, and per tool name in start order (events without a call id). */
-  readonly #calls = new Map<string, string>();
-  readonly #waiting = new Map<string, string[]>();
+  readonly #calls = new ToolCalls();
   /** True once a final event was turned into chunks. */
   ended = false;
 
@@ -142,12 +130,7 @@ export class UIChunker {
       case RunEventType.FAILED:
       case RunEventType.TIMED_OUT: {
         this.#closeText(out);
-        const error = e.data.error;
-        const text =
-          typeof error === "object" && error !== null && !Array.isArray(error)
-            ? String(error.message)
-            : "the run failed";
-        out.push({ type: "error", errorText: text });
+        out.push({ type: "error", errorText: failureOf(e).message });
         return this.#finish(out, e, "error");
       }
       case RunEventType.CANCELLED:
@@ -156,7 +139,7 @@ export class UIChunker {
         return this.#finish(out, e, "other");
       default:
         if (!DATA_EVENTS.has(e.type)) return NO_CHUNKS;
-        if (AGAIN.has(e.type)) {
+        if (ANSWERED_AGAIN.has(e.type)) {
           // Another execution answers again: what this one wrote stays, closed, in its own step.
           this.#data(out, e);
           this.#endStep(out);
@@ -205,37 +188,25 @@ export class UIChunker {
   }
 
   #toolStarted(out: UIMessageChunk[], e: RunEvent): void {
-    const toolName = String(e.data.tool);
-    const given = e.data.callId;
-    const toolCallId = typeof given === "string" ? given : `call-${e.seq}`;
     this.#step(out);
     this.#closeText(out);
-    this.#calls.set(toolCallId, toolName);
-    if (typeof given !== "string") {
-      const list = this.#waiting.get(toolName) ?? [];
-      list.push(toolCallId);
-      this.#waiting.set(toolName, list);
-    }
-    const input = e.data.input ?? {};
+    const { toolCallId, toolName, input } = this.#calls.start(e);
     out.push({ type: "tool-input-start", toolCallId, toolName });
     out.push({ type: "tool-input-available", toolCallId, toolName, input });
   }
 
   #toolCompleted(out: UIMessageChunk[], e: RunEvent): void {
-    const given = e.data.callId;
-    const toolCallId =
-      typeof given === "string" ? given : this.#waiting.get(String(e.data.tool))?.shift();
+    const call = this.#calls.complete(e);
     // A completion whose start this stream never saw has no part to complete.
-    if (toolCallId === undefined || !this.#calls.delete(toolCallId)) return;
+    if (call === null) return;
     this.#closeText(out);
-    if (e.data.status === "success") {
-      out.push({ type: "tool-output-available", toolCallId, output: e.data.output ?? null });
+    if (call.ok) {
+      out.push({ type: "tool-output-available", toolCallId: call.toolCallId, output: call.output });
     } else {
-      const status = typeof e.data.status === "string" ? e.data.status : "error";
       out.push({
         type: "tool-output-error",
-        toolCallId,
-        errorText: `the tool call ended: ${status}`,
+        toolCallId: call.toolCallId,
+        errorText: `the tool call ended: ${call.status}`,
       });
     }
   }
@@ -247,20 +218,20 @@ export class UIChunker {
   ): readonly UIMessageChunk[] {
     this.#endStep(out);
     this.ended = true;
-    const usage = e.data.usage;
+    const usage = usageOf(e);
     const metadata: UIMessageMetadata = {
       runId: this.#runId,
       status: e.type.slice("run.".length),
-      ...(typeof usage === "object" && usage !== null && !Array.isArray(usage)
-        ? {
+      ...(usage === null
+        ? {}
+        : {
             usage: {
-              promptTokens: Number(usage.prompt_tokens ?? 0),
-              completionTokens: Number(usage.completion_tokens ?? 0),
-              totalTokens: Number(usage.total_tokens ?? 0),
-              costUsd: Number(usage.cost_usd ?? 0),
+              promptTokens: usage.prompt_tokens,
+              completionTokens: usage.completion_tokens,
+              totalTokens: usage.total_tokens,
+              costUsd: usage.cost_usd,
             },
-          }
-        : {}),
+          }),
     };
     out.push({ type: "finish", finishReason, messageMetadata: metadata });
     return out;

@@ -13,7 +13,7 @@ export {
   type UIStreamMessage,
 } from "./stream.js";
 // A plain request's answer in the same event shape
-export { answerEvents } from "./answer-events.js";
+export { answerEvents } from "../http/answer-events.js";
 
 // The chat routes (POST /api/chat, GET /api/chat/:id/stream, POST /api/chat/:id/stop)
 export {

@@ -13,7 +13,7 @@ import { RunQueue } from "../runs/run-queue.js";
 import { Runner } from "../runs/runner.js";
 import type { RunEvent } from "../runs/types.js";
 import { UIChunker } from "./chunks.js";
-import { answerEvents } from "./answer-events.js";
+import { answerEvents } from "../http/answer-events.js";
 import { toUIMessageChunks, writeUIMessageStream, type UIStreamMessage } from "./stream.js";
 
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {

@@ -8,11 +8,13 @@ import { tokenUsageToWire } from "../types/usage.js";
 
 /**
  * A plain request's answer (`orchestrator.stream(message, ctx)`) as the events of a run, so that
- * one adapter (`toUIMessageChunks`, `writeUIMessageStream`) serves both: `run.started`, one
+ * each protocol's one adapter (`writeUIMessageStream` of `@nerva/core/ui-stream`,
+ * `writeAgUiStream` of `@nerva/core/ag-ui`) serves both: `run.started`, one
  * `output.delta` per chunk, then `run.succeeded` `{ output, usage }` or `run.failed` `{ error }`
  * (its text shown as `clientRunError` shows it). The run id is the request's id; seqs run 1, 2, 3…
  * Nothing is stored, so such a stream cannot be resumed: a chat that must survive a reconnect
- * runs its answers as durable runs (`createChatRoutes`). Leaving the loop cancels the request.
+ * runs its answers as durable runs (`createChatRoutes`, `createAgUiRoute`). Leaving the loop
+ * cancels the request.
  *
  * @example
  * await writeUIMessageStream(res, answerEvents(orchestrator.stream(message, ctx), ctx), { runId: ctx.requestId });
