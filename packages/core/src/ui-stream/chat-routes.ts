@@ -47,7 +47,12 @@ export type ChatRoutesOptions = z.input<typeof ChatRoutesOptionsSchema>;
  * app.post("/api/chat", (req, res, next) => chat.send({ body: req.body, ctx: req.nervaCtx, res }).catch(next));
  */
 export interface ChatRoutes {
-  /** `POST /api/chat`: starts the answer to the last user message as a run and streams it. */
+  /**
+   * `POST /api/chat`: starts the answer to the last user message as a run and streams it; or,
+   * when the last message carries the answer to a tool call's approval request, answers the
+   * chat's run waiting for it and streams the rest of its answer (INVALID_STATE, a 409, when
+   * no run of this user's chat waits for that approval).
+   */
   send(request: {
     body: unknown;
     ctx: ExecContext;
@@ -79,7 +84,10 @@ export interface ChatRoutes {
  * or after `Last-Event-ID`, and answers 204 when the chat has none; `stop` cancels it. A closed
  * tab only stops the reading: the run goes on, and a reconnect gets it whole. Only the run's
  * user finds it: a request without a user is refused (UNAUTHENTICATED), another user's chat is
- * not found. A Runner on the same queue executes the runs.
+ * not found. A Runner on the same queue executes the runs. A tool call that pauses the run for
+ * its approval (`kit.tools.call`, an approval its requester may give) ends the message at the
+ * protocol's `tool-approval-request`; the client's answer, posted as `useChat` posts it, resumes
+ * the run (docs/frontends.md, "Tool approvals").
  *
  * @example
  * const chat = createChatRoutes({ queue, handler: "chat_agent" });

@@ -60,7 +60,8 @@ export interface UIChunksOptions {
  * A run's events (from its first: `queue.events(id)`) as the AI SDK UI message stream: `start`
  * (the run's id as messageId), then per event its chunks — `start-step`, `text-start` /
  * `text-delta` / `text-end` from `output.delta`, `tool-input-start` / `tool-input-available` from
- * `tool.started`, `tool-output-available` / `tool-output-error` from `tool.completed`,
+ * `tool.started`, `tool-output-available` / `tool-output-error` / `tool-output-denied` from
+ * `tool.completed`,
  * `data-nerva-<type>` parts for `node.*`, `run.paused`, `run.resumed`, `run.retrying`,
  * `run.reclaimed`, `run.released`, `error` with the client-safe text of a failure — and a `finish`
  * with `{ runId, status, usage }` as `messageMetadata`, then `[DONE]`. A paused run's stream
