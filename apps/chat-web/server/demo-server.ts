@@ -50,7 +50,10 @@ export async function startChatWebServer(o: ChatWebServerOptions): Promise<ChatW
     name: "chat",
     retry: { maxAttempts: 1 },
   });
-  const approvals = new RunQueue({ store: new SqliteRunStore({ path: o.dbPath }), name: "approvals" });
+  const approvals = new RunQueue({
+    store: new SqliteRunStore({ path: o.dbPath }),
+    name: "approvals",
+  });
   const runtime = chatWebRuntime({
     approvals,
     tokenDelayMs: o.tokenDelayMs ?? 60,
@@ -75,7 +78,11 @@ export async function startChatWebServer(o: ChatWebServerOptions): Promise<ChatW
   });
   app.use(nervaMiddleware({ resolve: (req) => identityOf(users.get(req), undefined) }));
   app.use(express.json());
-  mountChat(app, { queue, handler: CHAT_WEB_AGENT, ...(o.pageDir === undefined ? {} : { pageDir: o.pageDir }) });
+  mountChat(app, {
+    queue,
+    handler: CHAT_WEB_AGENT,
+    ...(o.pageDir === undefined ? {} : { pageDir: o.pageDir }),
+  });
   app.use(nervaErrorHandler());
 
   const server = http.createServer(app);

@@ -1,6 +1,6 @@
 // A tool call as the AI SDK's UI message shows it: its name, state, input, output (or error,
 // or denial), and Approve / Deny while it waits for the user's approval.
-import type { ToolUIPart } from "ai";
+import type { DynamicToolUIPart, ToolUIPart } from "ai";
 
 const json = (value: unknown): string => JSON.stringify(value, null, 2) ?? "";
 
@@ -10,7 +10,7 @@ export function ToolCall({
   onAnswer,
 }: {
   name: string;
-  part: ToolUIPart;
+  part: ToolUIPart | DynamicToolUIPart;
   onAnswer: (approved: boolean) => void;
 }) {
   return (

@@ -120,55 +120,63 @@ describe("the chat page in Chromium", () => {
     await page.close();
   });
 
-  it("asks to approve a tool call, then shows its output and the answer", { timeout: 30_000 }, async () => {
-    const page = await openChat("approve");
-    const before = refunds;
-    await send(page, "please refund my order");
-    const approve = page.getByTestId("approve");
-    await approve.waitFor();
-    expect(await page.getByTestId("tool-name").textContent()).toBe("refund");
-    expect(JSON.parse((await page.getByTestId("tool-input").textContent()) ?? "")).toEqual({
-      orderId: "o-7",
-      amount: 42,
-    });
-    // The run waits for the answer; the tool has not run.
-    expect((await server.queue.get(await runOf("approve")))?.status).toBe("paused");
-    expect(refunds).toBe(before);
+  it(
+    "asks to approve a tool call, then shows its output and the answer",
+    { timeout: 30_000 },
+    async () => {
+      const page = await openChat("approve");
+      const before = refunds;
+      await send(page, "please refund my order");
+      const approve = page.getByTestId("approve");
+      await approve.waitFor();
+      expect(await page.getByTestId("tool-name").textContent()).toBe("refund");
+      expect(JSON.parse((await page.getByTestId("tool-input").textContent()) ?? "")).toEqual({
+        orderId: "o-7",
+        amount: 42,
+      });
+      // The run waits for the answer; the tool has not run.
+      expect((await server.queue.get(await runOf("approve")))?.status).toBe("paused");
+      expect(refunds).toBe(before);
 
-    await approve.click();
-    const output = page.getByTestId("tool-output");
-    await output.waitFor();
-    expect(JSON.parse((await output.textContent()) ?? "")).toEqual({
-      orderId: "o-7",
-      refunded: 42,
-    });
-    const answer = refundWords("success").join("");
-    expect(await waitForAnswer(page, (t) => t === answer)).toBe(answer);
-    await page.getByTestId("status").getByText("ready").waitFor();
-    expect(await page.getByTestId("tool").count()).toBe(1);
-    expect(refunds).toBe(before + 1);
-    const run = await server.queue.wait(await runOf("approve"), { timeoutSeconds: 10 });
-    expect(run.status).toBe("succeeded");
-    await page.close();
-  });
+      await approve.click();
+      const output = page.getByTestId("tool-output");
+      await output.waitFor();
+      expect(JSON.parse((await output.textContent()) ?? "")).toEqual({
+        orderId: "o-7",
+        refunded: 42,
+      });
+      const answer = refundWords("success").join("");
+      expect(await waitForAnswer(page, (t) => t === answer)).toBe(answer);
+      await page.getByTestId("status").getByText("ready").waitFor();
+      expect(await page.getByTestId("tool").count()).toBe(1);
+      expect(refunds).toBe(before + 1);
+      const run = await server.queue.wait(await runOf("approve"), { timeoutSeconds: 10 });
+      expect(run.status).toBe("succeeded");
+      await page.close();
+    },
+  );
 
-  it("continues the answer after a reload mid-answer, nothing repeated or missing", { timeout: 30_000 }, async () => {
-    const page = await openChat("reload");
-    await send(page, "tell me more");
-    const full = answerWords("tell me more").join("");
-    const before = await waitForAnswer(page, (t) => t.split(" ").length >= 6);
-    expect(before).not.toBe(full);
-    await page.reload();
-    // Reconnected (resume: true): the answer goes on to its end, exactly once.
-    expect(await waitForAnswer(page, (t) => t.length >= full.length)).toBe(full);
-    await page.getByTestId("status").getByText("ready").waitFor();
-    expect(await answerOn(page)).toBe(full);
-    expect(await page.getByTestId("message-assistant").count()).toBe(1);
-    expect(await page.getByTestId("message-user").count()).toBe(1);
-    const run = await server.queue.wait(await runOf("reload"), { timeoutSeconds: 10 });
-    expect(run.status).toBe("succeeded");
-    await page.close();
-  });
+  it(
+    "continues the answer after a reload mid-answer, nothing repeated or missing",
+    { timeout: 30_000 },
+    async () => {
+      const page = await openChat("reload");
+      await send(page, "tell me more");
+      const full = answerWords("tell me more").join("");
+      const before = await waitForAnswer(page, (t) => t.split(" ").length >= 6);
+      expect(before).not.toBe(full);
+      await page.reload();
+      // Reconnected (resume: true): the answer goes on to its end, exactly once.
+      expect(await waitForAnswer(page, (t) => t.length >= full.length)).toBe(full);
+      await page.getByTestId("status").getByText("ready").waitFor();
+      expect(await answerOn(page)).toBe(full);
+      expect(await page.getByTestId("message-assistant").count()).toBe(1);
+      expect(await page.getByTestId("message-user").count()).toBe(1);
+      const run = await server.queue.wait(await runOf("reload"), { timeoutSeconds: 10 });
+      expect(run.status).toBe("succeeded");
+      await page.close();
+    },
+  );
 
   it("cancels the run when Stop is pressed", { timeout: 30_000 }, async () => {
     const page = await openChat("stop");

@@ -274,7 +274,10 @@ export class ActiveRun implements RunContext {
    * `waitForInput` for a key Nerva derives (`$`-prefixed: the kit's tool approvals), made unique
    * like a user key; `options` as Nerva builds them (a prompt, a kind, JSON data, answerers).
    */
-  askDerived<T = JsonValue>(key: string, options: WaitForInputOptions & { kind: string }): Promise<T> {
+  askDerived<T = JsonValue>(
+    key: string,
+    options: WaitForInputOptions & { kind: string },
+  ): Promise<T> {
     return this.#guard(async () => {
       const data = options.data ?? {};
       toJsonText(data, "options.data", this.#maxBytes, "Pass a plain JSON object.");
