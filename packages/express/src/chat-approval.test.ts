@@ -10,6 +10,7 @@
 //   approved, reason }` and, with `sendAutomaticallyWhen`, posts the messages again with trigger
 //   `submit-message` and the assistant message's id as `messageId`, continuing that message;
 // - ui/last-assistant-message-is-complete-with-approval-responses.ts.
+import { execSync } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
@@ -24,8 +25,10 @@ import {
   RunQueue,
   Runner,
   defineTool,
+  type RunStore,
 } from "@nerva/core";
 import { DeclarativePolicyEngine } from "@nerva/core/policy";
+import { RedisRunStore } from "@nerva/core/redis";
 import { SqliteRunStore } from "@nerva/core/sqlite";
 import { createChatRoutes } from "@nerva/core/ui-stream";
 import {
@@ -41,7 +44,38 @@ import { z } from "zod";
 import { nervaChat, nervaErrorHandler, nervaMiddleware } from "./index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nerva-chat-approval-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const REDIS_URL = process.env["NERVA_REDIS_URL"] ?? "redis://127.0.0.1:6379";
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  execSync(
+    `redis-cli -u ${REDIS_URL} --scan --pattern 'nerva-test:chat-approval:${process.pid}:*' | xargs -r redis-cli -u ${REDIS_URL} del`,
+  );
+});
+
+/** The chat's store and the approvals' store: two handles on one SQLite file, or one Redis prefix. */
+type Stores = () => { chat: RunStore; approvals: RunStore };
+const STORES: [string, Stores][] = [
+  [
+    "SQLite",
+    () => {
+      const path = join(dir, `${Math.random()}.db`);
+      return {
+        chat: new SqliteRunStore({ path, pollSeconds: 0.05 }),
+        approvals: new SqliteRunStore({ path }),
+      };
+    },
+  ],
+  [
+    "Redis",
+    () => {
+      const prefix = `nerva-test:chat-approval:${process.pid}:${Math.random().toString(36).slice(2)}`;
+      return {
+        chat: new RedisRunStore({ url: REDIS_URL, prefix }),
+        approvals: new RedisRunStore({ url: REDIS_URL, prefix }),
+      };
+    },
+  ],
+];
 
 interface App {
   readonly url: string;
@@ -51,14 +85,10 @@ interface App {
   close(): Promise<void>;
 }
 
-async function startApp(): Promise<App> {
-  const path = join(dir, `${Math.random()}.db`);
-  const queue = new RunQueue({
-    store: new SqliteRunStore({ path, pollSeconds: 0.05 }),
-    name: "chat",
-    retry: { maxAttempts: 1 },
-  });
-  const approvals = new RunQueue({ store: new SqliteRunStore({ path }), name: "approvals" });
+async function startApp(stores: Stores): Promise<App> {
+  const { chat, approvals: approvalStore } = stores();
+  const queue = new RunQueue({ store: chat, name: "chat", retry: { maxAttempts: 1 } });
+  const approvals = new RunQueue({ store: approvalStore, name: "approvals" });
   const policy = new DeclarativePolicyEngine(
     {
       version: 1,
@@ -186,10 +216,10 @@ const sendAnswer = (app: App, chatId: string, message: UIMessage, user = "alice"
     abortSignal: undefined,
   });
 
-describe("a tool call's approval in useChat", () => {
+describe.each(STORES)("a tool call's approval in useChat (%s)", (_name, stores) => {
   let app: App;
   beforeEach(async () => {
-    app = await startApp();
+    app = await startApp(stores);
   });
   afterEach(async () => {
     await app.close();
