@@ -92,8 +92,10 @@ export class AgUiMapper {
         return out;
       }
       case RunEventType.TOOL_STARTED: {
-        this.#closeText(out);
         const call = this.#calls.start(e);
+        // The same call started again (its handler ran again after an approval): shown once.
+        if (call === null) return NONE;
+        this.#closeText(out);
         out.push(
           { type: "TOOL_CALL_START", toolCallId: call.toolCallId, toolCallName: call.toolName },
           {

@@ -84,3 +84,17 @@ export type RunEventRecorder = (type: string, data: Record<string, JsonValue>) =
 
 /** The request-local slot holding the {@link RunEventRecorder} of the run a request executes in. */
 export const kRunRecorder = new ContextKey<RunEventRecorder>("nerva.run.recorder");
+
+/**
+ * Pauses the run a request executes in on a key Nerva derives (`$…`, which no user key can take)
+ * and returns its answer once given (see {@link RunContext.waitForInput}: the first call throws
+ * and unwinds the handler; after the resume, the call made again returns the answer). Set by the
+ * Runner beside {@link kRunRecorder}; the kit pauses a tool call for its approval with it.
+ */
+export type RunInputAsker = (
+  key: `$${string}`,
+  options: WaitForInputOptions & { readonly kind: string },
+) => Promise<JsonValue>;
+
+/** The request-local slot holding the {@link RunInputAsker} of the run a request executes in. */
+export const kRunAsk = new ContextKey<RunInputAsker>("nerva.run.ask");

@@ -220,6 +220,23 @@ export class DeclarativePolicyEngine implements PolicyEngine {
     return this.#gate.get(id, ctx);
   }
 
+  /**
+   * Answers the approval `id` as the approver `ctx`: `approvals.resume(id, answer, { ctx })`,
+   * then the approval as `ctx` sees it.
+   *
+   * @example
+   * await policy.decide(approvalId, { decision: "approve" }, managerCtx);
+   */
+  async decide(
+    id: string,
+    answer: { readonly decision: "approve" | "deny"; readonly note?: string },
+    ctx: ExecContext,
+  ): Promise<Approval | null> {
+    checkContext(ctx);
+    await this.approvals.resume(id, answer, { ctx });
+    return this.#gate.get(id, ctx);
+  }
+
   async #beforeRoute(ctx: ExecContext): Promise<PolicyDecision> {
     const cp = Checkpoint.BEFORE_ROUTE;
     const refused = await this.#limits.beforeRoute(ctx, cp);

@@ -23,7 +23,10 @@ export interface StartedToolCall {
   readonly input: JsonValue;
 }
 
-/** A tool call that `tool.completed` answered: its output, or the status it ended with. */
+/**
+ * A tool call that `tool.completed` answered: its output, or the status it ended with
+ * (`denied` when its approval was denied and it never ran).
+ */
 export type CompletedToolCall =
   | { readonly toolCallId: string; readonly ok: true; readonly output: JsonValue }
   | { readonly toolCallId: string; readonly ok: false; readonly status: string };
@@ -35,11 +38,23 @@ export type CompletedToolCall =
 export class ToolCalls {
   readonly #open = new Map<string, string>();
   readonly #waiting = new Map<string, string[]>();
+  readonly #seen = new Set<string>();
 
-  start(e: RunEvent): StartedToolCall {
+  /** Whether the call `toolCallId` was started in this stream. */
+  has(toolCallId: string): boolean {
+    return this.#seen.has(toolCallId);
+  }
+
+  /**
+   * The call `e` starts, or `null` when a call of the same id was started before: the handler
+   * ran again (after the call's approval was answered) and the call is already shown.
+   */
+  start(e: RunEvent): StartedToolCall | null {
     const toolName = String(e.data.tool);
     const given = e.data.callId;
     const toolCallId = typeof given === "string" ? given : `call-${e.seq}`;
+    if (this.#seen.has(toolCallId)) return null;
+    this.#seen.add(toolCallId);
     this.#open.set(toolCallId, toolName);
     if (typeof given !== "string") {
       const list = this.#waiting.get(toolName) ?? [];
@@ -55,6 +70,8 @@ export class ToolCalls {
     const toolCallId =
       typeof given === "string" ? given : this.#waiting.get(String(e.data.tool))?.shift();
     if (toolCallId === undefined || !this.#open.delete(toolCallId)) return null;
+    // The requester denied the call's approval: it never ran.
+    if (e.data.approval === "denied") return { toolCallId, ok: false, status: "denied" };
     if (e.data.status === "success") return { toolCallId, ok: true, output: e.data.output ?? null };
     const status = typeof e.data.status === "string" ? e.data.status : "error";
     return { toolCallId, ok: false, status };

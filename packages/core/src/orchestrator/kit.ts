@@ -17,6 +17,7 @@ import {
 import { AgentStatus } from "../types/status.js";
 import type { Wiring } from "./options.js";
 import { callToolStage, discoverStage, recallStage, storeStage } from "./stages.js";
+import { answerToolApproval, selfApprovable } from "./tool-approval.js";
 import type { AgentKit } from "./types.js";
 
 /** Largest tool input or output, as JSON, written into a run's history with its call. */
@@ -84,20 +85,40 @@ export function createKit(
     if (recorder === null) return callTool(name, args, options);
     // Inside a durable run, each call is written to its history (what a chat UI shows as a
     // tool part); a failed write is the run's (its lease), never the caller's tool call.
-    const callId = newRequestId();
+    const action = { checkpoint: Checkpoint.DURING_EXECUTION, kind: "tool", name, args } as const;
+    let refused = await refusalOf(deps, action, ctx);
+    const approvalId =
+      refused === null || deps.policy === null
+        ? null
+        : await selfApprovable(deps.policy, refused, ctx);
+    // A call paused for its approval is the same call when the handler runs again after the
+    // answer: its id comes from the approval, so the chat shows one tool part.
+    const callId = approvalId === null ? newRequestId() : `call_${approvalId}`;
     const input = toolInput(args);
     await recorder("tool.started", {
       tool: String(name),
       callId,
       ...(input === undefined ? {} : { input }),
     }).catch(() => undefined);
-    const result = await callTool(name, args, options);
+    let denied = false;
+    if (approvalId !== null && deps.policy !== null) {
+      const answer = await answerToolApproval(deps.policy, ctx, {
+        approvalId,
+        toolCallId: callId,
+        tool: String(name),
+        ...(input === undefined ? {} : { input }),
+      });
+      refused = await refusalOf(deps, action, ctx);
+      denied = answer.decision === "deny" && refused !== null;
+    }
+    const result = await callTool(name, args, options, refused);
     await recorder("tool.completed", {
       tool: String(name),
       callId,
       status: result.status,
       durationMs: result.durationMs,
       error: result.error,
+      ...(denied ? { approval: "denied" } : {}),
       ...(result.status === ToolStatus.SUCCESS ? outputOf(result.output) : {}),
     }).catch(() => undefined);
     return result;
@@ -106,12 +127,17 @@ export function createKit(
     name: string,
     args: unknown,
     options?: ToolCallOptions,
+    /** The policy's answer when the caller already asked it. */
+    asked?: PolicyDecision | null,
   ): Promise<ToolResult> => {
-    const refused = await refusalOf(
-      deps,
-      { checkpoint: Checkpoint.DURING_EXECUTION, kind: "tool", name, args },
-      ctx,
-    );
+    const refused =
+      asked !== undefined
+        ? asked
+        : await refusalOf(
+            deps,
+            { checkpoint: Checkpoint.DURING_EXECUTION, kind: "tool", name, args },
+            ctx,
+          );
     if (refused !== null) {
       return Object.freeze({
         status: ToolStatus.PERMISSION_DENIED,

@@ -125,4 +125,14 @@ export interface PolicyEngine {
    * orchestrator's `handleApproved` needs it.
    */
   approval?(id: string, ctx: ExecContext): Promise<Approval | null>;
+  /**
+   * Optional: answers the approval `id` for the approver `ctx` (PERMISSION_DENIED when `ctx` may
+   * not decide it, INVALID_STATE once decided or expired) and returns it. The kit needs it (with
+   * `approval`) to let a chat's user answer a tool call's approval they may give themselves.
+   */
+  decide?(
+    id: string,
+    answer: { readonly decision: "approve" | "deny"; readonly note?: string },
+    ctx: ExecContext,
+  ): Promise<Approval | null>;
 }

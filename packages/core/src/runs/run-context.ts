@@ -271,6 +271,28 @@ export class ActiveRun implements RunContext {
   }
 
   /**
+   * `waitForInput` for a key Nerva derives (`$`-prefixed: the kit's tool approvals), made unique
+   * like a user key; `options` as Nerva builds them (a prompt, a kind, JSON data, answerers).
+   */
+  askDerived<T = JsonValue>(
+    key: string,
+    options: WaitForInputOptions & { kind: string },
+  ): Promise<T> {
+    return this.#guard(async () => {
+      const data = options.data ?? {};
+      toJsonText(data, "options.data", this.#maxBytes, "Pass a plain JSON object.");
+      const answeredBy = checkAnswerers(options.answeredBy);
+      return this.ask<T>(this.unique("i", key), {
+        key,
+        prompt: options.prompt ?? null,
+        kind: options.kind,
+        data,
+        ...(answeredBy === undefined ? {} : { answeredBy }),
+      });
+    });
+  }
+
+  /**
    * The answers already given to `key`, `key#2`, … in order, marking those keys used: what a
    * replay applies before asking again.
    */

@@ -18,7 +18,7 @@ import {
   type Execution,
 } from "./run-attempt.js";
 import { ActiveRun } from "./run-context.js";
-import { kRunContext, kRunRecorder } from "../context/run-slot.js";
+import { kRunAsk, kRunContext, kRunRecorder } from "../context/run-slot.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import type { AgentHandler, AgentRuntime } from "../runtime/types.js";
 import { InMemoryRunStore } from "./memory/in-memory-store.js";
@@ -245,6 +245,7 @@ export class Runner {
     }
     ctx.setLocal(kRunContext, active);
     ctx.setLocal(kRunRecorder, (type, data) => active.record(type as RunEventType, data));
+    ctx.setLocal(kRunAsk, (key, o) => active.askDerived(key, o));
     const execution: Execution = {
       active,
       ctx,

@@ -72,6 +72,60 @@ export function parseChatRequest(body: unknown): ChatTurn {
   return { chatId: r.id, messageId: last.id, trigger: r.trigger, text, history };
 }
 
+/** The client's answer to a tool call's approval request (`addToolApprovalResponse`). */
+export interface ChatApprovalAnswer {
+  readonly chatId: string;
+  /** The `approvalId` of the `tool-approval-request` it answers. */
+  readonly approvalId: string;
+  readonly approved: boolean;
+  readonly reason?: string;
+}
+
+const ApprovalSchema = z.object({
+  id: z.string().min(1).max(200),
+  approved: z.boolean(),
+  reason: z.string().max(1000).optional(),
+});
+
+/**
+ * The approval answer a chat request carries, or `null` when it carries none. `useChat` sends
+ * one as the assistant message it continues (the last message), whose tool part is in state
+ * `approval-responded` with `approval: { id, approved, reason? }` (the `ai` package, v6:
+ * ui/chat.ts `addToolApprovalResponse`, ui/ui-messages.ts). INVALID_INPUT naming the field for a
+ * malformed body or approval.
+ */
+export function parseApprovalAnswer(body: unknown): ChatApprovalAnswer | null {
+  const r = parseOrThrow(
+    ChatRequestSchema,
+    body,
+    ErrorCode.INVALID_INPUT,
+    "body",
+    "Send what the AI SDK's DefaultChatTransport sends: { id, messages: [{ id, role, parts }], trigger }.",
+  );
+  const index = r.messages.length - 1;
+  const last = r.messages[index];
+  if (last?.role !== "assistant") return null;
+  for (let i = last.parts.length - 1; i >= 0; i--) {
+    const part = last.parts[i] as Record<string, unknown>;
+    if (part["state"] !== "approval-responded") continue;
+    const path = `body.messages.${index}.parts.${i}.approval`;
+    const a = parseOrThrow(
+      ApprovalSchema,
+      part["approval"],
+      ErrorCode.INVALID_INPUT,
+      path,
+      "Answer with useChat's addToolApprovalResponse({ id, approved, reason? }).",
+    );
+    return {
+      chatId: r.id,
+      approvalId: a.id,
+      approved: a.approved,
+      ...(a.reason === undefined ? {} : { reason: a.reason }),
+    };
+  }
+  return null;
+}
+
 /** Checks a chat id taken from a URL (INVALID_INPUT, an HTTP 400). */
 export function parseChatId(id: unknown): string {
   return parseOrThrow(

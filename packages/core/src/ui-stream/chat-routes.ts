@@ -7,7 +7,12 @@ import { lastEventSeq } from "../http/last-event-id.js";
 import type { SSEOutcome } from "../http/sse-event-source.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { RunStatus, type RunRecord } from "../runs/types.js";
-import { parseChatId, parseChatRequest } from "./chat-body.js";
+import {
+  parseApprovalAnswer,
+  parseChatId,
+  parseChatRequest,
+  type ChatApprovalAnswer,
+} from "./chat-body.js";
 import { writeUIMessageStream } from "./stream.js";
 
 /** The input arg naming the chat a run answers: how any replica finds a chat's active run. */
@@ -42,7 +47,12 @@ export type ChatRoutesOptions = z.input<typeof ChatRoutesOptionsSchema>;
  * app.post("/api/chat", (req, res, next) => chat.send({ body: req.body, ctx: req.nervaCtx, res }).catch(next));
  */
 export interface ChatRoutes {
-  /** `POST /api/chat`: starts the answer to the last user message as a run and streams it. */
+  /**
+   * `POST /api/chat`: starts the answer to the last user message as a run and streams it; or,
+   * when the last message carries the answer to a tool call's approval request, answers the
+   * chat's run waiting for it and streams the rest of its answer (INVALID_STATE, a 409, when
+   * no run of this user's chat waits for that approval).
+   */
   send(request: {
     body: unknown;
     ctx: ExecContext;
@@ -74,7 +84,10 @@ export interface ChatRoutes {
  * or after `Last-Event-ID`, and answers 204 when the chat has none; `stop` cancels it. A closed
  * tab only stops the reading: the run goes on, and a reconnect gets it whole. Only the run's
  * user finds it: a request without a user is refused (UNAUTHENTICATED), another user's chat is
- * not found. A Runner on the same queue executes the runs.
+ * not found. A Runner on the same queue executes the runs. A tool call that pauses the run for
+ * its approval (`kit.tools.call`, an approval its requester may give) ends the message at the
+ * protocol's `tool-approval-request`; the client's answer, posted as `useChat` posts it, resumes
+ * the run (docs/frontends.md, "Tool approvals").
  *
  * @example
  * const chat = createChatRoutes({ queue, handler: "chat_agent" });
@@ -93,12 +106,23 @@ export function createChatRoutes(options: ChatRoutesOptions): ChatRoutes {
     writeUIMessageStream(res, queue.events(run.id), {
       runId: run.id,
       afterSeq,
+      // A tool call's approval request ends the message while the run waits for its answer.
+      waitsAt: async (seq) => {
+        const now = await queue.get(run.id);
+        return now?.status === RunStatus.PAUSED && now.lastSeq === seq;
+      },
       ...(o.heartbeatSeconds === undefined ? {} : { heartbeatSeconds: o.heartbeatSeconds }),
     });
 
   return {
     async send({ body, ctx, res, beforeWrite }) {
       const userId = ownerOf(ctx);
+      const approval = parseApprovalAnswer(body);
+      if (approval !== null) {
+        const { run, afterSeq } = await answerApproval(queue, userId, approval, ctx);
+        beforeWrite?.();
+        return stream(res, run, afterSeq);
+      }
       const turn = parseChatRequest(body);
       const run = await queue.enqueue({
         handler: o.handler,
@@ -143,6 +167,35 @@ export function createChatRoutes(options: ChatRoutesOptions): ChatRoutes {
       return queue.cancel(run.id, { reason: "stopped by the user" });
     },
   };
+}
+
+/**
+ * Answers the tool call approval the chat's active run waits for with the client's answer (the
+ * one resume call; only the run's user finds the run and may answer its pause). Returns the run
+ * and the seq of its pause: the client already shows everything up to it. INVALID_STATE (a 409)
+ * when the chat has no run waiting for that approval.
+ */
+async function answerApproval(
+  queue: RunQueue,
+  userId: string,
+  a: ChatApprovalAnswer,
+  ctx: ExecContext,
+): Promise<{ run: RunRecord; afterSeq: number }> {
+  const run = await activeRun(queue, userId, a.chatId);
+  const pause = run?.status === RunStatus.PAUSED ? run.pause : null;
+  if (run === null || pause === null || pause.data["approvalId"] !== a.approvalId) {
+    throw new NervaError(
+      ErrorCode.INVALID_STATE,
+      `Chat ${a.chatId} has no tool call waiting for approval ${a.approvalId}: it was answered already, or its answer was stopped. Send a new message.`,
+      { details: { chatId: a.chatId, approvalId: a.approvalId } },
+    );
+  }
+  const answer = {
+    decision: a.approved ? "approve" : "deny",
+    ...(a.reason === undefined ? {} : { note: a.reason }),
+  };
+  await queue.resume(run.id, answer, { key: pause.key, ctx });
+  return { run, afterSeq: run.lastSeq };
 }
 
 /** The user a chat belongs to: the only one who may resume or stop its runs. */

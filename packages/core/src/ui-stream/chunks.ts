@@ -31,12 +31,18 @@ export type UIMessageChunk =
       readonly output: JsonValue;
     }
   | { readonly type: "tool-output-error"; readonly toolCallId: string; readonly errorText: string }
+  | {
+      readonly type: "tool-approval-request";
+      readonly approvalId: string;
+      readonly toolCallId: string;
+    }
+  | { readonly type: "tool-output-denied"; readonly toolCallId: string }
   | { readonly type: `data-nerva-${string}`; readonly id: string; readonly data: JsonValue }
   | { readonly type: "error"; readonly errorText: string }
   | { readonly type: "abort"; readonly reason: string }
   | {
       readonly type: "finish";
-      readonly finishReason: "stop" | "error" | "other";
+      readonly finishReason: "stop" | "error" | "other" | "tool-calls";
       readonly messageMetadata: UIMessageMetadata;
     };
 
@@ -85,6 +91,11 @@ export class UIChunker {
   readonly #calls = new ToolCalls();
   /** True once a final event was turned into chunks. */
   ended = false;
+  /**
+   * The seq of the last `run.paused` shown as a tool approval request (`tool-approval-request`),
+   * or 0: a stream that ends there lets the client answer it (see {@link UIChunker.endAtApproval}).
+   */
+  approvalSeq = 0;
 
   constructor(runId: string) {
     this.#runId = runId;
@@ -113,6 +124,7 @@ export class UIChunker {
         this.#toolCompleted(out, e);
         return out;
       case RunEventType.PAUSED:
+        if (this.#approvalRequest(out, e)) return out;
         // The answer goes on once someone answers: the stream stays open (a client that leaves
         // meanwhile gets the whole answer again on reconnect).
         this.#data(out, e);
@@ -148,6 +160,42 @@ export class UIChunker {
         this.#data(out, e);
         return out;
     }
+  }
+
+  /**
+   * Ends the message at the tool approval request just shown (the run waits for its answer):
+   * `finish` with `finishReason: "tool-calls"` and status `paused`, as the AI SDK ends a step
+   * whose tool call needs approval, so that `useChat` lets its user answer and sends the answer.
+   */
+  endAtApproval(): readonly UIMessageChunk[] {
+    this.ended = true;
+    return [
+      {
+        type: "finish",
+        finishReason: "tool-calls",
+        messageMetadata: { runId: this.#runId, status: "paused" },
+      },
+    ];
+  }
+
+  /**
+   * A tool call's approval pause (the kit's, see `kit.tools.call`) for a call this stream shows:
+   * the protocol's `tool-approval-request`, its id the policy's approval id. False for any other
+   * pause.
+   */
+  #approvalRequest(out: UIMessageChunk[], e: RunEvent): boolean {
+    const d = e.data.data;
+    if (e.data.kind !== "approval" || typeof d !== "object" || d === null || Array.isArray(d)) {
+      return false;
+    }
+    const { approvalId, toolCallId } = d;
+    if (typeof approvalId !== "string" || typeof toolCallId !== "string") return false;
+    if (!this.#calls.has(toolCallId)) return false;
+    this.#closeText(out);
+    out.push({ type: "tool-approval-request", approvalId, toolCallId });
+    this.#endStep(out);
+    this.approvalSeq = e.seq;
+    return true;
   }
 
   #step(out: UIMessageChunk[]): void {
@@ -188,9 +236,13 @@ export class UIChunker {
   }
 
   #toolStarted(out: UIMessageChunk[], e: RunEvent): void {
+    const call = this.#calls.start(e);
+    // The same call started again (the handler ran again after its approval was answered): its
+    // part is already shown.
+    if (call === null) return;
     this.#step(out);
     this.#closeText(out);
-    const { toolCallId, toolName, input } = this.#calls.start(e);
+    const { toolCallId, toolName, input } = call;
     out.push({ type: "tool-input-start", toolCallId, toolName });
     out.push({ type: "tool-input-available", toolCallId, toolName, input });
   }
@@ -202,6 +254,8 @@ export class UIChunker {
     this.#closeText(out);
     if (call.ok) {
       out.push({ type: "tool-output-available", toolCallId: call.toolCallId, output: call.output });
+    } else if (call.status === "denied") {
+      out.push({ type: "tool-output-denied", toolCallId: call.toolCallId });
     } else {
       out.push({
         type: "tool-output-error",

@@ -46,17 +46,27 @@ export interface UIChunksOptions {
    * the state (open text part, open tool calls) the later chunks continue. Default 0: all.
    */
   readonly afterSeq?: number;
+  /**
+   * Asked when a tool call's approval request is shown (a `run.paused` of the kit's tool
+   * approval, at `seq`): true when the run still waits there, and the message then ends
+   * (`finish` with `finishReason: "tool-calls"`, then `[DONE]`) so that `useChat` lets its user
+   * answer. Without it, or when it answers false or fails, the stream goes on like through any
+   * pause. `createChatRoutes` passes one that reads the run.
+   */
+  readonly waitsAt?: (seq: number) => Promise<boolean>;
 }
 
 /**
  * A run's events (from its first: `queue.events(id)`) as the AI SDK UI message stream: `start`
  * (the run's id as messageId), then per event its chunks — `start-step`, `text-start` /
  * `text-delta` / `text-end` from `output.delta`, `tool-input-start` / `tool-input-available` from
- * `tool.started`, `tool-output-available` / `tool-output-error` from `tool.completed`,
+ * `tool.started`, `tool-output-available` / `tool-output-error` / `tool-output-denied` from
+ * `tool.completed`,
  * `data-nerva-<type>` parts for `node.*`, `run.paused`, `run.resumed`, `run.retrying`,
  * `run.reclaimed`, `run.released`, `error` with the client-safe text of a failure — and a `finish`
  * with `{ runId, status, usage }` as `messageMetadata`, then `[DONE]`. A paused run's stream
- * stays open through the pause (`data-nerva-run-paused`) until the run ends. Each event's last
+ * stays open through the pause (`data-nerva-run-paused`) until the run ends; a tool call's
+ * approval pause is the protocol's `tool-approval-request` (and, with `waitsAt`, ends the message). Each event's last
  * chunk carries the event's `seq` as its id, so `Last-Event-ID` resumes there. A source that
  * fails ends with an `error` chunk (no internal text) and `[DONE]`; never throws. Leaving the loop
  * returns `events`.
@@ -80,6 +90,13 @@ export async function* toUIMessageChunks(
         if (last >= 0) yield { data: chunks[last] as UIMessageChunk, id: event.seq };
       }
       if (chunker.ended) break;
+      if (chunker.approvalSeq === event.seq && event.seq > afterSeq) {
+        const waits = options.waitsAt;
+        if (waits !== undefined && (await waits(event.seq).catch(() => false))) {
+          for (const chunk of chunker.endAtApproval()) yield { data: chunk };
+          break;
+        }
+      }
     }
   } catch (err) {
     const { body } = toHttpError(err);
