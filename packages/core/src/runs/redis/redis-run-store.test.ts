@@ -137,6 +137,61 @@ describe("RedisRunStore layout", () => {
   });
 });
 
+describe("RedisRunStore record split", () => {
+  it("writes the fields that never change once, and still reads, claims and finishes a record written whole", async () => {
+    const prefix = testPrefix("split");
+    prefixes.push(prefix);
+    const store = new RedisRunStore({ url: REDIS_URL, prefix });
+    const raw = new Redis(REDIS_URL);
+    const claim = (workerId: string) =>
+      store.claim({ queue: "q", workerId, leaseSeconds: 30, waitSeconds: 5 });
+    const ok = { status: "success", output: "ok", data: {}, error: null, handler: "h" } as const;
+    try {
+      const queue = new RunQueue({ store, name: "q" });
+      const ctx = ExecContext.create({ userId: "u1" });
+      const { id } = await queue.enqueue({ handler: "h", input: { message: "m" }, ctx });
+      const rk = `${prefix}:run:${id}`;
+      const [fix, doc, fx] = await raw.hmget(rk, "fix", "doc", "fx");
+      expect(fx).toBe("1");
+      expect(Object.keys(JSON.parse(fix!) as object)).toEqual(
+        expect.arrayContaining(["input", "context", "retry", "handlers", "createdAt"]),
+      );
+      expect(Object.keys(JSON.parse(doc!) as object)).not.toContain("input");
+      expect(Object.keys(JSON.parse(doc!) as object)).toContain("status");
+      const claimed = await claim("w1");
+      await store.finish(claimed!.lease, { status: "succeeded", result: ok });
+      // Finishing rewrote doc only.
+      expect(await raw.hget(rk, "fix")).toBe(fix);
+      const done = await store.get(id);
+      expect(done).toMatchObject({ id, status: "succeeded", input: { message: "m" }, fence: 1 });
+      expect(Object.keys(done!).sort()).toEqual(Object.keys(claimed!.run).sort());
+
+      // A run written before the split: its whole record in doc, no fix, no fx.
+      const old = await queue.enqueue({ handler: "h", input: { message: "old" }, ctx });
+      const ok2 = `${prefix}:run:${old.id}`;
+      await raw.hset(ok2, "doc", JSON.stringify(await store.get(old.id)));
+      await raw.hdel(ok2, "fix", "fx");
+      expect(await store.get(old.id)).toEqual(old);
+      expect((await store.list({ queue: "q", status: "pending", limit: 10 })).runs).toEqual([old]);
+      // The claim script leaves it to the read-and-write path, whose write adds fix.
+      const again = await claim("w2");
+      expect(again?.run).toMatchObject({ id: old.id, status: "running", fence: 1 });
+      expect(again?.run.input.message).toBe("old");
+      expect(await raw.hget(ok2, "fx")).toBe("1");
+      await store.finish(again!.lease, { status: "succeeded", result: ok });
+      expect(await store.get(old.id)).toMatchObject({
+        id: old.id,
+        status: "succeeded",
+        context: old.context,
+      });
+      expect((await store.readEvents(old.id, 0, 10)).map((e) => e.seq)).toEqual([1, 2, 3]);
+    } finally {
+      raw.disconnect();
+      await store.close();
+    }
+  });
+});
+
 describe("RedisRunStore when Redis is down", () => {
   it("answers 503 UNAVAILABLE over HTTP without the Redis client's own message", async () => {
     // A port nothing listens on: the client gives up after its retries.
