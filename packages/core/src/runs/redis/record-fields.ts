@@ -8,24 +8,21 @@ import type { RunRecord } from "../types.js";
 
 /** The fields of a record that change after it is created, as the JSON stored in `doc`. */
 export function changingJson(run: RunRecord): string {
-  const {
-    id: _id,
-    queue: _queue,
-    handlers: _handlers,
-    input: _input,
-    maxAttempts: _maxAttempts,
-    retry: _retry,
-    userId: _userId,
-    traceId: _traceId,
-    idempotencyKey: _idempotencyKey,
-    priority: _priority,
-    timeoutSeconds: _timeoutSeconds,
-    maxReclaims: _maxReclaims,
-    context: _context,
-    createdAt: _createdAt,
-    ...changing
-  } = run;
-  return JSON.stringify(changing);
+  return JSON.stringify({
+    status: run.status,
+    attempt: run.attempt,
+    result: run.result,
+    error: run.error,
+    pause: run.pause,
+    lease: run.lease,
+    fence: run.fence,
+    cancelRequested: run.cancelRequested,
+    reclaims: run.reclaims,
+    lastSeq: run.lastSeq,
+    startedAt: run.startedAt,
+    finishedAt: run.finishedAt,
+    availableAt: run.availableAt,
+  });
 }
 
 /** The fields of a record that never change after it is created, as the JSON stored in `fix`. */
@@ -56,11 +53,41 @@ export function fixedJson(run: RunRecord): string {
 export function parseRecord(fix: unknown, doc: unknown, claim: unknown): RunRecord | null {
   if (typeof doc !== "string") return null;
   const changing = JSON.parse(doc) as RunRecord;
-  const run =
-    typeof fix === "string" && fix !== ""
-      ? (Object.assign(JSON.parse(fix) as object, changing) as RunRecord)
-      : changing;
+  const run = typeof fix === "string" && fix !== "" ? join(JSON.parse(fix) as RunRecord, changing) : changing;
   if (typeof claim !== "string" || claim === "") return run;
   const c = JSON.parse(claim) as { w: string; at: number; exp: number };
   return claimRun(run, c.w, c.exp - c.at, c.at).run;
+}
+
+/** One record of the two halves, built as one literal so every record has the same shape. */
+function join(f: RunRecord, c: RunRecord): RunRecord {
+  return {
+    id: f.id,
+    queue: f.queue,
+    handlers: f.handlers,
+    input: f.input,
+    status: c.status,
+    attempt: c.attempt,
+    maxAttempts: f.maxAttempts,
+    retry: f.retry,
+    result: c.result,
+    error: c.error,
+    pause: c.pause,
+    lease: c.lease,
+    fence: c.fence,
+    cancelRequested: c.cancelRequested,
+    userId: f.userId,
+    traceId: f.traceId,
+    idempotencyKey: f.idempotencyKey,
+    priority: f.priority,
+    timeoutSeconds: f.timeoutSeconds,
+    reclaims: c.reclaims,
+    maxReclaims: f.maxReclaims,
+    lastSeq: c.lastSeq,
+    context: f.context,
+    createdAt: f.createdAt,
+    startedAt: c.startedAt,
+    finishedAt: c.finishedAt,
+    availableAt: c.availableAt,
+  };
 }

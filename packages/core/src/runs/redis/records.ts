@@ -1,9 +1,9 @@
 import type { Redis } from "ioredis";
 import { ErrorCode, NervaError } from "../../errors.js";
-import { decodeCursor, encodeCursor, matchesQuery } from "../list-cursor.js";
 import type { RunListQuery } from "../store.js";
 import { claimRun, type Transition } from "../transitions.js";
 import { RunStatus, type RunEvent, type RunPage, type RunRecord } from "../types.js";
+import { listRuns } from "./list.js";
 import { changingJson, fixedJson, parseRecord } from "./record-fields.js";
 import { CLAIM_LUA, COMMIT_LUA, PRUNE_LUA, READ_EVENTS_LUA, redisKey } from "./scripts.js";
 import { toUnavailable } from "./unavailable.js";
@@ -256,40 +256,8 @@ export class RedisRecords {
     };
   }
 
-  async list(query: RunListQuery): Promise<RunPage> {
-    const after = decodeCursor(query.cursor ?? null);
-    const index =
-      query.status === undefined
-        ? this.key("list", query.queue)
-        : this.key("st", query.queue, query.status);
-    const runs: RunRecord[] = [];
-    const max = after === null ? "+inf" : String(after.createdAt);
-    let offset = 0;
-    for (;;) {
-      const page = await this.redis
-        .zrevrangebyscore(index, max, "-inf", "LIMIT", offset, 200)
-        .catch((e: unknown) => {
-          throw toUnavailable(e);
-        });
-      if (page.length === 0) break;
-      offset += page.length;
-      const docs = await this.redis
-        .pipeline(page.map((id) => ["hmget", this.key("run", id), "fix", "doc", "claim"]))
-        .exec();
-      for (const [, fields] of docs ?? []) {
-        const [fix, doc, claim] = (fields as unknown[] | null) ?? [];
-        const run = parseRecord(fix, doc, claim);
-        if (run !== null && matchesQuery(run, query, after)) runs.push(run);
-      }
-      if (runs.length > query.limit) break;
-      if (page.length < 200) break;
-    }
-    const out = runs.slice(0, query.limit);
-    const last = out[out.length - 1];
-    return {
-      runs: out,
-      nextCursor: runs.length > query.limit && last !== undefined ? encodeCursor(last) : null,
-    };
+  list(query: RunListQuery): Promise<RunPage> {
+    return listRuns(this.redis, (...parts) => this.key(...parts), query);
   }
 
   async prune(queue: string, finishedBeforeAt: number): Promise<number> {

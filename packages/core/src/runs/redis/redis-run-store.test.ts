@@ -7,6 +7,7 @@ import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { ExecContext } from "../../context/exec-context.js";
 import { toHttpError } from "../../http/status.js";
+import { newerFirst } from "../list-cursor.js";
 import { RunQueue } from "../run-queue.js";
 import { describeRunStoreContract } from "../../testing/run-store-contract.js";
 import { RedisRunStore } from "./redis-run-store.js";
@@ -96,6 +97,9 @@ describe("RedisRunStore layout", () => {
       const rk = `${prefix}:run:${id}`;
       // No key of its own for the history; nx says there is nothing beside the record to read.
       expect(await raw.exists(`${prefix}:ev:${id}`)).toBe(0);
+      // No index of all runs: a list of every status merges the by-status indexes.
+      expect(await raw.exists(`${prefix}:list:q`)).toBe(0);
+      expect((await store.list({ queue: "q", limit: 10 })).runs.map((r) => r.id)).toEqual([id]);
       expect(await raw.hget(rk, "nx")).toBe("1");
       const first = JSON.parse((await raw.hget(rk, "#1"))!) as { type: string };
       expect(first.type).toBe("run.enqueued");
@@ -187,6 +191,44 @@ describe("RedisRunStore record split", () => {
       expect((await store.readEvents(old.id, 0, 10)).map((e) => e.seq)).toEqual([1, 2, 3]);
     } finally {
       raw.disconnect();
+      await store.close();
+    }
+  });
+});
+
+describe("RedisRunStore list", () => {
+  it("merges the by-status indexes newest first across pages of each index", async () => {
+    const prefix = testPrefix("list");
+    prefixes.push(prefix);
+    const store = new RedisRunStore({ url: REDIS_URL, prefix });
+    try {
+      const queue = new RunQueue({ store, name: "q" });
+      const ctx = ExecContext.create({ userId: "u1" });
+      const ids: string[] = [];
+      // More than one read (200) of each index, several runs per millisecond (ties on createdAt).
+      for (let i = 0; i < 450; i++) {
+        ids.push((await queue.enqueue({ handler: "h", input: { message: `m${i}` }, ctx })).id);
+      }
+      for (let i = 0; i < ids.length; i += 2) await store.cancel(ids[i]!, null);
+      const expected = (await Promise.all(ids.map((id) => store.get(id))))
+        .map((r) => r!)
+        .sort(newerFirst)
+        .map((r) => r.id);
+      const all = await store.list({ queue: "q", limit: 1000 });
+      expect(all.runs.map((r) => r.id)).toEqual(expected);
+      expect(all.nextCursor).toBeNull();
+      const paged: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page = await store.list({ queue: "q", limit: 170, cursor });
+        paged.push(...page.runs.map((r) => r.id));
+        cursor = page.nextCursor;
+      } while (cursor !== null);
+      expect(paged).toEqual(expected);
+      const cancelled = await store.list({ queue: "q", status: "cancelled", limit: 1000 });
+      expect(cancelled.runs).toHaveLength(225);
+      expect(cancelled.runs.every((r) => r.status === "cancelled")).toBe(true);
+    } finally {
       await store.close();
     }
   });

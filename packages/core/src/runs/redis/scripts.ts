@@ -18,7 +18,9 @@
 //                           stream under this key, which readers still look at (READ_EVENTS_LUA)
 //   p:steps:<id>            hash of committed steps; p:in:<id> hash of answers; p:cp:<id> checkpoint
 //   p:idem:<queue>:<key>    the run id that took an idempotency key
-//   p:list:<queue>          zset of the queue's runs by createdAt; p:st:<queue>:<status> by status
+//   p:st:<queue>:<status>   zset of the queue's runs of that status by createdAt (a list of all
+//                           statuses merges them); runs written before that change are also in
+//                           p:list:<queue>, which pruning still cleans
 //   p:pend:<queue>          zset of pending runs by availableAt; p:act:<queue> running runs by
 //                           lease expiry; p:fin:<queue> final runs by finishedAt
 //   p:cancel                channel of cancel requests (message: the run id)
@@ -88,7 +90,6 @@ if old ~= status then
   redis.call('ZADD', p .. ':st:' .. q .. ':' .. status, created, id)
 end
 if not v then
-  redis.call('ZADD', p .. ':list:' .. q, created, id)
   if ARGV[16] ~= '' then
     redis.call('SET', ARGV[16], id)
     h[#h + 1] = 'idem'; h[#h + 1] = ARGV[16]
