@@ -44,11 +44,9 @@ export class RedisTails {
       options.signal === undefined ? done.signal : AbortSignal.any([options.signal, done.signal]);
     const waiting = this.#events.wait(runId, (options.timeoutSeconds ?? Infinity) * 1000, signal);
     try {
-      const [seq, exists] = await Promise.all([
-        redis.hget(this.#records.key("run", runId), "seq"),
-        redis.exists(this.#records.key("run", runId)),
-      ]);
-      if (exists === 0 || Number(seq) > afterSeq) done.abort();
+      // Every record has seq: none means no run (gone, or never written), nothing to wait for.
+      const seq = await redis.hget(this.#records.key("run", runId), "seq");
+      if (seq === null || Number(seq) > afterSeq) done.abort();
       await waiting;
     } finally {
       done.abort();
