@@ -77,7 +77,7 @@ export async function listRuns(
   const runs: RunRecord[] = [];
   // A run that changed status between the reads of two indexes can be in both answers.
   const seen = new Set<string>();
-  for (let done = false; !done && runs.length <= query.limit; ) {
+  for (let done = false; !done && runs.length <= query.limit;) {
     const ids: string[] = [];
     while (ids.length < PAGE) {
       const id = await next(readers);

@@ -53,7 +53,8 @@ export function fixedJson(run: RunRecord): string {
 export function parseRecord(fix: unknown, doc: unknown, claim: unknown): RunRecord | null {
   if (typeof doc !== "string") return null;
   const changing = JSON.parse(doc) as RunRecord;
-  const run = typeof fix === "string" && fix !== "" ? join(JSON.parse(fix) as RunRecord, changing) : changing;
+  const run =
+    typeof fix === "string" && fix !== "" ? join(JSON.parse(fix) as RunRecord, changing) : changing;
   if (typeof claim !== "string" || claim === "") return run;
   const c = JSON.parse(claim) as { w: string; at: number; exp: number };
   return claimRun(run, c.w, c.exp - c.at, c.at).run;
