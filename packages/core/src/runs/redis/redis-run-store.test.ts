@@ -4,7 +4,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { ExecContext } from "../../context/exec-context.js";
 import { toHttpError } from "../../http/status.js";
 import { newerFirst } from "../list-cursor.js";
@@ -229,6 +229,52 @@ describe("RedisRunStore list", () => {
       expect(cancelled.runs).toHaveLength(225);
       expect(cancelled.runs.every((r) => r.status === "cancelled")).toBe(true);
     } finally {
+      await store.close();
+    }
+  });
+});
+
+describe("RedisRunStore waiters", () => {
+  it("wakes queue.wait on a status change only, not on every event of the run", async () => {
+    const prefix = testPrefix("waiters");
+    prefixes.push(prefix);
+    const store = new RedisRunStore({ url: REDIS_URL, prefix });
+    const writer = new RedisRunStore({ url: REDIS_URL, prefix });
+    try {
+      const queue = new RunQueue({ store, name: "q" });
+      const ctx = ExecContext.create({ userId: "u1" });
+      const { id } = await queue.enqueue({ handler: "h", input: { message: "m" }, ctx });
+      const claimed = await writer.claim({
+        queue: "q",
+        workerId: "w1",
+        leaseSeconds: 30,
+        waitSeconds: 5,
+      });
+      const get = vi.spyOn(store, "get");
+      const waited = queue.wait(id, { timeoutSeconds: 20 });
+      await vi.waitFor(() => expect(get).toHaveBeenCalledTimes(1));
+      for (let i = 0; i < 20; i++) await writer.append(claimed!.lease, "x.tick", { i });
+      // Give a wake-up on every event time to show as reads.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(get).toHaveBeenCalledTimes(1);
+      await writer.finish(claimed!.lease, {
+        status: "succeeded",
+        result: { status: "success", output: "ok", data: {}, error: null, handler: "h" },
+      });
+      expect((await waited).status).toBe("succeeded");
+      expect(get).toHaveBeenCalledTimes(2);
+      // A run that is gone ends the wait too.
+      const pending = await queue.enqueue({ handler: "h", input: { message: "m2" }, ctx });
+      const gone = store.waitForStatusChange(pending.id, "pending", { timeoutSeconds: 20 });
+      await new Promise((r) => setTimeout(r, 100));
+      await writer.cancel(pending.id, null);
+      await gone;
+      const never = await store.waitForStatusChange("no-such-run", "pending", {
+        timeoutSeconds: 20,
+      });
+      expect(never).toBeUndefined();
+    } finally {
+      await writer.close();
       await store.close();
     }
   });

@@ -13,7 +13,8 @@
 //                           run has no steps, answers or checkpoint); claim (JSON {w, at, exp},
 //                           "" for none) when the claim script claimed the run after doc was
 //                           written: readers apply it to doc (records.ts), the next commit folds it
-//   p:ev:<id>               the channel that announces a run's new events (message: last seq);
+//   p:ev:<id>               the channel that announces a run's new events and status changes
+//                           (message: "<last seq>:<status>"; "0" when the run was pruned);
 //                           runs written before events moved into the run hash hold them in a
 //                           stream under this key, which readers still look at (READ_EVENTS_LUA)
 //   p:steps:<id>            hash of committed steps; p:in:<id> hash of answers; p:cp:<id> checkpoint
@@ -112,7 +113,9 @@ for i = 0, n - 1 do
   h[#h + 1] = '#' .. ARGV[22 + 2 * i]; h[#h + 1] = ARGV[23 + 2 * i]
 end
 redis.call('HSET', rk, unpack(h))
-if n > 0 then redis.call('PUBLISH', p .. ':ev:' .. id, ARGV[7]) end
+if n > 0 or old ~= status then
+  redis.call('PUBLISH', p .. ':ev:' .. id, ARGV[7] .. ':' .. status)
+end
 return {1, h[4]}
 `;
 
@@ -149,7 +152,7 @@ redis.call('ZREM', p .. ':st:' .. q .. ':pending', id)
 redis.call('ZADD', p .. ':st:' .. q .. ':running', f[8], id)
 redis.call('ZREM', p .. ':pend:' .. q, id)
 redis.call('ZADD', p .. ':act:' .. q, ARGV[6], id)
-redis.call('PUBLISH', p .. ':ev:' .. id, seq)
+redis.call('PUBLISH', p .. ':ev:' .. id, seq .. ':running')
 -- A run written with nx = 1 has no steps, answers or checkpoint: three reads saved.
 if f[10] == '1' then return {1, nv, f[9], f[12]} end
 local cp = redis.call('GET', p .. ':cp:' .. id)
