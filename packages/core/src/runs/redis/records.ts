@@ -1,9 +1,10 @@
 import type { Redis } from "ioredis";
 import { ErrorCode, NervaError } from "../../errors.js";
-import { decodeCursor, encodeCursor, matchesQuery } from "../list-cursor.js";
 import type { RunListQuery } from "../store.js";
 import { claimRun, type Transition } from "../transitions.js";
 import { RunStatus, type RunEvent, type RunPage, type RunRecord } from "../types.js";
+import { listRuns } from "./list.js";
+import { changingJson, fixedJson, parseRecord } from "./record-fields.js";
 import { CLAIM_LUA, COMMIT_LUA, PRUNE_LUA, READ_EVENTS_LUA, redisKey } from "./scripts.js";
 import { toUnavailable } from "./unavailable.js";
 
@@ -42,18 +43,6 @@ export interface FastClaim {
 
 const MAX_CAS_TRIES = 50;
 
-/**
- * The record stored as `doc`, with the claim the claim script recorded beside it (`claim`,
- * `{w, at, exp}`) applied as `claimRun` applies it; `null` without a doc.
- */
-export function parseRecord(doc: unknown, claim: unknown): RunRecord | null {
-  if (typeof doc !== "string") return null;
-  const run = JSON.parse(doc) as RunRecord;
-  if (typeof claim !== "string" || claim === "") return run;
-  const c = JSON.parse(claim) as { w: string; at: number; exp: number };
-  return claimRun(run, c.w, c.exp - c.at, c.at).run;
-}
-
 /** A flat [k1, v1, k2, v2...] answer as a Map. */
 function pairs(flat: unknown): Map<string, string> {
   const map = new Map<string, string>();
@@ -86,17 +75,20 @@ export class RedisRecords {
   }
 
   async load(runId: string): Promise<Loaded | null> {
-    const [doc, v, job, claim] = (await this.redis
-      .hmget(this.key("run", runId), "doc", "v", "job", "claim")
+    const [fix, doc, v, job, claim] = (await this.redis
+      .hmget(this.key("run", runId), "fix", "doc", "v", "job", "claim")
       .catch((e: unknown) => {
         throw toUnavailable(e);
       })) as (string | null)[];
-    const run = parseRecord(doc, claim);
+    const run = parseRecord(fix, doc, claim);
     if (run === null || v === null || v === undefined) return null;
     return { run, v: Number(v), job: job ?? null };
   }
 
-  /** Runs the commit script; its raw answer. */
+  /**
+   * Runs the commit script; its raw answer. The fields that never change go only with a create,
+   * or again when the record turns out to be written before the split (answer 4).
+   */
   async commit(
     run: RunRecord,
     expected: number | null,
@@ -104,12 +96,25 @@ export class RedisRecords {
     op: Op,
     job: string | null = null,
   ): Promise<[number, string | number | undefined]> {
+    const answer = await this.#commit(run, expected, events, op, job, expected === null);
+    if (answer[0] !== 4) return answer;
+    return this.#commit(run, expected, events, op, job, true);
+  }
+
+  async #commit(
+    run: RunRecord,
+    expected: number | null,
+    events: Transition["events"],
+    op: Op,
+    job: string | null,
+    withFixed: boolean,
+  ): Promise<[number, string | number | undefined]> {
     const args: (string | number)[] = [
       this.prefix,
       run.id,
       run.queue,
       expected === null ? "" : String(expected),
-      JSON.stringify(run),
+      changingJson(run),
       run.status,
       run.lastSeq,
       run.createdAt,
@@ -124,6 +129,7 @@ export class RedisRecords {
       run.fence,
       run.attempt,
       run.availableAt,
+      withFixed ? fixedJson(run) : "",
       events.length,
     ];
     for (const e of events) {
@@ -214,13 +220,13 @@ export class RedisRecords {
       throw toUnavailable(err);
     }
     if (answer[0] !== 1) return null;
-    const stored = JSON.parse(answer[2] as string) as RunRecord;
+    const stored = parseRecord(answer[3], answer[2], null)!;
     return {
       run: claimRun(stored, workerId, leaseMs, now).run,
       v: Number(answer[1]),
-      steps: pairs(answer[3]),
-      inputs: pairs(answer[4]),
-      checkpoint: typeof answer[5] === "string" ? answer[5] : null,
+      steps: pairs(answer[4]),
+      inputs: pairs(answer[5]),
+      checkpoint: typeof answer[6] === "string" ? answer[6] : null,
     };
   }
 
@@ -229,7 +235,7 @@ export class RedisRecords {
     const rk = this.key("run", runId);
     const answers = ((await this.redis
       .pipeline([
-        ["hmget", rk, "doc", "v", "job", "claim"],
+        ["hmget", rk, "fix", "doc", "v", "job", "claim"],
         ["hgetall", this.key("steps", runId)],
         ["hgetall", this.key("in", runId)],
         ["get", this.key("cp", runId)],
@@ -239,9 +245,9 @@ export class RedisRecords {
         throw toUnavailable(e);
       })) ?? []) as [unknown, unknown][];
     const [fields, steps, inputs, checkpoint] = answers.map((a) => a[1]);
-    const [doc, v, job, claim] = (fields as unknown[] | undefined) ?? [];
+    const [fix, doc, v, job, claim] = (fields as unknown[] | undefined) ?? [];
     return {
-      run: parseRecord(doc, claim),
+      run: parseRecord(fix, doc, claim),
       v: Number(v),
       job,
       steps: new Map(Object.entries((steps as Record<string, string> | null) ?? {})),
@@ -250,40 +256,8 @@ export class RedisRecords {
     };
   }
 
-  async list(query: RunListQuery): Promise<RunPage> {
-    const after = decodeCursor(query.cursor ?? null);
-    const index =
-      query.status === undefined
-        ? this.key("list", query.queue)
-        : this.key("st", query.queue, query.status);
-    const runs: RunRecord[] = [];
-    const max = after === null ? "+inf" : String(after.createdAt);
-    let offset = 0;
-    for (;;) {
-      const page = await this.redis
-        .zrevrangebyscore(index, max, "-inf", "LIMIT", offset, 200)
-        .catch((e: unknown) => {
-          throw toUnavailable(e);
-        });
-      if (page.length === 0) break;
-      offset += page.length;
-      const docs = await this.redis
-        .pipeline(page.map((id) => ["hmget", this.key("run", id), "doc", "claim"]))
-        .exec();
-      for (const [, fields] of docs ?? []) {
-        const [doc, claim] = (fields as unknown[] | null) ?? [];
-        const run = parseRecord(doc, claim);
-        if (run !== null && matchesQuery(run, query, after)) runs.push(run);
-      }
-      if (runs.length > query.limit) break;
-      if (page.length < 200) break;
-    }
-    const out = runs.slice(0, query.limit);
-    const last = out[out.length - 1];
-    return {
-      runs: out,
-      nextCursor: runs.length > query.limit && last !== undefined ? encodeCursor(last) : null,
-    };
+  list(query: RunListQuery): Promise<RunPage> {
+    return listRuns(this.redis, (...parts) => this.key(...parts), query);
   }
 
   async prune(queue: string, finishedBeforeAt: number): Promise<number> {

@@ -4,9 +4,10 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { ExecContext } from "../../context/exec-context.js";
 import { toHttpError } from "../../http/status.js";
+import { newerFirst } from "../list-cursor.js";
 import { RunQueue } from "../run-queue.js";
 import { describeRunStoreContract } from "../../testing/run-store-contract.js";
 import { RedisRunStore } from "./redis-run-store.js";
@@ -96,6 +97,9 @@ describe("RedisRunStore layout", () => {
       const rk = `${prefix}:run:${id}`;
       // No key of its own for the history; nx says there is nothing beside the record to read.
       expect(await raw.exists(`${prefix}:ev:${id}`)).toBe(0);
+      // No index of all runs: a list of every status merges the by-status indexes.
+      expect(await raw.exists(`${prefix}:list:q`)).toBe(0);
+      expect((await store.list({ queue: "q", limit: 10 })).runs.map((r) => r.id)).toEqual([id]);
       expect(await raw.hget(rk, "nx")).toBe("1");
       const first = JSON.parse((await raw.hget(rk, "#1"))!) as { type: string };
       expect(first.type).toBe("run.enqueued");
@@ -132,6 +136,145 @@ describe("RedisRunStore layout", () => {
       expect(await store.readEvents(id, events.length, 10)).toEqual([]);
     } finally {
       raw.disconnect();
+      await store.close();
+    }
+  });
+});
+
+describe("RedisRunStore record split", () => {
+  it("writes the fields that never change once, and still reads, claims and finishes a record written whole", async () => {
+    const prefix = testPrefix("split");
+    prefixes.push(prefix);
+    const store = new RedisRunStore({ url: REDIS_URL, prefix });
+    const raw = new Redis(REDIS_URL);
+    const claim = (workerId: string) =>
+      store.claim({ queue: "q", workerId, leaseSeconds: 30, waitSeconds: 5 });
+    const ok = { status: "success", output: "ok", data: {}, error: null, handler: "h" } as const;
+    try {
+      const queue = new RunQueue({ store, name: "q" });
+      const ctx = ExecContext.create({ userId: "u1" });
+      const { id } = await queue.enqueue({ handler: "h", input: { message: "m" }, ctx });
+      const rk = `${prefix}:run:${id}`;
+      const [fix, doc, fx] = await raw.hmget(rk, "fix", "doc", "fx");
+      expect(fx).toBe("1");
+      expect(Object.keys(JSON.parse(fix!) as object)).toEqual(
+        expect.arrayContaining(["input", "context", "retry", "handlers", "createdAt"]),
+      );
+      expect(Object.keys(JSON.parse(doc!) as object)).not.toContain("input");
+      expect(Object.keys(JSON.parse(doc!) as object)).toContain("status");
+      const claimed = await claim("w1");
+      await store.finish(claimed!.lease, { status: "succeeded", result: ok });
+      // Finishing rewrote doc only.
+      expect(await raw.hget(rk, "fix")).toBe(fix);
+      const done = await store.get(id);
+      expect(done).toMatchObject({ id, status: "succeeded", input: { message: "m" }, fence: 1 });
+      expect(Object.keys(done!).sort()).toEqual(Object.keys(claimed!.run).sort());
+
+      // A run written before the split: its whole record in doc, no fix, no fx.
+      const old = await queue.enqueue({ handler: "h", input: { message: "old" }, ctx });
+      const ok2 = `${prefix}:run:${old.id}`;
+      await raw.hset(ok2, "doc", JSON.stringify(await store.get(old.id)));
+      await raw.hdel(ok2, "fix", "fx");
+      expect(await store.get(old.id)).toEqual(old);
+      expect((await store.list({ queue: "q", status: "pending", limit: 10 })).runs).toEqual([old]);
+      // The claim script leaves it to the read-and-write path, whose write adds fix.
+      const again = await claim("w2");
+      expect(again?.run).toMatchObject({ id: old.id, status: "running", fence: 1 });
+      expect(again?.run.input.message).toBe("old");
+      expect(await raw.hget(ok2, "fx")).toBe("1");
+      await store.finish(again!.lease, { status: "succeeded", result: ok });
+      expect(await store.get(old.id)).toMatchObject({
+        id: old.id,
+        status: "succeeded",
+        context: old.context,
+      });
+      expect((await store.readEvents(old.id, 0, 10)).map((e) => e.seq)).toEqual([1, 2, 3]);
+    } finally {
+      raw.disconnect();
+      await store.close();
+    }
+  });
+});
+
+describe("RedisRunStore list", () => {
+  it("merges the by-status indexes newest first across pages of each index", async () => {
+    const prefix = testPrefix("list");
+    prefixes.push(prefix);
+    const store = new RedisRunStore({ url: REDIS_URL, prefix });
+    try {
+      const queue = new RunQueue({ store, name: "q" });
+      const ctx = ExecContext.create({ userId: "u1" });
+      const ids: string[] = [];
+      // More than one read (200) of each index, several runs per millisecond (ties on createdAt).
+      for (let i = 0; i < 450; i++) {
+        ids.push((await queue.enqueue({ handler: "h", input: { message: `m${i}` }, ctx })).id);
+      }
+      for (let i = 0; i < ids.length; i += 2) await store.cancel(ids[i]!, null);
+      const expected = (await Promise.all(ids.map((id) => store.get(id))))
+        .map((r) => r!)
+        .sort(newerFirst)
+        .map((r) => r.id);
+      const all = await store.list({ queue: "q", limit: 1000 });
+      expect(all.runs.map((r) => r.id)).toEqual(expected);
+      expect(all.nextCursor).toBeNull();
+      const paged: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page = await store.list({ queue: "q", limit: 170, cursor });
+        paged.push(...page.runs.map((r) => r.id));
+        cursor = page.nextCursor;
+      } while (cursor !== null);
+      expect(paged).toEqual(expected);
+      const cancelled = await store.list({ queue: "q", status: "cancelled", limit: 1000 });
+      expect(cancelled.runs).toHaveLength(225);
+      expect(cancelled.runs.every((r) => r.status === "cancelled")).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe("RedisRunStore waiters", () => {
+  it("wakes queue.wait on a status change only, not on every event of the run", async () => {
+    const prefix = testPrefix("waiters");
+    prefixes.push(prefix);
+    const store = new RedisRunStore({ url: REDIS_URL, prefix });
+    const writer = new RedisRunStore({ url: REDIS_URL, prefix });
+    try {
+      const queue = new RunQueue({ store, name: "q" });
+      const ctx = ExecContext.create({ userId: "u1" });
+      const { id } = await queue.enqueue({ handler: "h", input: { message: "m" }, ctx });
+      const claimed = await writer.claim({
+        queue: "q",
+        workerId: "w1",
+        leaseSeconds: 30,
+        waitSeconds: 5,
+      });
+      const get = vi.spyOn(store, "get");
+      const waited = queue.wait(id, { timeoutSeconds: 20 });
+      await vi.waitFor(() => expect(get).toHaveBeenCalledTimes(1));
+      for (let i = 0; i < 20; i++) await writer.append(claimed!.lease, "x.tick", { i });
+      // Give a wake-up on every event time to show as reads.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(get).toHaveBeenCalledTimes(1);
+      await writer.finish(claimed!.lease, {
+        status: "succeeded",
+        result: { status: "success", output: "ok", data: {}, error: null, handler: "h" },
+      });
+      expect((await waited).status).toBe("succeeded");
+      expect(get).toHaveBeenCalledTimes(2);
+      // A run that is gone ends the wait too.
+      const pending = await queue.enqueue({ handler: "h", input: { message: "m2" }, ctx });
+      const gone = store.waitForStatusChange(pending.id, "pending", { timeoutSeconds: 20 });
+      await new Promise((r) => setTimeout(r, 100));
+      await writer.cancel(pending.id, null);
+      await gone;
+      const never = await store.waitForStatusChange("no-such-run", "pending", {
+        timeoutSeconds: 20,
+      });
+      expect(never).toBeUndefined();
+    } finally {
+      await writer.close();
       await store.close();
     }
   });

@@ -246,6 +246,14 @@ export class RedisRunStore implements RunStore {
     return this.#tails.waitForEvents(runId, afterSeq, options);
   }
 
+  waitForStatusChange(
+    runId: string,
+    status: RunStatus,
+    options: { signal?: AbortSignal; timeoutSeconds?: number },
+  ): Promise<void> {
+    return this.#tails.waitForStatusChange(runId, status, options);
+  }
+
   watchCancel(runId: string, listener: () => void): () => void {
     return this.#tails.watchCancel(runId, listener);
   }

@@ -3,19 +3,25 @@
 // worker whose lease was taken over (the record changed under it) never overwrites anything.
 //
 // Key layout under the store's prefix `p` (the scripts build the same names as redisKey):
-//   p:run:<id>              hash: doc (record JSON), v (version), status, seq, job, idem, the
+//   p:run:<id>              hash: fix (JSON of the record's fields that never change, written
+//                           once at creation), doc (JSON of the others; a record written before
+//                           the split holds the whole record in doc and has no fix and no fx),
+//                           fx ("1": fix is written), v (version), status, seq, job, idem, the
 //                           run's events as #<seq> (event JSON; one field each, never rewritten), and
 //                           what the claim script needs without parsing doc: fence, att
 //                           (attempt), avail (availableAt), ca (createdAt), nx ("1" while the
 //                           run has no steps, answers or checkpoint); claim (JSON {w, at, exp},
 //                           "" for none) when the claim script claimed the run after doc was
 //                           written: readers apply it to doc (records.ts), the next commit folds it
-//   p:ev:<id>               the channel that announces a run's new events (message: last seq);
+//   p:ev:<id>               the channel that announces a run's new events and status changes
+//                           (message: "<last seq>:<status>"; "0" when the run was pruned);
 //                           runs written before events moved into the run hash hold them in a
 //                           stream under this key, which readers still look at (READ_EVENTS_LUA)
 //   p:steps:<id>            hash of committed steps; p:in:<id> hash of answers; p:cp:<id> checkpoint
 //   p:idem:<queue>:<key>    the run id that took an idempotency key
-//   p:list:<queue>          zset of the queue's runs by createdAt; p:st:<queue>:<status> by status
+//   p:st:<queue>:<status>   zset of the queue's runs of that status by createdAt (a list of all
+//                           statuses merges them); runs written before that change are also in
+//                           p:list:<queue>, which pruning still cleans
 //   p:pend:<queue>          zset of pending runs by availableAt; p:act:<queue> running runs by
 //                           lease expiry; p:fin:<queue> final runs by finishedAt
 //   p:cancel                channel of cancel requests (message: the run id)
@@ -31,18 +37,20 @@ export function redisKey(prefix: string, ...parts: string[]): string {
  * 4 expected version ("" for a new run), 5 record JSON, 6 status, 7 last seq, 8 createdAt,
  * 9 pending score (availableAt) or "", 10 running score (lease expiry) or "", 11 finishedAt or "",
  * 12 BullMQ job id to record or "", 13 op ("", step, input, checkpoint), 14 op key, 15 op value,
- * 16 idempotency key name or "", 17 fence, 18 attempt, 19 availableAt, 20 event count, then
- * (seq, event JSON) pairs. The record JSON is the whole record: a claim overlay is dropped.
- * Returns {1, version} when written, {0, version} on a version conflict, {-1} when the run is
- * gone, {2, value} when the step was committed before, {3, runId} when the idempotency key is
- * taken.
+ * 16 idempotency key name or "", 17 fence, 18 attempt, 19 availableAt, 20 fixed fields JSON
+ * or "" (sent at creation, and to a record written before the split), 21 event count, then
+ * (seq, event JSON) pairs. ARGV[5] holds the fields that change (record-fields.ts): written, it
+ * drops a claim overlay. Returns {1, version} when written, {0, version} on a version conflict,
+ * {-1} when the run is gone, {2, value} when the step was committed before, {3, runId} when the
+ * idempotency key is taken, {4} when the record has no fix yet and ARGV[20] is "" (send it).
  */
 export const COMMIT_LUA = `
 local p, id, q = ARGV[1], ARGV[2], ARGV[3]
 local rk = KEYS[1]
 -- One read for the compare-and-set and the index moves: the version and the old status.
-local f = redis.call('HMGET', rk, 'v', 'status')
+local f = redis.call('HMGET', rk, 'v', 'status', 'fx')
 local v, old = f[1], f[2]
+local fix = ARGV[20]
 if ARGV[4] == '' then
   if ARGV[16] ~= '' then
     local other = redis.call('GET', ARGV[16])
@@ -52,10 +60,15 @@ if ARGV[4] == '' then
 else
   if not v then return {-1} end
   if v ~= ARGV[4] then return {0, v} end
+  if f[3] ~= '1' and fix == '' then return {4} end
 end
 local op = ARGV[13]
 local h = {'doc', ARGV[5], 'v', (tonumber(v) or 0) + 1, 'status', ARGV[6], 'seq', ARGV[7],
-  'fence', ARGV[17], 'att', ARGV[18], 'avail', ARGV[19], 'ca', ARGV[8], 'claim', ''}
+  'fence', ARGV[17], 'att', ARGV[18], 'avail', ARGV[19], 'claim', ''}
+if fix ~= '' then
+  h[#h + 1] = 'fix'; h[#h + 1] = fix; h[#h + 1] = 'fx'; h[#h + 1] = '1'
+  h[#h + 1] = 'ca'; h[#h + 1] = ARGV[8]
+end
 if op == 'step' then
   local sk = p .. ':steps:' .. id
   local existing = redis.call('HGET', sk, ARGV[14])
@@ -78,7 +91,6 @@ if old ~= status then
   redis.call('ZADD', p .. ':st:' .. q .. ':' .. status, created, id)
 end
 if not v then
-  redis.call('ZADD', p .. ':list:' .. q, created, id)
   if ARGV[16] ~= '' then
     redis.call('SET', ARGV[16], id)
     h[#h + 1] = 'idem'; h[#h + 1] = ARGV[16]
@@ -96,12 +108,14 @@ index('fin', ARGV[11], old == 'succeeded' or old == 'failed' or old == 'cancelle
   old == 'timed_out')
 if ARGV[12] ~= '' then h[#h + 1] = 'job'; h[#h + 1] = ARGV[12] end
 -- The events are fields of the run hash ('#<seq>'), written by the same HSET as the record.
-local n = tonumber(ARGV[20])
+local n = tonumber(ARGV[21])
 for i = 0, n - 1 do
-  h[#h + 1] = '#' .. ARGV[21 + 2 * i]; h[#h + 1] = ARGV[22 + 2 * i]
+  h[#h + 1] = '#' .. ARGV[22 + 2 * i]; h[#h + 1] = ARGV[23 + 2 * i]
 end
 redis.call('HSET', rk, unpack(h))
-if n > 0 then redis.call('PUBLISH', p .. ':ev:' .. id, ARGV[7]) end
+if n > 0 or old ~= status then
+  redis.call('PUBLISH', p .. ':ev:' .. id, ARGV[7] .. ':' .. status)
+end
 return {1, h[4]}
 `;
 
@@ -111,16 +125,18 @@ return {1, h[4]}
  * (fence + 1, running, leased to worker ARGV[5] until ARGV[6], `run.started`) on the hash fields,
  * and records {w, at, exp} as `claim` rather than rewriting doc (readers apply it). KEYS[1]: the
  * run hash. ARGV: 1 prefix, 2 run id, 3 queue, 4 job id, 5 worker id as JSON, 6 lease expiry,
- * 7 now. Returns {1, version, doc, steps (flat), answers (flat), checkpoint or false}, or just
- * {1, version, doc} when the run has none of those (nx), or {0} for any other case: the caller
- * then reads the record and decides (claim.ts).
+ * 7 now. Returns {1, version, doc, fix, steps (flat), answers (flat), checkpoint or false}, or
+ * just {1, version, doc, fix} when the run has none of those (nx), or {0} for any other case
+ * (a record written before the split among them): the caller then reads the record and decides
+ * (claim.ts).
  */
 export const CLAIM_LUA = `
 local p, id, q, now = ARGV[1], ARGV[2], ARGV[3], ARGV[7]
 local rk = KEYS[1]
 local f = redis.call('HMGET', rk, 'v', 'job', 'status', 'avail', 'fence', 'att', 'seq', 'ca', 'doc',
-  'nx')
-if not f[1] or f[2] ~= ARGV[4] or f[3] ~= 'pending' or not (f[4] and f[5] and f[8]) then
+  'nx', 'fx', 'fix')
+if not f[1] or f[2] ~= ARGV[4] or f[3] ~= 'pending' or f[11] ~= '1' or not (f[4] and f[5] and f[8])
+then
   return {0}
 end
 if tonumber(f[4]) > tonumber(now) then return {0} end
@@ -136,11 +152,11 @@ redis.call('ZREM', p .. ':st:' .. q .. ':pending', id)
 redis.call('ZADD', p .. ':st:' .. q .. ':running', f[8], id)
 redis.call('ZREM', p .. ':pend:' .. q, id)
 redis.call('ZADD', p .. ':act:' .. q, ARGV[6], id)
-redis.call('PUBLISH', p .. ':ev:' .. id, seq)
+redis.call('PUBLISH', p .. ':ev:' .. id, seq .. ':running')
 -- A run written with nx = 1 has no steps, answers or checkpoint: three reads saved.
-if f[10] == '1' then return {1, nv, f[9]} end
+if f[10] == '1' then return {1, nv, f[9], f[12]} end
 local cp = redis.call('GET', p .. ':cp:' .. id)
-return {1, nv, f[9], redis.call('HGETALL', p .. ':steps:' .. id),
+return {1, nv, f[9], f[12], redis.call('HGETALL', p .. ':steps:' .. id),
   redis.call('HGETALL', p .. ':in:' .. id), cp}
 `;
 

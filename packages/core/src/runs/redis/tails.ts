@@ -1,4 +1,5 @@
 import type { Redis } from "ioredis";
+import type { RunStatus } from "../types.js";
 import { Wakeups } from "../wakeups.js";
 import type { RedisRecords } from "./records.js";
 import { toUnavailable } from "./unavailable.js";
@@ -7,13 +8,18 @@ import { toUnavailable } from "./unavailable.js";
  * The pub/sub side of a RedisRunStore, on a connection of its own: waiters on a run's events
  * (the commit script publishes `<prefix>:ev:<id>` when it appends some) and cancel watchers (a
  * cancel publishes the run id on `<prefix>:cancel`, so the worker holding the run hears it at
- * once, whichever process it is in).
+ * once, whichever process it is in). A message on a run's channel is `<last seq>:<status>`, so
+ * a waiter for a status change sleeps through the events that leave the status as it is.
  */
 export class RedisTails {
   readonly #records: RedisRecords;
   readonly #closed: () => boolean;
   readonly #sub: Redis;
   readonly #events = new Wakeups();
+  /** Waiters for a status change, keyed `<run id> <status they wait to leave>`. */
+  readonly #statusChanges = new Wakeups();
+  /** The statuses waited on per run, with how many waiters each. */
+  readonly #waitedStatuses = new Map<string, Map<string, number>>();
   readonly #subscribed = new Map<string, number>();
   readonly #cancelWatchers = new Map<string, Set<() => void>>();
 
@@ -28,13 +34,54 @@ export class RedisTails {
     void this.#sub.subscribe(records.key("cancel")).catch(() => undefined);
   }
 
-  async waitForEvents(
+  waitForEvents(
     runId: string,
     afterSeq: number,
     options: { signal?: AbortSignal; timeoutSeconds?: number },
   ): Promise<void> {
+    return this.#wait(runId, options, this.#events, runId, "seq", (seq) => Number(seq) > afterSeq);
+  }
+
+  async waitForStatusChange(
+    runId: string,
+    status: RunStatus,
+    options: { signal?: AbortSignal; timeoutSeconds?: number },
+  ): Promise<void> {
+    let counts = this.#waitedStatuses.get(runId);
+    if (counts === undefined) this.#waitedStatuses.set(runId, (counts = new Map()));
+    counts.set(status, (counts.get(status) ?? 0) + 1);
+    try {
+      await this.#wait(
+        runId,
+        options,
+        this.#statusChanges,
+        `${runId} ${status}`,
+        "status",
+        (now) => now !== status,
+      );
+    } finally {
+      const n = (counts.get(status) ?? 1) - 1;
+      if (n > 0) counts.set(status, n);
+      else counts.delete(status);
+      if (counts.size === 0 && this.#waitedStatuses.get(runId) === counts) {
+        this.#waitedStatuses.delete(runId);
+      }
+    }
+  }
+
+  /**
+   * Subscribes to the run's channel, parks on `key` of `wakeups`, then reads `field` of the run
+   * once: a missing record (no field) or a value for which `ready` holds ends the wait at once.
+   */
+  async #wait(
+    runId: string,
+    options: { signal?: AbortSignal; timeoutSeconds?: number },
+    wakeups: Wakeups,
+    key: string,
+    field: "seq" | "status",
+    ready: (value: string) => boolean,
+  ): Promise<void> {
     if (this.#closed() || options.signal?.aborted === true) return;
-    const redis = this.#records.redis;
     const channel = this.#records.key("ev", runId);
     await this.#subscribe(channel);
     // Park the waiter before reading: a notification that lands while the read is in flight
@@ -42,13 +89,11 @@ export class RedisTails {
     const done = new AbortController();
     const signal =
       options.signal === undefined ? done.signal : AbortSignal.any([options.signal, done.signal]);
-    const waiting = this.#events.wait(runId, (options.timeoutSeconds ?? Infinity) * 1000, signal);
+    const waiting = wakeups.wait(key, (options.timeoutSeconds ?? Infinity) * 1000, signal);
     try {
-      const [seq, exists] = await Promise.all([
-        redis.hget(this.#records.key("run", runId), "seq"),
-        redis.exists(this.#records.key("run", runId)),
-      ]);
-      if (exists === 0 || Number(seq) > afterSeq) done.abort();
+      // Every record has seq and status: none means no run (gone, or never written).
+      const value = await this.#records.redis.hget(this.#records.key("run", runId), field);
+      if (value === null || ready(value)) done.abort();
       await waiting;
     } finally {
       done.abort();
@@ -95,12 +140,23 @@ export class RedisTails {
       for (const listener of [...(this.#cancelWatchers.get(message) ?? [])]) listener();
       return;
     }
-    this.#events.wake(channel.slice(this.#records.key("ev").length + 1));
+    const runId = channel.slice(this.#records.key("ev").length + 1);
+    this.#events.wake(runId);
+    const waited = this.#waitedStatuses.get(runId);
+    if (waited === undefined) return;
+    // "<seq>:<status>"; a message without a status (a prune, or a writer of an older version)
+    // wakes every status waiter of the run.
+    const colon = message.indexOf(":");
+    const status = colon < 0 ? null : message.slice(colon + 1);
+    for (const s of [...waited.keys()]) {
+      if (s !== status) this.#statusChanges.wake(`${runId} ${s}`);
+    }
   }
 
   /** Wakes every waiter (the store is closing). */
   wakeAll(): void {
     this.#events.wakeAll();
+    this.#statusChanges.wakeAll();
   }
 
   close(): void {
