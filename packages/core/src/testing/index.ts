@@ -41,3 +41,8 @@ export {
   type SharedStateStoreContractOptions,
   type SharedStateStoreContractSetup,
 } from "./shared-state-store-contract.js";
+export {
+  describeAgUiBridge,
+  type AgUiBridgeApp,
+  type AgUiBridgeMount,
+} from "./ag-ui-bridge-suite.js";
