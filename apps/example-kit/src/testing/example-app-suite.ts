@@ -56,6 +56,7 @@ export function describeExampleApp(label: string, options: ExampleAppSuiteOption
           policy: service.policy,
           runs: service.backend.queue("runs"),
         }),
+        protocols: service.protocols,
         auth: createAuth(),
       });
     });
