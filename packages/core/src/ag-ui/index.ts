@@ -10,7 +10,7 @@ export {
   type AgUiMessage,
   type AgUiStreamOptions,
 } from "./stream.js";
-export { parseRunAgentInput } from "./input.js";
+export { parseRunAgentInput, type AgUiRunInput } from "./input.js";
 
 // The route (POST /ag-ui)
 export { createAgUiRoute, type AgUiRoute, type AgUiRouteOptions } from "./route.js";

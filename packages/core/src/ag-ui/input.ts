@@ -1,8 +1,29 @@
-import type { RunAgentInput } from "@ag-ui/core";
 import type { z } from "zod";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
 import { checkUntrustedJson } from "../internal/json-limits.js";
 import { loadSchemas } from "./load.js";
+
+/**
+ * What Nerva reads of AG-UI's `RunAgentInput`, once @ag-ui/core's own schema checked it whole.
+ * Declared here so that Nerva's types do not need @ag-ui/core installed (it is loaded on use).
+ *
+ * @example
+ * const input: AgUiRunInput = await parseRunAgentInput(req.body);
+ */
+export interface AgUiRunInput {
+  readonly threadId: string;
+  readonly runId: string;
+  readonly messages: readonly { readonly role: string; readonly content?: unknown }[];
+  readonly state?: unknown;
+  readonly resume?:
+    | readonly {
+        readonly interruptId: string;
+        readonly status: "resolved" | "cancelled";
+        readonly payload?: unknown;
+      }[]
+    | undefined;
+  readonly [field: string]: unknown;
+}
 
 const FIX =
   "Send an AG-UI RunAgentInput: { threadId, runId, messages, state?, tools?, context?, forwardedProps?, resume? }.";
@@ -15,11 +36,11 @@ const FIX =
  * @example
  * const input = await parseRunAgentInput(req.body);
  */
-export async function parseRunAgentInput(body: unknown): Promise<RunAgentInput> {
+export async function parseRunAgentInput(body: unknown): Promise<AgUiRunInput> {
   checkUntrustedJson(body, "body", FIX);
   const { RunAgentInputSchema } = await loadSchemas();
   return parseOrThrow(
-    RunAgentInputSchema as unknown as z.ZodType<RunAgentInput>,
+    RunAgentInputSchema as unknown as z.ZodType<AgUiRunInput>,
     body,
     ErrorCode.INVALID_INPUT,
     "body",
@@ -27,7 +48,7 @@ export async function parseRunAgentInput(body: unknown): Promise<RunAgentInput> 
   );
 }
 
-type Message = RunAgentInput["messages"][number];
+type Message = AgUiRunInput["messages"][number];
 
 /** The text of a message: its string content, or its text parts joined. */
 function textOf(m: Message): string {
@@ -50,7 +71,7 @@ export interface AgUiTurn {
 }
 
 /** The turn an agent answers: the last message must be the user's, with text (INVALID_INPUT). */
-export function turnOf(input: RunAgentInput): AgUiTurn {
+export function turnOf(input: AgUiRunInput): AgUiTurn {
   const index = input.messages.length - 1;
   const last = input.messages[index];
   const text = last === undefined ? "" : textOf(last);

@@ -5,10 +5,17 @@ import { importOptional } from "../internal/optional-dependency.js";
 const CORE = "@ag-ui/core";
 const ENCODER = "@ag-ui/encoder";
 
-type SchemasModule = typeof import("@ag-ui/core/schemas");
-type EncoderModule = typeof import("@ag-ui/encoder");
+// What Nerva uses of the two packages, declared here so that its types do not need them installed.
+interface SchemasModule {
+  readonly RunAgentInputSchema: unknown;
+}
 /** The encoder of one stream (SSE: the media type HttpAgent asks for). */
-export type AgUiEncoder = InstanceType<EncoderModule["EventEncoder"]>;
+export interface AgUiEncoder {
+  encodeSSE(event: unknown): string;
+}
+interface EncoderModule {
+  readonly EventEncoder: new () => AgUiEncoder;
+}
 
 let schemas: Promise<SchemasModule> | null = null;
 let encoderModule: Promise<EncoderModule> | null = null;

@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
 import type { ServerResponse } from "node:http";
-import type { RunAgentInput } from "@ag-ui/core";
 import { z } from "zod";
 import type { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, NervaError, parseOrThrow } from "../errors.js";
@@ -8,7 +7,7 @@ import { GraphHost } from "../graph/host/graph-host.js";
 import type { SSEOutcome } from "../http/sse-event-source.js";
 import { RunQueue } from "../runs/run-queue.js";
 import { RunStatus, type RunRecord } from "../runs/types.js";
-import { parseRunAgentInput, turnOf } from "./input.js";
+import { parseRunAgentInput, turnOf, type AgUiRunInput } from "./input.js";
 import { writeAgUiStream, type AgUiStreamOptions } from "./stream.js";
 
 /** The input arg naming the AG-UI thread an agent's run answers. */
@@ -90,7 +89,7 @@ export function createAgUiRoute(options: AgUiRouteOptions): AgUiRoute {
 
   const stream = async (
     res: ServerResponse,
-    input: RunAgentInput,
+    input: AgUiRunInput,
     runId: string,
     afterSeq: number,
     known: Record<string, unknown> | null,
@@ -170,7 +169,7 @@ function ownerOf(ctx: ExecContext): string {
 async function answer(
   queue: RunQueue,
   host: GraphHost | null,
-  input: RunAgentInput,
+  input: AgUiRunInput,
   ctx: ExecContext,
   userId: string,
 ): Promise<{ run: RunRecord; afterSeq: number; state: Record<string, unknown> | null }> {
