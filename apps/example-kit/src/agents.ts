@@ -50,24 +50,26 @@ export function createOrchestrator(options: ExampleOrchestratorOptions = {}): {
 } {
   const runtime = new InProcessRuntime({ timeoutSeconds: 60 });
   const memory = options.memory ?? new TieredMemory();
-  const tools = new FunctionToolManager().register(
-    defineTool({
-      name: "search_flights",
-      description: "Finds flights to a city",
-      parameters: z.object({ to: z.string().min(1) }),
-      run: ({ to }) => {
-        if (to === "Atlantis") throw new Error("No airport serves Atlantis.");
-        return [`NV101 to ${to} at 08:15`, `NV205 to ${to} at 17:40`];
-      },
-    }),
-  ).register(
-    defineTool({
-      name: "book_flight",
-      description: "Books a seat on a flight",
-      parameters: z.object({ flight: z.string().min(1), to: z.string().min(1) }),
-      run: ({ flight, to }) => ({ flight, to, reference: `BK-${flight}-${to.toUpperCase()}` }),
-    }),
-  );
+  const tools = new FunctionToolManager()
+    .register(
+      defineTool({
+        name: "search_flights",
+        description: "Finds flights to a city",
+        parameters: z.object({ to: z.string().min(1) }),
+        run: ({ to }) => {
+          if (to === "Atlantis") throw new Error("No airport serves Atlantis.");
+          return [`NV101 to ${to} at 08:15`, `NV205 to ${to} at 17:40`];
+        },
+      }),
+    )
+    .register(
+      defineTool({
+        name: "book_flight",
+        description: "Books a seat on a flight",
+        parameters: z.object({ flight: z.string().min(1), to: z.string().min(1) }),
+        run: ({ flight, to }) => ({ flight, to, reference: `BK-${flight}-${to.toUpperCase()}` }),
+      }),
+    );
   const orchestrator = new Orchestrator({
     router: new RuleRouter({
       rules: [

@@ -4,11 +4,7 @@
 // request, streamed into the run's event log), so a reader may leave and come back on any replica.
 import type { Orchestrator, RunQueue } from "@nerva/core";
 import { createAgUiRoute, type AgUiRoute } from "@nerva/core/ag-ui";
-import {
-  createMcpHandler,
-  type McpAgentTool,
-  type McpHandler,
-} from "@nerva/core/mcp-server";
+import { createMcpHandler, type McpAgentTool, type McpHandler } from "@nerva/core/mcp-server";
 import { createChatRoutes, type ChatRoutes } from "@nerva/core/ui-stream";
 
 /**

@@ -144,7 +144,9 @@ describe("the chat page on the Express example, in Chromium", () => {
         reference: "BK-NV101-LISBON",
       });
       await page.getByTestId("status").getByText("ready").waitFor();
-      expect(await answerOn(page)).toBe("Booked NV101 to Lisbon. Your reference is BK-NV101-LISBON.");
+      expect(await answerOn(page)).toBe(
+        "Booked NV101 to Lisbon. Your reference is BK-NV101-LISBON.",
+      );
       expect(await page.getByTestId("tool").count()).toBe(2);
       expect(await page.getByTestId("message-assistant").count()).toBe(1);
       await page.close();

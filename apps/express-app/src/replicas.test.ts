@@ -208,8 +208,13 @@ describe("the Express example on three replicas, one Redis, a round-robin proxy"
     // The whole answer again from its first event (what the transport expects of a resume).
     const whole = await chunksOf(resumed);
     expect(text(whole)).toBe("1 2 3 4 5 6 ");
-    expect(whole.at(-1)).toMatchObject({ type: "finish", messageMetadata: { status: "succeeded" } });
-    expect((await fetch(`${proxy.url}/api/chat/judy-1/stream`, { headers: headers(2) })).status).toBe(204);
+    expect(whole.at(-1)).toMatchObject({
+      type: "finish",
+      messageMetadata: { status: "succeeded" },
+    });
+    expect(
+      (await fetch(`${proxy.url}/api/chat/judy-1/stream`, { headers: headers(2) })).status,
+    ).toBe(204);
 
     const long = await chunksOf(await ask("judy-2", "count to 100", 0), (s) => deltas(s) === 1);
     const runId = long.find((c) => c.type === "start")?.messageId as string;

@@ -42,7 +42,12 @@ export class ProtocolsController {
     @NervaCtx() ctx: ExecContext,
     @Res() res: unknown,
   ) {
-    return this.protocols.chat.resume({ chatId: id, ctx, headers: req.headers, ...chatResponse(res) });
+    return this.protocols.chat.resume({
+      chatId: id,
+      ctx,
+      headers: req.headers,
+      ...chatResponse(res),
+    });
   }
 
   @Post("api/chat/:id/stop")

@@ -75,8 +75,7 @@ export function describeExampleProtocols(
     if (message === undefined) throw new Error("the stream built no message");
     return { chunks, message };
   };
-  const textOf = (m: UIMessage) =>
-    m.parts.map((p) => (p.type === "text" ? p.text : "")).join("");
+  const textOf = (m: UIMessage) => m.parts.map((p) => (p.type === "text" ? p.text : "")).join("");
 
   describe("the protocols of frontends and other agents", () => {
     it("refuses /api/chat, /ag-ui and /mcp without a valid token (401)", async () => {
@@ -154,7 +153,9 @@ export function describeExampleProtocols(
           output: { flight: "NV101", to: "Lisbon", reference: "BK-NV101-LISBON" },
         }),
       ]);
-      expect(textOf(done.message)).toBe("Booked NV101 to Lisbon. Your reference is BK-NV101-LISBON.");
+      expect(textOf(done.message)).toBe(
+        "Booked NV101 to Lisbon. Your reference is BK-NV101-LISBON.",
+      );
       expect(done.message.metadata).toMatchObject({ status: "succeeded" });
     });
 
@@ -197,7 +198,10 @@ export function describeExampleProtocols(
         });
         expect(flights.isError).toBeFalsy();
         expect(flights.content).toEqual([
-          { type: "text", text: "Flights to Oslo: NV101 to Oslo at 08:15; NV205 to Oslo at 17:40." },
+          {
+            type: "text",
+            text: "Flights to Oslo: NV101 to Oslo at 08:15; NV205 to Oslo at 17:40.",
+          },
         ]);
       } finally {
         await client.close();
