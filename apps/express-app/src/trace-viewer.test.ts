@@ -116,7 +116,11 @@ beforeAll(async () => {
       policy: new DeclarativePolicyEngine({ version: 1 }),
       runs,
     }),
-    protocols: createExampleProtocols({ orchestrator: demo.orchestrator, runs, agents: [] }),
+    protocols: createExampleProtocols({
+      orchestrator: demo.orchestrator,
+      runs,
+      agents: ["echo_agent"],
+    }),
     auth: createAuth(),
     traceSink: traceUI.traceSink,
   });
