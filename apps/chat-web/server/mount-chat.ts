@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { ErrorCode, NervaError, type RunQueue } from "@nerva/core";
 import { createChatRoutes } from "@nerva/core/ui-stream";
 import { nervaChat } from "@nerva/express";
-import express, { type Express } from "express";
+import express, { type Express, type RequestHandler } from "express";
 
 /** What {@link mountChat} needs. */
 export interface MountChatDeps {
@@ -29,6 +29,25 @@ export function defaultPageDir(): string {
 }
 
 /**
+ * The built chat page as static files, for an app that serves the chat routes itself (the page
+ * calls `/api/chat`). Throws NervaError INVALID_OPTIONS when `pageDir` holds no built page.
+ *
+ * @example
+ * app.use("/chat-ui", chatPage());
+ */
+export function chatPage(options: { pageDir?: string } = {}): RequestHandler {
+  const pageDir = options.pageDir ?? defaultPageDir();
+  if (!existsSync(join(pageDir, "index.html"))) {
+    throw new NervaError(
+      ErrorCode.INVALID_OPTIONS,
+      `Invalid pageDir: ${join(pageDir, "index.html")} is missing. Build the page (\`pnpm --filter @nerva/chat-web build\`) or pass the directory of a built one.`,
+      { issues: [{ path: "pageDir", message: "holds no index.html" }] },
+    );
+  }
+  return express.static(pageDir);
+}
+
+/**
  * Mounts the chat page and its API on `app`. Call it after `nervaMiddleware()` (who the user is:
  * the chat routes need a signed-in user) and `express.json()`, and before `nervaErrorHandler()`.
  * The page calls `/api/chat`, so its API is mounted there whatever `pagePath` is.
@@ -39,14 +58,7 @@ export function defaultPageDir(): string {
  * app.use(nervaErrorHandler());
  */
 export function mountChat(app: Express, deps: MountChatDeps): void {
-  const pageDir = deps.pageDir ?? defaultPageDir();
-  if (!existsSync(join(pageDir, "index.html"))) {
-    throw new NervaError(
-      ErrorCode.INVALID_OPTIONS,
-      `Invalid deps.pageDir: ${join(pageDir, "index.html")} is missing. Build the page (\`pnpm --filter @nerva/chat-web build\`) or pass the directory of a built one.`,
-      { issues: [{ path: "deps.pageDir", message: "holds no index.html" }] },
-    );
-  }
+  const page = chatPage(deps.pageDir === undefined ? {} : { pageDir: deps.pageDir });
   app.use(nervaChat(createChatRoutes({ queue: deps.queue, handler: deps.handler })));
-  app.use(deps.pagePath ?? "/", express.static(pageDir));
+  app.use(deps.pagePath ?? "/", page);
 }

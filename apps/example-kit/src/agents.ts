@@ -27,8 +27,10 @@ export interface ExampleOrchestratorOptions {
 
 /**
  * The demo's agents, all in-process with embedded defaults (no external services):
- * - `flight_agent` ("flight", "fly") calls the `search_flights` tool, which fails for
- *   "Atlantis" (no airport: a failing request to look at in the trace viewer);
+ * - `flight_agent` ("flight", "fly", "book") calls the `search_flights` tool, which fails for
+ *   "Atlantis" (no airport: a failing request to look at in the trace viewer); for "book …"
+ *   it then books the first flight found with the `book_flight` tool, which the service's
+ *   policy gates behind the requester's own approval (see `examplePolicy`);
  * - `trip_agent` ("trip") delegates the flights to `flight_agent`;
  * - `memory_agent` ("remember", "earlier") reads this session's earlier turns from memory;
  * - `story_agent` ("story") streams its answer word by word, and stops when the client leaves;
@@ -48,21 +50,30 @@ export function createOrchestrator(options: ExampleOrchestratorOptions = {}): {
 } {
   const runtime = new InProcessRuntime({ timeoutSeconds: 60 });
   const memory = options.memory ?? new TieredMemory();
-  const tools = new FunctionToolManager().register(
-    defineTool({
-      name: "search_flights",
-      description: "Finds flights to a city",
-      parameters: z.object({ to: z.string().min(1) }),
-      run: ({ to }) => {
-        if (to === "Atlantis") throw new Error("No airport serves Atlantis.");
-        return [`NV101 to ${to} at 08:15`, `NV205 to ${to} at 17:40`];
-      },
-    }),
-  );
+  const tools = new FunctionToolManager()
+    .register(
+      defineTool({
+        name: "search_flights",
+        description: "Finds flights to a city",
+        parameters: z.object({ to: z.string().min(1) }),
+        run: ({ to }) => {
+          if (to === "Atlantis") throw new Error("No airport serves Atlantis.");
+          return [`NV101 to ${to} at 08:15`, `NV205 to ${to} at 17:40`];
+        },
+      }),
+    )
+    .register(
+      defineTool({
+        name: "book_flight",
+        description: "Books a seat on a flight",
+        parameters: z.object({ flight: z.string().min(1), to: z.string().min(1) }),
+        run: ({ flight, to }) => ({ flight, to, reference: `BK-${flight}-${to.toUpperCase()}` }),
+      }),
+    );
   const orchestrator = new Orchestrator({
     router: new RuleRouter({
       rules: [
-        { handler: "flight_agent", keywords: ["flight", "fly"] },
+        { handler: "flight_agent", keywords: ["flight", "fly", "book"] },
         { handler: "trip_agent", keywords: ["trip"] },
         { handler: "memory_agent", keywords: ["remember", "earlier"] },
         { handler: "story_agent", keywords: ["story"] },
@@ -83,12 +94,22 @@ export function createOrchestrator(options: ExampleOrchestratorOptions = {}): {
     "flight_agent",
     orchestrator.handler(async (input, ctx, kit) => {
       const to = /\bto ([A-Z][\w-]*)/.exec(input.message)?.[1] ?? "Berlin";
-      const found = await kit.tools.call("search_flights", { to });
+      const search = () => kit.tools.call("search_flights", { to });
+      // In a durable run the search is a committed step: when the run goes on after the
+      // booking's approval, the flights are not searched (nor shown to a chat) again.
+      const found = ctx.run === null ? await search() : await ctx.run.step("search", search);
       if (found.status !== "success") {
         ctx.event("flights.unavailable", { to, error: found.error ?? "search failed" });
         return { status: "error", error: found.error ?? "search failed" };
       }
-      return `Flights to ${to}: ${(found.output as string[]).join("; ")}.`;
+      const flights = found.output as string[];
+      if (!/\bbook\b/i.test(input.message)) return `Flights to ${to}: ${flights.join("; ")}.`;
+      const flight = flights[0]?.split(" ")[0] ?? "NV101";
+      // Gated by the policy: in a chat's durable run, the run pauses until its user approves.
+      const booked = await kit.tools.call("book_flight", { flight, to });
+      if (booked.status !== "success") return `${flight} to ${to} is not booked: ${booked.error}`;
+      const { reference } = booked.output as { reference: string };
+      return `Booked ${flight} to ${to}. Your reference is ${reference}.`;
     }),
   );
   runtime.register("trip_agent", async (input, ctx, agents) => {

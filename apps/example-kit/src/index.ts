@@ -8,12 +8,17 @@ export { exampleBackend } from "./state.js";
 export { createExampleService, examplePolicy, type ExampleService } from "./service.js";
 export {
   EXAMPLE_ENDPOINTS,
-  RUN_HANDLER,
   createExampleRoutes,
   type ExampleAppDeps,
   type ExampleRoutes,
   type RouteAnswer,
 } from "./routes.js";
+export {
+  MCP_AGENTS,
+  RUN_HANDLER,
+  createExampleProtocols,
+  type ExampleProtocols,
+} from "./protocols.js";
 
 // The demo agents and their orchestrator
 export { createOrchestrator, type ExampleOrchestratorOptions } from "./agents.js";
@@ -36,6 +41,7 @@ export {
   chatRequestOf,
   runIdOf,
   tokenRequestOf,
+  TRAVELLER_ROLE,
 } from "./requests.js";
 
 // Start-up output and shutdown of the apps' entry points

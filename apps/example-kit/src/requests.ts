@@ -40,14 +40,28 @@ export function chatRequestOf(body: Record<string, unknown>): { message: string 
 }
 
 /**
- * The `{ user, roles? }` of a dev `/token` request (see `USER_NAME`). Throws NervaError
- * INVALID_INPUT (400) otherwise.
+ * The role every dev token carries: its user may approve their own bookings (`book_flight`, see
+ * `examplePolicy`), which a chat page shows as a tool call to approve.
  *
  * @example
- * const { user, roles = [] } = tokenRequestOf(jsonBodyOf(req));
+ * const { roles } = tokenRequestOf({ user: "alice" }); // ["traveller"]
  */
-export function tokenRequestOf(body: Record<string, unknown>): { user: string; roles?: string[] } {
-  return parse(TokenRequest, body, 'Send {"user": "alice", "roles"?: ["member"]}.');
+export const TRAVELLER_ROLE = "traveller";
+
+/**
+ * The `{ user, roles }` of a dev `/token` request (see `USER_NAME`): the roles asked for, plus
+ * {@link TRAVELLER_ROLE}. Throws NervaError INVALID_INPUT (400) otherwise.
+ *
+ * @example
+ * const { user, roles } = tokenRequestOf(jsonBodyOf(req));
+ */
+export function tokenRequestOf(body: Record<string, unknown>): { user: string; roles: string[] } {
+  const { user, roles = [] } = parse(
+    TokenRequest,
+    body,
+    'Send {"user": "alice", "roles"?: ["member"]}.',
+  );
+  return { user, roles: [...new Set([...roles, TRAVELLER_ROLE])] };
 }
 
 const Id = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, "must be an id this service gave");

@@ -19,10 +19,8 @@ import {
   type SSEOptions,
 } from "@nerva/core/http";
 import type { DevAuth } from "./auth.js";
+import { RUN_HANDLER, type ExampleProtocols } from "./protocols.js";
 import { approvalDecisionOf, approvalIdOf, chatRequestOf, runIdOf } from "./requests.js";
-
-/** The handler of the service's durable runs: it sends the run's message through the orchestrator. */
-export const RUN_HANDLER = "chat_run";
 
 /**
  * The routes every example app serves, as its `GET /` lists them.
@@ -40,18 +38,24 @@ export const EXAMPLE_ENDPOINTS: readonly string[] = Object.freeze([
   "GET /runs/:id",
   "GET /runs/:id/events",
   "POST /runs/:id/cancel",
+  "POST /api/chat",
+  "GET /api/chat/:id/stream",
+  "POST /api/chat/:id/stop",
+  "POST /ag-ui",
+  "POST|GET|DELETE /mcp",
 ]);
 
 /**
  * What an example app's routes are built on: the orchestrator (for `/chat/stream`), the route
- * bodies and the dev JWT auth.
+ * bodies, the protocol endpoints (`/api/chat`, `/ag-ui`, `/mcp`) and the dev JWT auth.
  *
  * @example
- * const app = createApp({ orchestrator: service.orchestrator, routes: service.routes, auth });
+ * const app = createApp({ ...service, auth });
  */
 export interface ExampleAppDeps {
   readonly orchestrator: Orchestrator;
   readonly routes: ExampleRoutes;
+  readonly protocols: ExampleProtocols;
   readonly auth: DevAuth;
 }
 

@@ -6,7 +6,9 @@ import { createOrchestrator } from "./agents.js";
 import { exampleModel } from "./concierge.js";
 import { exampleConfigOf, type ExampleConfig } from "./config.js";
 import type { ExampleLog } from "./count-agent.js";
-import { createExampleRoutes, RUN_HANDLER, type ExampleRoutes } from "./routes.js";
+import { RUN_HANDLER, createExampleProtocols, type ExampleProtocols } from "./protocols.js";
+import { createExampleRoutes, type ExampleRoutes } from "./routes.js";
+import { TRAVELLER_ROLE } from "./requests.js";
 import { exampleBackend } from "./state.js";
 
 /**
@@ -25,6 +27,8 @@ export interface ExampleService {
   readonly policy: DeclarativePolicyEngine;
   readonly runner: Runner;
   readonly routes: ExampleRoutes;
+  /** `/api/chat`, `/ag-ui` and `/mcp`: the protocols of frontends and other agents. */
+  readonly protocols: ExampleProtocols;
   /** How the start-up line names the model. */
   readonly model: string;
   /** Starts this replica's worker on the runs queue. */
@@ -36,7 +40,9 @@ export interface ExampleService {
 /**
  * The policy of the example service: `RATE_LIMIT_PER_MINUTE` `/chat` requests per user per
  * minute, `BUDGET_TOKENS_PER_DAY` tokens per user per day (each request in flight holds
- * `BUDGET_RESERVE_TOKENS`), and `refund_agent` only once a user with the role `approver` approved.
+ * `BUDGET_RESERVE_TOKENS`), `refund_agent` only once a user with the role `approver` approved,
+ * and the `book_flight` tool only once its requester approved it (every dev token carries the
+ * role `traveller`: in a chat's durable run the call waits for its user's answer).
  *
  * @example
  * const policy = backend.policy(examplePolicy(config));
@@ -56,6 +62,13 @@ export function examplePolicy(config: ExampleConfig): PolicyDocumentInit {
     ],
     approvals: [
       { name: "refunds", kind: "agent", names: ["refund_agent"], approverRoles: ["approver"] },
+      {
+        name: "bookings",
+        kind: "tool",
+        names: ["book_flight"],
+        approverRoles: [TRAVELLER_ROLE],
+        allowSelfApproval: true,
+      },
     ],
   };
 }
@@ -94,6 +107,9 @@ export async function createExampleService(
     queue: runs,
     handlers: {
       // A durable run handles its message like /chat: the same orchestrator, policy and memory.
+      // The Runner gives `ctx` a stream into the run's event log, so what the agent streams
+      // (a model's tokens, story_agent's words) is there as it comes, for /runs/:id/events,
+      // /api/chat and /ag-ui; an answer that does not stream is the run's output.
       [RUN_HANDLER]: async (input, ctx) => {
         const response = await orchestrator.handle(input.message, ctx);
         return { status: response.status, output: response.text, error: response.error };
@@ -103,6 +119,7 @@ export async function createExampleService(
     leaseSeconds: config.leaseSeconds,
     heartbeatSeconds: config.leaseSeconds / 3,
   });
+  const protocols = createExampleProtocols({ orchestrator, runs });
   let started = false;
   return {
     config,
@@ -111,12 +128,14 @@ export async function createExampleService(
     policy,
     runner,
     routes: createExampleRoutes({ orchestrator, policy, runs }),
+    protocols,
     model: picked.label,
     start: async () => {
       started = true;
       await runner.start();
     },
     close: async () => {
+      await protocols.close();
       if (started) await runner.stop({ graceSeconds: 5 });
       await close();
       await backend.close();

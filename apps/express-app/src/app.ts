@@ -1,7 +1,8 @@
 import { ErrorCode, NervaError } from "@nerva/core";
 import { type TraceSink } from "@nerva/core/tracing";
 import { jsonBodyOf } from "@nerva/core/http";
-import { nervaErrorHandler, nervaMiddleware, sendSSE } from "@nerva/express";
+import { nervaAgUi, nervaChat, nervaErrorHandler, nervaMiddleware, sendSSE } from "@nerva/express";
+import { chatPage } from "@nerva/chat-web/server";
 import express, { type Express, type RequestHandler, type Response } from "express";
 import {
   EXAMPLE_ENDPOINTS,
@@ -46,20 +47,27 @@ function bearerAuth(auth: DevAuth): RequestHandler {
 
 const send = (res: Response, { status, body }: RouteAnswer) => void res.status(status).json(body);
 
+/** Where the Express example serves the chat page (`apps/chat-web`, built by `pnpm build`). */
+export const CHAT_PAGE_PATH = "/chat-ui";
+
 /**
  * The Express example: `POST /token` (dev only) mints a JWT, `POST /chat` answers with JSON and
  * `POST /chat/stream` with Server-Sent Events, both through the orchestrator with the caller's
  * identity in `req.nervaCtx`; approvals (`POST /approvals/:id`, `POST /chat/resume`) and durable
- * runs (`/runs`) through the example service's route bodies. Every error, the body parser's
- * included, is answered by `nervaErrorHandler()` with the Nerva JSON error body.
+ * runs (`/runs`) through the example service's route bodies; the protocols of frontends and other
+ * agents (`/api/chat` for `useChat`, `/ag-ui`, `/mcp`) behind the same JWT auth; with
+ * `chatPage`, the chat page at `CHAT_PAGE_PATH`. Every error, the body parser's included, is
+ * answered by `nervaErrorHandler()` with the Nerva JSON error body.
  */
 export function createApp(
   options: ExampleAppDeps & {
     /** Told of every request's spans and events (e.g. the trace viewer's store). */
     traceSink?: TraceSink | undefined;
+    /** Serves the chat page: `{}` for the one `pnpm build` made, or `{ pageDir }`. */
+    chatPage?: { pageDir?: string } | undefined;
   },
 ): Express {
-  const { orchestrator, routes, auth, traceSink } = options;
+  const { orchestrator, routes, protocols, auth, traceSink } = options;
   const app = express();
   // First, so that every answer (even to a body the parser refuses) carries the request id.
   app.use(
@@ -72,6 +80,8 @@ export function createApp(
     }),
   );
   app.use(express.json({ limit: "64kb" }));
+  // The page is public (static files); the API it calls needs the token its URL carries.
+  if (options.chatPage !== undefined) app.use(CHAT_PAGE_PATH, chatPage(options.chatPage));
 
   app.get("/", (_req, res) => {
     res.json({
@@ -82,7 +92,7 @@ export function createApp(
 
   // Development convenience: anyone can get a token. A real app gets tokens from its identity provider.
   app.post("/token", async (req, res) => {
-    const { user, roles = [] } = tokenRequestOf(jsonBodyOf(req));
+    const { user, roles } = tokenRequestOf(jsonBodyOf(req));
     res.json({ ...(await auth.mint(user, roles)), tokenType: "Bearer" });
   });
 
@@ -117,6 +127,11 @@ export function createApp(
   app.post("/runs/:id/cancel", async (req, res) =>
     send(res, await routes.cancelRun(req.params.id, req.nervaCtx)),
   );
+
+  // useChat (`POST /api/chat`, `GET /api/chat/:id/stream`, `POST /api/chat/:id/stop`), AG-UI's
+  // HttpAgent (`POST /ag-ui`) and MCP clients (`/mcp`), as the token's user.
+  app.use(nervaChat(protocols.chat), nervaAgUi(protocols.agUi));
+  app.all("/mcp", (req, res) => protocols.mcp.handle(req, res, req.nervaCtx, req.body));
 
   app.use(nervaErrorHandler());
   return app;

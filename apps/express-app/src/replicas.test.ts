@@ -2,6 +2,7 @@
 // piece of state is shared, so the service behaves as one, whichever replica answers. Then one
 // replica without REDIS_URL: the embedded defaults.
 import { randomBytes } from "node:crypto";
+import { readSSEEvents } from "@nerva/core/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -167,6 +168,63 @@ describe("the Express example on three replicas, one Redis, a round-robin proxy"
     // The run ends cancelled once its handler unwound.
     expect((await heidi.events(id, {})).at(-1)?.event).toBe("run.cancelled");
     expect((await heidi.get(`/runs/${id}`)).body.status).toBe("cancelled");
+  });
+
+  it("resumes a /api/chat answer through another replica and stops one through a third", async () => {
+    const token = await tokenFor(proxy.url, "chat-judy");
+    const headers = (replica: number) => ({
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      "x-replica": String(replica),
+    });
+    // What DefaultChatTransport posts and reads (the UI message stream: JSON chunks over SSE).
+    const ask = (chatId: string, text: string, replica: number) =>
+      fetch(`${proxy.url}/api/chat`, {
+        method: "POST",
+        headers: headers(replica),
+        body: JSON.stringify({
+          id: chatId,
+          messages: [{ id: `u-${chatId}`, role: "user", parts: [{ type: "text", text }] }],
+          trigger: "submit-message",
+        }),
+      });
+    const chunksOf = async (res: Response, stop?: (seen: Chunk[]) => boolean) => {
+      const seen: Chunk[] = [];
+      for await (const e of readSSEEvents(res.body as AsyncIterable<Uint8Array>)) {
+        if (e.data === "[DONE]") break;
+        seen.push(JSON.parse(e.data) as Chunk);
+        if (stop?.(seen) === true) break; // the reader leaves, as a closed tab does
+      }
+      return seen;
+    };
+    type Chunk = { type: string; delta?: string; messageId?: string; messageMetadata?: any }; // eslint-disable-line @typescript-eslint/no-explicit-any -- test JSON
+    const deltas = (chunks: Chunk[]) => chunks.filter((c) => c.type === "text-delta").length;
+    const text = (chunks: Chunk[]) => chunks.map((c) => c.delta ?? "").join("");
+
+    const left = await chunksOf(await ask("judy-1", "count to 6", 0), (s) => deltas(s) === 2);
+    expect(text(left)).toBe("1 2 ");
+    const resumed = await fetch(`${proxy.url}/api/chat/judy-1/stream`, { headers: headers(1) });
+    expect(resumed.status).toBe(200);
+    // The whole answer again from its first event (what the transport expects of a resume).
+    const whole = await chunksOf(resumed);
+    expect(text(whole)).toBe("1 2 3 4 5 6 ");
+    expect(whole.at(-1)).toMatchObject({
+      type: "finish",
+      messageMetadata: { status: "succeeded" },
+    });
+    expect(
+      (await fetch(`${proxy.url}/api/chat/judy-1/stream`, { headers: headers(2) })).status,
+    ).toBe(204);
+
+    const long = await chunksOf(await ask("judy-2", "count to 100", 0), (s) => deltas(s) === 1);
+    const runId = long.find((c) => c.type === "start")?.messageId as string;
+    const stopped = await fetch(`${proxy.url}/api/chat/judy-2/stop`, {
+      method: "POST",
+      headers: headers(2),
+    });
+    expect(stopped.status).toBe(200);
+    const judy = clientOf(proxy.url, token);
+    expect((await judy.events(runId, { replica: 1 })).at(-1)?.event).toBe("run.cancelled");
   });
 
   it("finishes a run on another replica when its worker is SIGKILLed, no number twice", async () => {

@@ -20,6 +20,7 @@ import { scriptedModel } from "@nerva/ai-sdk/testing";
 import type { TraceViewerMeter, TraceViewerUserUsage } from "@nerva/core/viewer";
 import {
   createAuth,
+  createExampleProtocols,
   createExampleRoutes,
   createOrchestrator,
   traceUIFromEnv,
@@ -106,13 +107,19 @@ async function openTrace(page: Page, label: string): Promise<TraceDetail> {
 beforeAll(async () => {
   // Loads the model's code once, outside any trace, so that the pictured trace is a warm one.
   await demo.orchestrator.handle("Is there a plane to Paris?", ExecContext.create());
+  // The traces pictured are of /chat; no run, approval or protocol request is made here.
+  const runs = new RunQueue({ store: new InMemoryRunStore() });
   const app = createApp({
     orchestrator: demo.orchestrator,
-    // The traces pictured are of /chat; no run or approval is made here.
     routes: createExampleRoutes({
       orchestrator: demo.orchestrator,
       policy: new DeclarativePolicyEngine({ version: 1 }),
-      runs: new RunQueue({ store: new InMemoryRunStore() }),
+      runs,
+    }),
+    protocols: createExampleProtocols({
+      orchestrator: demo.orchestrator,
+      runs,
+      agents: ["echo_agent"],
     }),
     auth: createAuth(),
     traceSink: traceUI.traceSink,

@@ -1,7 +1,7 @@
 import { ErrorCode, NervaError } from "@nerva/core";
 import { type TraceSink } from "@nerva/core/tracing";
 import { jsonBodyOf } from "@nerva/core/http";
-import { nervaPlugin, sendSSE } from "@nerva/fastify";
+import { nervaAgUi, nervaChat, nervaPlugin, sendSSE } from "@nerva/fastify";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import {
   EXAMPLE_ENDPOINTS,
@@ -26,9 +26,11 @@ const send = (reply: FastifyReply, { status, body }: RouteAnswer) => reply.code(
  * The Fastify example: `POST /token` (dev only) mints a JWT, `POST /chat` answers with JSON and
  * `POST /chat/stream` with Server-Sent Events, both through the orchestrator with the caller's
  * identity in `request.nervaCtx`; approvals (`POST /approvals/:id`, `POST /chat/resume`) and
- * durable runs (`/runs`) through the example service's route bodies. Bodies are checked with `jsonBodyOf` and zod rather than a JSON
- * schema, whose default type coercion would turn `42` into `"42"`; every error is answered by the
- * plugin with the Nerva JSON error body.
+ * durable runs (`/runs`) through the example service's route bodies; the protocols of frontends
+ * and other agents (`/api/chat` for `useChat`, `/ag-ui`, `/mcp`) behind the same JWT auth.
+ * Bodies are checked with `jsonBodyOf` and zod rather than a JSON schema, whose default type
+ * coercion would turn `42` into `"42"`; every error is answered by the plugin with the Nerva
+ * JSON error body.
  */
 export async function createApp(
   options: ExampleAppDeps & {
@@ -36,7 +38,7 @@ export async function createApp(
     traceSink?: TraceSink | undefined;
   },
 ): Promise<FastifyInstance> {
-  const { orchestrator, routes, auth, traceSink } = options;
+  const { orchestrator, routes, protocols, auth, traceSink } = options;
   const app = Fastify({ bodyLimit: 64 * 1024 });
 
   await app.register(nervaPlugin, {
@@ -70,7 +72,7 @@ export async function createApp(
 
   // Development convenience: anyone can get a token. A real app gets tokens from its identity provider.
   app.post("/token", async (request) => {
-    const { user, roles = [] } = tokenRequestOf(jsonBodyOf(request));
+    const { user, roles } = tokenRequestOf(jsonBodyOf(request));
     return { ...(await auth.mint(user, roles)), tokenType: "Bearer" };
   });
 
@@ -108,6 +110,16 @@ export async function createApp(
   app.post<WithId>("/runs/:id/cancel", async (request, reply) =>
     send(reply, await routes.cancelRun(request.params.id, request.nervaCtx)),
   );
+
+  // useChat (`POST /api/chat`, `GET /api/chat/:id/stream`, `POST /api/chat/:id/stop`), AG-UI's
+  // HttpAgent (`POST /ag-ui`) and MCP clients (`/mcp`), as the token's user.
+  await app.register(nervaChat(protocols.chat));
+  await app.register(nervaAgUi(protocols.agUi));
+  app.all("/mcp", async (request, reply) => {
+    const ctx = request.nervaCtx; // a 401 here, before the reply is handed to the MCP transport
+    reply.hijack();
+    await protocols.mcp.handle(request.raw, reply.raw, ctx, request.body);
+  });
 
   return app;
 }

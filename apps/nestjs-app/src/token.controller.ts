@@ -19,7 +19,7 @@ export class TokenController {
   @Post("token")
   @HttpCode(200)
   async token(@Req() request: JsonBodyRequest) {
-    const { user, roles = [] } = tokenRequestOf(jsonBodyOf(request));
+    const { user, roles } = tokenRequestOf(jsonBodyOf(request));
     return { ...(await this.auth.mint(user, roles)), tokenType: "Bearer" };
   }
 }

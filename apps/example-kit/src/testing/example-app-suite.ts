@@ -8,6 +8,7 @@ import { createAuth } from "../auth.js";
 import { createExampleRoutes, type ExampleAppDeps } from "../routes.js";
 import { createExampleService, type ExampleService } from "../service.js";
 import { crashingOrchestrator, describeExampleBadClients } from "./example-bad-clients.js";
+import { describeExampleProtocols } from "./example-protocols-suite.js";
 import { SUITE_ENV, describeExampleService } from "./example-service-suite.js";
 
 /** A started example app: where it listens and how to stop it. */
@@ -30,7 +31,9 @@ export interface ExampleAppSuiteOptions {
  * token's user (tools, per-user and per-session memory), `POST /chat/stream` as Server-Sent Events,
  * 401 without a valid token, every bad request (malformed, oversized, non-JSON bodies, a
  * message that is not a string) or unexpected error answered with the Nerva JSON error body, and
- * the service's policy, approvals and durable runs (see `describeExampleService`).
+ * the service's policy, approvals and durable runs (see `describeExampleService`), and the
+ * protocols of frontends and other agents (`/api/chat`, `/ag-ui`, `/mcp`, see
+ * `describeExampleProtocols`).
  *
  * @example
  * describeExampleApp("Express example app", { start: async (deps) => listenOnPort0(createApp(deps)) });
@@ -56,6 +59,7 @@ export function describeExampleApp(label: string, options: ExampleAppSuiteOption
           policy: service.policy,
           runs: service.backend.queue("runs"),
         }),
+        protocols: service.protocols,
         auth: createAuth(),
       });
     });
@@ -160,6 +164,7 @@ export function describeExampleApp(label: string, options: ExampleAppSuiteOption
 
     describeExampleBadClients(() => app, tokenFor);
     describeExampleService(() => app, tokenFor);
+    describeExampleProtocols(() => app, tokenFor);
   });
 }
 
