@@ -17,7 +17,7 @@ import { FunctionToolManager, defineTool } from "../tools/function-tool-manager.
 import type { AgUiEvent } from "./events.js";
 import { parseRunAgentInput } from "./input.js";
 import { statePatch } from "./state-patch.js";
-import { toAgUiEvents, type AgUiMessage, type AgUiStreamOptions } from "./stream.js";
+import { encodeEvent, toAgUiEvents, type AgUiMessage, type AgUiStreamOptions } from "./stream.js";
 
 const stops: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -326,5 +326,25 @@ describe("parseRunAgentInput", () => {
       state: deep,
     }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "INVALID_INPUT" });
+  });
+});
+
+describe("encodeEvent", () => {
+  it("writes every event as @ag-ui/encoder does, the streamed chunks included", async () => {
+    const { EventEncoder } = await import("@ag-ui/encoder");
+    const encoder = new EventEncoder();
+    const events: AgUiEvent[] = [
+      ...["Hello", ' "quoted" ', "line\nbreak\r\n", "émoji 🚀", "\u0000\u2028", "{}"].map(
+        (delta, i) => ({ type: "TEXT_MESSAGE_CONTENT", messageId: `m-${i}`, delta }),
+      ),
+      { type: "TEXT_MESSAGE_START", messageId: "m", role: "assistant" },
+      { type: "RUN_FINISHED", threadId: "t", runId: "r", result: null },
+      { type: "RUN_ERROR", message: "the agent failed", code: "AGENT_ERROR" },
+    ];
+    for (const event of events) {
+      expect(encodeEvent(encoder, event)).toBe(
+        encoder.encodeSSE(event as never).slice("data: ".length, -2),
+      );
+    }
   });
 });

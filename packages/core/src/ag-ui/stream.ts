@@ -4,7 +4,7 @@ import { writeSSE } from "../http/sse.js";
 import type { SSEOutcome } from "../http/sse-event-source.js";
 import { FINAL_EVENT_TYPES, RunEventType, type RunEvent } from "../runs/types.js";
 import { AgUiMapper, type AgUiEvent } from "./events.js";
-import { loadEncoder } from "./load.js";
+import { loadEncoder, type AgUiEncoder } from "./load.js";
 
 /** The AG-UI protocol version Nerva speaks (`PROTOCOL_VERSION` of @ag-ui/core 1.0). */
 const PROTOCOL_VERSION = "1.0";
@@ -117,8 +117,7 @@ export async function writeAgUiStream(
   const encoder = await loadEncoder();
   return writeSSE(res, toAgUiEvents(events, options), null, {
     message: (m) => {
-      // The encoder writes `data: <json>\n\n`; the writer adds the frame (and the id) itself.
-      const data = encoder.encodeSSE(m.event as never).slice("data: ".length, -2);
+      const data = encodeEvent(encoder, m.event);
       return m.id === undefined ? { data } : { data, id: m.id };
     },
     done: false,
@@ -126,4 +125,17 @@ export async function writeAgUiStream(
       ? {}
       : { heartbeatSeconds: options.heartbeatSeconds }),
   });
+}
+
+/**
+ * One event's JSON as @ag-ui/encoder writes it (its `data:` line without the frame, which the SSE
+ * writer adds with the id). A streamed chunk (TEXT_MESSAGE_CONTENT: three string fields, none of
+ * them null) is the same text as `JSON.stringify` — checked against the encoder in the tests — and
+ * is written so, without the encoder's walk for null optional fields; every other event goes
+ * through the encoder.
+ */
+export function encodeEvent(encoder: AgUiEncoder, event: AgUiEvent): string {
+  if (event.type === "TEXT_MESSAGE_CONTENT") return JSON.stringify(event);
+  // The encoder writes `data: <json>\n\n`.
+  return encoder.encodeSSE(event).slice("data: ".length, -2);
 }
