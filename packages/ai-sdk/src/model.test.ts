@@ -292,6 +292,20 @@ describe("stream", () => {
     };
     expect(await run(false)).toEqual(["answer"]);
     expect(await run(true)).toEqual(["thinking…", "answer"]);
+
+    // A sink that keeps reasoning apart gets it through pushReasoning, the answer through push.
+    const got: string[] = [];
+    const ctx = ExecContext.create({
+      stream: {
+        push: (c) => void got.push(`text:${c}`),
+        pushReasoning: (c) => void got.push(`reasoning:${c}`),
+      },
+    });
+    await createModel(mock({ doStream: { stream: convertArrayToReadableStream(parts) } })).stream(
+      { prompt: "x", reasoning: true },
+      ctx,
+    );
+    expect(got).toEqual(["reasoning:thinking…", "text:answer"]);
   });
 });
 

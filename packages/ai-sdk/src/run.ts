@@ -54,7 +54,7 @@ export async function runGenerate(
 /**
  * One `streamText` call. Text deltas are pushed to `ctx.stream` in order, each push awaited
  * (the sink's backpressure paces the model's stream, which is pulled, not buffered); reasoning
- * only with `reasoning: true`; nothing with structured `output` (its deltas are JSON). The call
+ * only with `reasoning: true` (to the sink's `pushReasoning` when it has one, else as text); nothing with structured `output` (its deltas are JSON). The call
  * settles the moment its signal aborts, even if a push or a tool never returns; nothing is
  * pushed after that.
  */
@@ -89,7 +89,11 @@ export async function runStream(
       if (part.type === "text-delta" || (reasoning && part.type === "reasoning-delta")) {
         if (sink !== null && part.text !== "") {
           try {
-            const pushed = sink.push(part.text);
+            // Reasoning goes apart to a sink that keeps it apart, else with the text as before.
+            const pushed =
+              part.type === "reasoning-delta" && sink.pushReasoning !== undefined
+                ? sink.pushReasoning(part.text)
+                : sink.push(part.text);
             if (pushed !== undefined) await pushed;
           } catch (err) {
             // The reader's own failure: it reaches the caller as it is, not as a model failure.

@@ -119,6 +119,43 @@ describe("toAgUiEvents", () => {
     });
   });
 
+  it("shows the model's reasoning as a reasoning message before the answer's text", async () => {
+    const at = { runId: "r", at: 0, attempt: 1 };
+    const events = await collect(
+      toAgUiEvents(
+        (async function* () {
+          yield { ...at, seq: 1, type: "run.started", data: {} };
+          yield {
+            ...at,
+            seq: 2,
+            type: "output.delta",
+            data: { chunk: "Hmm. ", kind: "reasoning" },
+          };
+          yield { ...at, seq: 3, type: "output.delta", data: { chunk: "Yes.", kind: "reasoning" } };
+          yield { ...at, seq: 4, type: "output.delta", data: { chunk: "Four." } };
+          yield { ...at, seq: 5, type: "run.succeeded", data: { output: "Four." } };
+        })() as AsyncIterable<RunEvent>,
+        ids("r"),
+      ),
+    );
+    expect(types(events)).toEqual([
+      "RUN_STARTED",
+      "REASONING_START",
+      "REASONING_MESSAGE_START",
+      "REASONING_MESSAGE_CONTENT",
+      "REASONING_MESSAGE_CONTENT",
+      "REASONING_MESSAGE_END",
+      "REASONING_END",
+      "TEXT_MESSAGE_START",
+      "TEXT_MESSAGE_CONTENT",
+      "TEXT_MESSAGE_END",
+      "RUN_FINISHED",
+    ]);
+    expect(
+      events.filter((e) => e.type === "REASONING_MESSAGE_CONTENT").map((e) => e.delta),
+    ).toEqual(["Hmm. ", "Yes."]);
+  });
+
   it("writes a non-streaming answer's output as its text", async () => {
     const events = await answer(await agents(), "plain");
     expect(events.find((e) => e.type === "TEXT_MESSAGE_CONTENT")?.delta).toBe("a whole answer");

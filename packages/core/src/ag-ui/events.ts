@@ -55,6 +55,8 @@ export class AgUiMapper {
   readonly #calls = new ToolCalls();
   readonly #steps = new Set<string>();
   #text: string | null = null;
+  /** The open reasoning message's id. */
+  #reasoning: string | null = null;
   #streamed = false;
   #graph = false;
   #state: State | null = null;
@@ -88,7 +90,8 @@ export class AgUiMapper {
       case RunEventType.OUTPUT_DELTA: {
         const chunk = e.data.chunk;
         if (typeof chunk !== "string" || chunk === "") return NONE;
-        this.#write(out, chunk, e.seq);
+        if (e.data.kind === "reasoning") this.#reason(out, chunk, e.seq);
+        else this.#write(out, chunk, e.seq);
         return out;
       }
       case RunEventType.TOOL_STARTED: {
@@ -224,6 +227,7 @@ export class AgUiMapper {
   }
 
   #write(out: AgUiEvent[], delta: string, seq: number): void {
+    this.#closeReasoning(out);
     this.#streamed = true;
     if (this.#text === null) {
       this.#text = `${this.#run}-text-${seq}`;
@@ -232,7 +236,34 @@ export class AgUiMapper {
     out.push({ type: "TEXT_MESSAGE_CONTENT", messageId: this.#text, delta });
   }
 
+  /** A chunk of the model's reasoning: a reasoning message apart from the answer's text. */
+  #reason(out: AgUiEvent[], delta: string, seq: number): void {
+    if (this.#text !== null) {
+      out.push({ type: "TEXT_MESSAGE_END", messageId: this.#text });
+      this.#text = null;
+    }
+    if (this.#reasoning === null) {
+      this.#reasoning = `${this.#run}-reasoning-${seq}`;
+      out.push(
+        { type: "REASONING_START", messageId: this.#reasoning },
+        { type: "REASONING_MESSAGE_START", messageId: this.#reasoning, role: "reasoning" },
+      );
+    }
+    out.push({ type: "REASONING_MESSAGE_CONTENT", messageId: this.#reasoning, delta });
+  }
+
+  #closeReasoning(out: AgUiEvent[]): void {
+    if (this.#reasoning === null) return;
+    out.push(
+      { type: "REASONING_MESSAGE_END", messageId: this.#reasoning },
+      { type: "REASONING_END", messageId: this.#reasoning },
+    );
+    this.#reasoning = null;
+  }
+
+  /** Ends the open text or reasoning message. */
   #closeText(out: AgUiEvent[]): void {
+    this.#closeReasoning(out);
     if (this.#text === null) return;
     out.push({ type: "TEXT_MESSAGE_END", messageId: this.#text });
     this.#text = null;

@@ -17,6 +17,12 @@ import { isTraceSink, type TraceSink } from "./trace-sink.js";
  */
 export interface StreamSink {
   push(chunk: string): void | Promise<void>;
+  /**
+   * A chunk of the model's reasoning, apart from the answer's text (a durable run records it as
+   * an `output.delta` of kind `reasoning`, shown as reasoning parts by the protocol adapters).
+   * Optional: a producer falls back to `push` on a sink without it.
+   */
+  pushReasoning?(chunk: string): void | Promise<void>;
 }
 
 /** Options of {@link ExecContext.create}. */

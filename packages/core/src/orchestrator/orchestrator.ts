@@ -95,6 +95,10 @@ export class Orchestrator {
         const out = responder.formatChunk(chunk, channel, rctx);
         return out === "" ? undefined : outer.push(out);
       },
+      // Reasoning is not the answer: it passes unformatted, to a sink that keeps it apart.
+      ...(outer.pushReasoning === undefined
+        ? {}
+        : { pushReasoning: (chunk: string) => outer.pushReasoning?.(chunk) }),
     };
     const rctx = ctx.fork({ span, stream: sink });
     try {

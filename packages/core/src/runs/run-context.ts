@@ -363,9 +363,13 @@ export class ActiveRun implements RunContext {
     });
   }
 
-  /** Appends an `output.delta` event for a streamed chunk. */
-  async delta(chunk: string): Promise<void> {
-    await this.#write(() => this.#store.append(this.lease, RunEventType.OUTPUT_DELTA, { chunk }));
+  /**
+   * Appends an `output.delta` event for a streamed chunk; a chunk of the model's reasoning has
+   * `kind: "reasoning"`.
+   */
+  async delta(chunk: string, kind: "reasoning" | null = null): Promise<void> {
+    const data: Record<string, JsonValue> = kind === null ? { chunk } : { chunk, kind };
+    await this.#write(() => this.#store.append(this.lease, RunEventType.OUTPUT_DELTA, data));
   }
 
   /** Remembers an error thrown inside the run, with whether a retry can help. */

@@ -228,7 +228,13 @@ export class Runner {
           cancelled: false,
         },
         // Same trace as the enqueuer, current span its `runs.enqueue` span: the run nests there.
-        { stream: { push: (chunk) => active.delta(chunk) }, traceSink: this.#traceSink },
+        {
+          stream: {
+            push: (chunk) => active.delta(chunk),
+            pushReasoning: (chunk) => active.delta(chunk, "reasoning"),
+          },
+          traceSink: this.#traceSink,
+        },
       );
     } catch (err) {
       // A stored context this code cannot read (written by another version, or edited): the run

@@ -18,6 +18,8 @@ export type UIMessageChunk =
   | { readonly type: "start-step" | "finish-step" }
   | { readonly type: "text-start" | "text-end"; readonly id: string }
   | { readonly type: "text-delta"; readonly id: string; readonly delta: string }
+  | { readonly type: "reasoning-start" | "reasoning-end"; readonly id: string }
+  | { readonly type: "reasoning-delta"; readonly id: string; readonly delta: string }
   | { readonly type: "tool-input-start"; readonly toolCallId: string; readonly toolName: string }
   | {
       readonly type: "tool-input-available";
@@ -86,6 +88,8 @@ const NO_CHUNKS: readonly UIMessageChunk[] = Object.freeze([]);
 export class UIChunker {
   readonly #runId: string;
   #text: string | null = null;
+  /** The open reasoning part's id. */
+  #reasoning: string | null = null;
   #inStep = false;
   #streamed = false;
   readonly #calls = new ToolCalls();
@@ -114,7 +118,8 @@ export class UIChunker {
         const chunk = e.data.chunk;
         if (typeof chunk !== "string" || chunk === "") return NO_CHUNKS;
         this.#step(out);
-        this.#write(out, chunk, e.seq);
+        if (e.data.kind === "reasoning") this.#reason(out, chunk, e.seq);
+        else this.#write(out, chunk, e.seq);
         return out;
       }
       case RunEventType.TOOL_STARTED:
@@ -212,6 +217,7 @@ export class UIChunker {
   }
 
   #write(out: UIMessageChunk[], delta: string, seq: number): void {
+    this.#closeReasoning(out);
     this.#streamed = true;
     if (this.#text === null) {
       this.#text = `text-${seq}`;
@@ -220,7 +226,28 @@ export class UIChunker {
     out.push({ type: "text-delta", id: this.#text, delta });
   }
 
+  /** A chunk of the model's reasoning: a reasoning part apart from the answer's text. */
+  #reason(out: UIMessageChunk[], delta: string, seq: number): void {
+    if (this.#text !== null) {
+      out.push({ type: "text-end", id: this.#text });
+      this.#text = null;
+    }
+    if (this.#reasoning === null) {
+      this.#reasoning = `reasoning-${seq}`;
+      out.push({ type: "reasoning-start", id: this.#reasoning });
+    }
+    out.push({ type: "reasoning-delta", id: this.#reasoning, delta });
+  }
+
+  #closeReasoning(out: UIMessageChunk[]): void {
+    if (this.#reasoning === null) return;
+    out.push({ type: "reasoning-end", id: this.#reasoning });
+    this.#reasoning = null;
+  }
+
+  /** Ends the open text or reasoning part. */
   #closeText(out: UIMessageChunk[]): void {
+    this.#closeReasoning(out);
     if (this.#text === null) return;
     out.push({ type: "text-end", id: this.#text });
     this.#text = null;

@@ -243,3 +243,76 @@ describe("answerEvents and writeUIMessageStream", () => {
     }
   });
 });
+
+describe("reasoning", () => {
+  it("shows a model's reasoning as a reasoning part apart from the answer, through the orchestrator and the run", async () => {
+    const queue = new RunQueue({ store: new InMemoryRunStore(), retry: { maxAttempts: 1 } });
+    const orchestrator = new Orchestrator({
+      agents: {
+        thinker: async (_input, ctx) => {
+          // What modelAgent does with `reasoning: true` on a sink that keeps reasoning apart.
+          await ctx.stream?.pushReasoning?.("Let me think. ");
+          await ctx.stream?.pushReasoning?.("Two and two.");
+          await ctx.stream?.push("Four.");
+          return "Four.";
+        },
+      },
+    });
+    const runner = new Runner({
+      queue,
+      handlers: {
+        chat: async (input, ctx) => {
+          const r = await orchestrator.handle(input.message, ctx);
+          return { status: r.status, output: r.text };
+        },
+      },
+    });
+    await runner.start();
+    try {
+      const run = await queue.enqueue({ handler: "chat", input: { message: "2+2?" } });
+      await queue.wait(run.id, { timeoutSeconds: 10 });
+      const events = await collect(queue.events(run.id));
+      expect(
+        events
+          .filter((e) => e.type === "output.delta")
+          .map((e) => [e.data.kind ?? "text", e.data.chunk]),
+      ).toEqual([
+        ["reasoning", "Let me think. "],
+        ["reasoning", "Two and two."],
+        ["text", "Four."],
+      ]);
+      const chunks = (await collect(toUIMessageChunks(queue.events(run.id), { runId: run.id })))
+        .map((m) => m.data)
+        .filter((c) => typeof c === "object" && /^(reasoning|text)-/.test(c.type));
+      expect(chunks).toEqual([
+        { type: "reasoning-start", id: expect.any(String) },
+        { type: "reasoning-delta", id: expect.any(String), delta: "Let me think. " },
+        { type: "reasoning-delta", id: expect.any(String), delta: "Two and two." },
+        { type: "reasoning-end", id: expect.any(String) },
+        { type: "text-start", id: expect.any(String) },
+        { type: "text-delta", id: expect.any(String), delta: "Four." },
+        { type: "text-end", id: expect.any(String) },
+      ]);
+      // The AI SDK's own reader builds a message with a reasoning part and a text part.
+      const { readUIMessageStream } = await import("ai");
+      const stream = new ReadableStream({
+        async start(controller) {
+          for await (const m of toUIMessageChunks(queue.events(run.id), { runId: run.id })) {
+            if (typeof m.data === "object") controller.enqueue(m.data);
+          }
+          controller.close();
+        },
+      });
+      let last: { parts: { type: string; text?: string }[] } | undefined;
+      for await (const message of readUIMessageStream({ stream: stream as never })) {
+        last = message as never;
+      }
+      expect(last?.parts.filter((p) => p.type === "reasoning" || p.type === "text")).toEqual([
+        expect.objectContaining({ type: "reasoning", text: "Let me think. Two and two." }),
+        expect.objectContaining({ type: "text", text: "Four." }),
+      ]);
+    } finally {
+      await runner.stop({ graceSeconds: 0 });
+    }
+  });
+});
