@@ -22,6 +22,11 @@ export type UIMessageChunk =
   | { readonly type: "reasoning-delta"; readonly id: string; readonly delta: string }
   | { readonly type: "tool-input-start"; readonly toolCallId: string; readonly toolName: string }
   | {
+      readonly type: "tool-input-delta";
+      readonly toolCallId: string;
+      readonly inputTextDelta: string;
+    }
+  | {
       readonly type: "tool-input-available";
       readonly toolCallId: string;
       readonly toolName: string;
@@ -271,6 +276,8 @@ export class UIChunker {
     this.#closeText(out);
     const { toolCallId, toolName, input } = call;
     out.push({ type: "tool-input-start", toolCallId, toolName });
+    // Nerva knows a call's input whole: its JSON text is the one delta, then the parsed input.
+    out.push({ type: "tool-input-delta", toolCallId, inputTextDelta: JSON.stringify(input) });
     out.push({ type: "tool-input-available", toolCallId, toolName, input });
   }
 

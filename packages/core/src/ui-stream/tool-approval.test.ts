@@ -49,6 +49,7 @@ describe("UIChunker and a tool call's approval", () => {
     expect(chunks.map((x) => x.type)).toEqual([
       "start-step",
       "tool-input-start",
+      "tool-input-delta",
       "tool-input-available",
       "tool-approval-request",
       "finish-step",
@@ -56,7 +57,7 @@ describe("UIChunker and a tool call's approval", () => {
       "start-step",
       "tool-output-available",
     ]);
-    expect(chunks[3]).toEqual({
+    expect(chunks[4]).toEqual({
       type: "tool-approval-request",
       approvalId: "a1",
       toolCallId: "call_a1",
