@@ -6,11 +6,19 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type Page } from "playwright-core";
-import { build } from "vite";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { answerWords, refundWords } from "../server/demo-agent.js";
 import { startChatWebServer, type ChatWebServer } from "../server/demo-server.js";
+import {
+  answerOn,
+  buildPage,
+  launchChromium,
+  openChat as openOn,
+  recordAnswers,
+  recordedAnswers,
+  send,
+} from "./page-driver.js";
 
 const appDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const dir = mkdtempSync(join(tmpdir(), "nerva-chat-web-"));
@@ -22,13 +30,7 @@ let refunds = 0;
 beforeAll(async () => {
   // The page as `vite build` makes it (into a directory of this test's own).
   const pageDir = join(dir, "page");
-  await build({
-    root: appDir,
-    // What `pnpm build` makes (vitest's NODE_ENV=test would otherwise pick React's dev build).
-    mode: "production",
-    logLevel: "warn",
-    build: { outDir: pageDir, emptyOutDir: true },
-  });
+  await buildPage(appDir, pageDir);
   server = await startChatWebServer({
     dbPath: join(dir, "runs.db"),
     pageDir,
@@ -36,17 +38,7 @@ beforeAll(async () => {
     onRefund: () => refunds++,
   });
   token = (await server.auth.mint("alice", ["customer"])).token;
-  browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {
@@ -55,25 +47,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function openChat(chatId: string): Promise<Page> {
-  const page = await browser.newPage();
-  await page.goto(`${server.url}/?chat=${chatId}&token=${token}`);
-  await page.getByTestId("status").getByText("ready").waitFor();
-  return page;
-}
-
-async function send(page: Page, text: string): Promise<void> {
-  await page.getByTestId("input").fill(text);
-  await page.getByTestId("send").click();
-}
-
-/** The assistant's text on the page. */
-const answerOn = (page: Page): Promise<string> =>
-  page.evaluate(() =>
-    [...document.querySelectorAll('[data-testid="message-assistant"] [data-testid="text"]')]
-      .map((e) => e.textContent ?? "")
-      .join(""),
-  );
+const openChat = (chatId: string): Promise<Page> => openOn(browser, server.url, chatId, token);
 
 /** Waits until the assistant's text on the page passes `test`. */
 async function waitForAnswer(page: Page, test: (text: string) => boolean): Promise<string> {
@@ -95,23 +69,12 @@ async function runOf(chatId: string): Promise<string> {
 describe("the chat page in Chromium", () => {
   it("shows the answer's words as they arrive", { timeout: 30_000 }, async () => {
     const page = await openChat("tokens");
-    await page.evaluate(() => {
-      const seen: string[] = [];
-      (window as unknown as { seen: string[] }).seen = seen;
-      new MutationObserver(() => {
-        const text = [
-          ...document.querySelectorAll('[data-testid="message-assistant"] [data-testid="text"]'),
-        ]
-          .map((e) => e.textContent ?? "")
-          .join("");
-        if (seen.at(-1) !== text) seen.push(text);
-      }).observe(document.body, { subtree: true, childList: true, characterData: true });
-    });
+    await recordAnswers(page);
     await send(page, "hello");
     const full = answerWords("hello").join("");
     await waitForAnswer(page, (t) => t === full);
     await page.getByTestId("status").getByText("ready").waitFor();
-    const seen = await page.evaluate(() => (window as unknown as { seen: string[] }).seen);
+    const seen = await recordedAnswers(page);
     const partial = seen.filter((t) => t !== "" && t !== full);
     // Several updates before the end, each a longer beginning of the answer.
     expect(partial.length).toBeGreaterThanOrEqual(3);

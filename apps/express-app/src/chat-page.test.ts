@@ -12,9 +12,17 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createAuth, createExampleService, type ExampleService } from "@nerva/example-kit";
-import { chromium, type Browser, type Page } from "playwright-core";
-import { build } from "vite";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  answerOn,
+  buildPage,
+  launchChromium,
+  openChat as openOn,
+  recordAnswers,
+  recordedAnswers,
+  send,
+} from "@nerva/chat-web/testing";
 import { CHAT_PAGE_PATH, createApp } from "./app.js";
 
 const chatWebDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "chat-web");
@@ -27,13 +35,7 @@ let browser: Browser;
 
 beforeAll(async () => {
   const pageDir = join(dir, "page");
-  await build({
-    root: chatWebDir,
-    // What `pnpm build` makes (vitest's NODE_ENV=test would otherwise pick React's dev build).
-    mode: "production",
-    logLevel: "warn",
-    build: { outDir: pageDir, emptyOutDir: true },
-  });
+  await buildPage(chatWebDir, pageDir);
   // The example as `node dist/main.js` runs it without a key or REDIS_URL: embedded state, the
   // scripted model.
   service = await createExampleService({}, { log: () => undefined });
@@ -50,17 +52,7 @@ beforeAll(async () => {
     body: JSON.stringify({ user: "alice" }),
   });
   token = ((await minted.json()) as { token: string }).token;
-  browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {
@@ -71,45 +63,18 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function openChat(chatId: string): Promise<Page> {
-  const page = await browser.newPage();
-  await page.goto(`${url}${CHAT_PAGE_PATH}/?chat=${chatId}&token=${token}`);
-  await page.getByTestId("status").getByText("ready").waitFor();
-  return page;
-}
-
-async function send(page: Page, text: string): Promise<void> {
-  await page.getByTestId("input").fill(text);
-  await page.getByTestId("send").click();
-}
-
-const answerOn = (page: Page): Promise<string> =>
-  page.evaluate(() =>
-    [...document.querySelectorAll('[data-testid="message-assistant"] [data-testid="text"]')]
-      .map((e) => e.textContent ?? "")
-      .join(""),
-  );
+const openChat = (chatId: string): Promise<Page> =>
+  openOn(browser, `${url}${CHAT_PAGE_PATH}`, chatId, token);
 
 describe("the chat page on the Express example, in Chromium", () => {
   it("shows the answer's words as they arrive", { timeout: 30_000 }, async () => {
     const page = await openChat("story");
-    await page.evaluate(() => {
-      const seen: string[] = [];
-      (window as unknown as { seen: string[] }).seen = seen;
-      new MutationObserver(() => {
-        const text = [
-          ...document.querySelectorAll('[data-testid="message-assistant"] [data-testid="text"]'),
-        ]
-          .map((e) => e.textContent ?? "")
-          .join("");
-        if (seen.at(-1) !== text) seen.push(text);
-      }).observe(document.body, { subtree: true, childList: true, characterData: true });
-    });
+    await recordAnswers(page);
     await send(page, "Tell me a story");
     await page.getByTestId("status").getByText("ready").waitFor();
     const full = await answerOn(page);
     expect(full).toMatch(/^Once upon a time an agent answered every request on time/);
-    const seen = await page.evaluate(() => (window as unknown as { seen: string[] }).seen);
+    const seen = await recordedAnswers(page);
     const partial = seen.filter((t) => t !== "" && t !== full);
     // story_agent's words one by one: several longer beginnings of the answer before its end.
     expect(partial.length).toBeGreaterThanOrEqual(3);
