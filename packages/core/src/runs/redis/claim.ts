@@ -1,91 +1,62 @@
-import type { Job } from "bullmq";
 import type { ClaimRequest, ClaimedRun } from "../store.js";
 import { claimRun } from "../transitions.js";
-import { RunStatus, isFinalStatus, type RunRecord } from "../types.js";
-import type { RedisRecords } from "./records.js";
+import { RunStatus, type RunRecord } from "../types.js";
+import type { FastClaim, RedisRecords } from "./records.js";
 
-/** What this process holds of a run it claimed: the record as written, and the BullMQ job. */
+/** What this process holds of a run it claimed: the record as written, and its version. */
 export interface Held {
   run: RunRecord;
   v: number;
-  readonly job: Job;
-  readonly token: string;
+}
+
+/** A claim as the store answers it, and what this process keeps of it. */
+export interface Taken {
+  readonly claimed: ClaimedRun;
+  readonly held: Held;
+}
+
+/** The claim of a run the claim script claimed. */
+export function takenFrom(fast: FastClaim, workerId: string): Taken {
+  return {
+    held: { run: fast.run, v: fast.v },
+    claimed: {
+      run: fast.run,
+      lease: { runId: fast.run.id, workerId, fence: fast.run.fence },
+      steps: fast.steps,
+      inputs: fast.inputs,
+      checkpoint: fast.checkpoint,
+    },
+  };
 }
 
 /**
- * Turns a delivered job into a claimed run, or disposes of it and answers `null`. The record
- * decides, not the job: a job whose record is not written yet waits (up to `orphanSeconds`), one
- * for a run that is final, paused or delivered by a newer job is dropped, one that came early
- * goes back to the delayed set.
+ * The read-and-write path of a claim, for a run the claim script named but left to the caller: a
+ * running run whose lease lapsed (reclaimed, or failed once past its `maxReclaims`), or a pending
+ * record written before the record split. The record decides: a run it shows not claimable has
+ * its queue entries put right (a pruned run's removed, a stale score rewritten), so the script
+ * does not name it again; a write that loses a race answers `null` and the caller looks again.
  */
-export async function takeJob(
+export async function claimChecked(
   records: RedisRecords,
-  job: Job,
-  token: string,
+  runId: string,
   request: ClaimRequest,
-  orphanSeconds: number,
-): Promise<{ claimed: ClaimedRun; held: Held } | null> {
-  const runId = (job.data as { runId?: string }).runId ?? "";
-  const leaseMs = Math.round(request.leaseSeconds * 1000);
-  // The common case (a pending, due run of this job) in one script; any other, read and decide.
-  const fast = await records.claimFast(
-    runId,
-    request.queue,
-    job.id ?? "",
-    request.workerId,
-    leaseMs,
-    Date.now(),
-  );
-  if (fast !== null) {
-    return {
-      held: { run: fast.run, v: fast.v, job, token },
-      claimed: {
-        run: fast.run,
-        lease: { runId, workerId: request.workerId, fence: fast.run.fence },
-        steps: fast.steps,
-        inputs: fast.inputs,
-        checkpoint: fast.checkpoint,
-      },
-    };
-  }
-  const { run, v, job: current, steps, inputs, checkpoint } = await records.readForClaim(runId);
-  const drop = () => job.moveToCompleted(null, token, false).catch(() => undefined);
-  if (run === null) {
-    const age = Date.now() - job.timestamp;
-    if (age > orphanSeconds * 1000) await drop();
-    else
-      await job
-        .moveToDelayed(Date.now() + Math.min(5_000, 100 + age), token)
-        .catch(() => undefined);
-    return null;
-  }
+  leaseMs: number,
+): Promise<Taken | null> {
+  const { run, v, steps, inputs, checkpoint } = await records.readForClaim(runId);
   const now = Date.now();
-  if (current !== job.id || isFinalStatus(run.status) || run.status === RunStatus.PAUSED) {
-    await drop();
-    return null;
-  }
-  if (run.status === RunStatus.PENDING && run.availableAt > now) {
-    await job.moveToDelayed(run.availableAt, token).catch(() => undefined);
-    return null;
-  }
-  if (run.status === RunStatus.RUNNING && run.lease !== null && run.lease.expiresAt > now) {
-    // BullMQ saw the lock lapse before the record's lease did: look again when the lease ends.
-    await job.moveToDelayed(run.lease.expiresAt + 1, token).catch(() => undefined);
+  const claimable =
+    run !== null &&
+    ((run.status === RunStatus.PENDING && run.availableAt <= now) ||
+      (run.status === RunStatus.RUNNING && run.lease !== null && run.lease.expiresAt <= now));
+  if (!claimable) {
+    await records.reindex(runId, request.queue, run);
     return null;
   }
   const t = claimRun(run, request.workerId, leaseMs, now);
   const [code, nv] = await records.commit(t.run, v, t.events, { kind: "" });
-  if (code !== 1) {
-    // Someone changed the record in between (a cancel, a resume): let BullMQ deliver again.
-    await job.moveToDelayed(Date.now() + 10, token).catch(() => undefined);
-    return null;
-  }
-  if (!t.claimed) {
-    await drop();
-    return null;
-  }
+  if (code !== 1 || !t.claimed) return null;
   return {
-    held: { run: t.run, v: Number(nv), job, token },
+    held: { run: t.run, v: Number(nv) },
     claimed: {
       run: t.run,
       lease: { runId, workerId: request.workerId, fence: t.run.fence },

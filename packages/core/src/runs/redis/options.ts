@@ -1,7 +1,6 @@
 import type { Redis, RedisOptions } from "ioredis";
 import { z } from "zod";
 import { requireOptional } from "../../internal/optional-dependency.js";
-import type { BullModule } from "./delivery.js";
 
 export const RedisRunStoreOptionsSchema = z
   .object({
@@ -9,16 +8,11 @@ export const RedisRunStoreOptionsSchema = z
     url: z.string().min(1).default("redis://127.0.0.1:6379"),
     /** ioredis options (host, port, password, tls, ...), instead of `url`. */
     connection: z.record(z.string(), z.unknown()).optional(),
-    /** Prefix of every key this store writes (BullMQ's keys go under `<prefix>:bull`). */
+    /** Prefix of every key this store writes. */
     prefix: z
       .string()
       .regex(/^[A-Za-z0-9_.:-]{1,64}$/, "must be 1-64 letters, digits, '_', '.', ':' or '-'")
       .default("nerva"),
-    /**
-     * How long a BullMQ job may wait for its run record before it is dropped as an orphan
-     * (an enqueue that died between its two writes).
-     */
-    orphanSeconds: z.number().positive().max(3600).default(60),
   })
   .strict();
 /** Options of {@link RedisRunStore}. */
@@ -27,19 +21,15 @@ export type RedisRunStoreOptions = z.input<typeof RedisRunStoreOptionsSchema>;
 type IORedisCtor = new (...args: unknown[]) => Redis;
 
 /**
- * Loads the optional packages (NervaError MISSING_DEPENDENCY naming the one that is missing) and
+ * Loads the optional package ioredis (NervaError MISSING_DEPENDENCY when it is missing) and
  * opens the store's command connection from `url` or `connection`.
  */
-export function openRedis(options: z.output<typeof RedisRunStoreOptionsSchema>): {
-  redis: Redis;
-  bull: BullModule;
-} {
+export function openRedis(options: z.output<typeof RedisRunStoreOptionsSchema>): Redis {
   const IORedis = requireOptional<{ default?: IORedisCtor } & IORedisCtor>(
     "ioredis",
     "RedisRunStore",
-    "ioredis@^5 bullmq@^6",
+    "ioredis@^5",
   );
-  const bull = requireOptional<BullModule>("bullmq", "RedisRunStore", "bullmq@^6 ioredis@^5");
   const Ctor = (IORedis.default ?? IORedis) as IORedisCtor;
   const base: RedisOptions = { maxRetriesPerRequest: 3, lazyConnect: false };
   const redis =
@@ -47,5 +37,5 @@ export function openRedis(options: z.output<typeof RedisRunStoreOptionsSchema>):
       ? new Ctor(options.url, base)
       : new Ctor({ ...base, ...options.connection });
   redis.on("error", () => undefined);
-  return { redis, bull };
+  return redis;
 }

@@ -8,19 +8,16 @@ import { changingJson, fixedJson, parseRecord } from "./record-fields.js";
 import { CLAIM_LUA, COMMIT_LUA, PRUNE_LUA, READ_EVENTS_LUA, redisKey } from "./scripts.js";
 import { toUnavailable } from "./unavailable.js";
 
-/** A record as read, with its version (for compare-and-set) and the id of its BullMQ job. */
+/** A record as read, with its version (for compare-and-set). */
 export interface Loaded {
   readonly run: RunRecord;
   readonly v: number;
-  readonly job: string | null;
 }
 
 /** What a claim reads of a run in one round trip; `run` is `null` when there is no record. */
 export interface ClaimRead {
   readonly run: RunRecord | null;
   readonly v: number;
-  /** The run's current BullMQ job id as stored (a delivered job with another id is stale). */
-  readonly job: unknown;
   readonly steps: Map<string, string>;
   readonly inputs: Map<string, string>;
   readonly checkpoint: string | null;
@@ -32,7 +29,17 @@ export type Op =
   | { kind: "step" | "input" | "checkpoint"; key: string; value: string }
   | { kind: "create"; idem: string | null };
 
-/** What the claim script answers when it claimed the run (see CLAIM_LUA). */
+/**
+ * What the claim script answers (see CLAIM_LUA): a run it claimed; a candidate for the caller to
+ * read and decide (`check`: a lapsed lease, or a record the script leaves to the slow path); or
+ * nothing due, with the earliest time something will be (`next`, epoch ms) when known.
+ */
+export type ClaimAnswer =
+  | ({ readonly kind: "claimed" } & FastClaim)
+  | { readonly kind: "check"; readonly runId: string }
+  | { readonly kind: "none"; readonly next: number | null };
+
+/** A run the claim script claimed. */
 export interface FastClaim {
   readonly run: RunRecord;
   readonly v: number;
@@ -57,7 +64,7 @@ function pairs(flat: unknown): Map<string, string> {
  * record, its index scores, the extra write and the new events.
  */
 export class RedisRecords {
-  /** The command connection (the store's own; pub/sub and BullMQ use duplicates of it). */
+  /** The command connection (the store's own; pub/sub and the claims' blocking wait use duplicates of it). */
   readonly redis: Redis;
   readonly prefix: string;
 
@@ -65,7 +72,7 @@ export class RedisRecords {
     this.redis = redis;
     this.prefix = prefix;
     redis.defineCommand("nervaCommit", { numberOfKeys: 1, lua: COMMIT_LUA });
-    redis.defineCommand("nervaClaim", { numberOfKeys: 1, lua: CLAIM_LUA });
+    redis.defineCommand("nervaClaim", { numberOfKeys: 0, lua: CLAIM_LUA });
     redis.defineCommand("nervaPrune", { numberOfKeys: 0, lua: PRUNE_LUA });
     redis.defineCommand("nervaReadEvents", { numberOfKeys: 2, lua: READ_EVENTS_LUA });
   }
@@ -75,14 +82,14 @@ export class RedisRecords {
   }
 
   async load(runId: string): Promise<Loaded | null> {
-    const [fix, doc, v, job, claim] = (await this.redis
-      .hmget(this.key("run", runId), "fix", "doc", "v", "job", "claim")
+    const [fix, doc, v, claim] = (await this.redis
+      .hmget(this.key("run", runId), "fix", "doc", "v", "claim")
       .catch((e: unknown) => {
         throw toUnavailable(e);
       })) as (string | null)[];
     const run = parseRecord(fix, doc, claim);
     if (run === null || v === null || v === undefined) return null;
-    return { run, v: Number(v), job: job ?? null };
+    return { run, v: Number(v) };
   }
 
   /**
@@ -94,11 +101,10 @@ export class RedisRecords {
     expected: number | null,
     events: Transition["events"],
     op: Op,
-    job: string | null = null,
   ): Promise<[number, string | number | undefined]> {
-    const answer = await this.#commit(run, expected, events, op, job, expected === null);
+    const answer = await this.#commit(run, expected, events, op, expected === null);
     if (answer[0] !== 4) return answer;
-    return this.#commit(run, expected, events, op, job, true);
+    return this.#commit(run, expected, events, op, true);
   }
 
   async #commit(
@@ -106,7 +112,6 @@ export class RedisRecords {
     expected: number | null,
     events: Transition["events"],
     op: Op,
-    job: string | null,
     withFixed: boolean,
   ): Promise<[number, string | number | undefined]> {
     const args: (string | number)[] = [
@@ -121,7 +126,7 @@ export class RedisRecords {
       run.status === RunStatus.PENDING ? run.availableAt : "",
       run.status === RunStatus.RUNNING && run.lease !== null ? run.lease.expiresAt : "",
       run.finishedAt ?? "",
-      job ?? "",
+      run.priority,
       op.kind === "create" ? "" : op.kind,
       op.kind === "" || op.kind === "create" ? "" : op.key,
       op.kind === "" || op.kind === "create" ? "" : op.value,
@@ -160,7 +165,6 @@ export class RedisRecords {
     apply: (run: RunRecord) => Transition,
     options: {
       op?: Op | (() => Op);
-      job?: string | null;
       held?: { run: RunRecord; v: number };
       missing: () => NervaError;
     },
@@ -172,7 +176,7 @@ export class RedisRecords {
       const t = apply(current.run);
       if (t.events.length === 0 && t.run === current.run) return { t, v: current.v };
       const op = typeof options.op === "function" ? options.op() : (options.op ?? { kind: "" });
-      const [code, value] = await this.commit(t.run, current.v, t.events, op, options.job ?? null);
+      const [code, value] = await this.commit(t.run, current.v, t.events, op);
       if (code === 1) return { t, v: Number(value) };
       if (code === 2) return { t, v: current.v, existing: String(value) };
       if (code === -1) throw options.missing();
@@ -188,18 +192,15 @@ export class RedisRecords {
   }
 
   /**
-   * Claims run `runId`, delivered by job `jobId`, with the claim script: the claimed record (as
-   * `claimRun` makes it) with its steps, answers and checkpoint, or `null` when the run is not
-   * a pending, due run of that job (the caller reads it and decides).
+   * Runs the claim script for `queue` (see CLAIM_LUA): the run it claimed for `workerId` (as
+   * `claimRun` makes it) with its steps, answers and checkpoint, a candidate to decide, or none.
    */
-  async claimFast(
-    runId: string,
+  async claimNext(
     queue: string,
-    jobId: string,
     workerId: string,
     leaseMs: number,
     now: number,
-  ): Promise<FastClaim | null> {
+  ): Promise<ClaimAnswer> {
     let answer: unknown[];
     try {
       const claim = (
@@ -207,35 +208,62 @@ export class RedisRecords {
       ).nervaClaim;
       answer = await claim.call(
         this.redis,
-        this.key("run", runId),
         this.prefix,
-        runId,
         queue,
-        jobId,
+        now,
         JSON.stringify(workerId),
         now + leaseMs,
-        now,
       );
     } catch (err) {
       throw toUnavailable(err);
     }
-    if (answer[0] !== 1) return null;
-    const stored = parseRecord(answer[3], answer[2], null)!;
+    if (answer[0] === 0) {
+      return { kind: "none", next: answer[1] === "" ? null : Number(answer[1]) };
+    }
+    if (answer[0] === 2) return { kind: "check", runId: String(answer[1]) };
+    const stored = parseRecord(answer[4], answer[3], null)!;
     return {
+      kind: "claimed",
       run: claimRun(stored, workerId, leaseMs, now).run,
-      v: Number(answer[1]),
-      steps: pairs(answer[4]),
-      inputs: pairs(answer[5]),
-      checkpoint: typeof answer[6] === "string" ? answer[6] : null,
+      v: Number(answer[2]),
+      steps: pairs(answer[5]),
+      inputs: pairs(answer[6]),
+      checkpoint: typeof answer[7] === "string" ? answer[7] : null,
     };
   }
 
-  /** The record, version, job, steps, answers and checkpoint a claim needs, in one round trip. */
+  /**
+   * Puts run `runId`'s entries in the claim indexes of `queue` right by its record (`null`: the
+   * run is gone): a pending run sits in its queue at its due time, a running one in act at its
+   * lease expiry, any other in neither. Only for an entry the claim script found wrong.
+   */
+  async reindex(runId: string, queue: string, run: RunRecord | null): Promise<void> {
+    const pend = this.key("pend", queue);
+    const pdl = this.key("pdl", queue);
+    const prq = this.key("prq", queue);
+    const act = this.key("act", queue);
+    const pipeline = this.redis.pipeline();
+    if (run?.status === RunStatus.PENDING) {
+      pipeline.zrem(act, runId);
+      if (run.priority === 0) pipeline.zadd(pend, run.availableAt, runId);
+      else pipeline.zrem(pend, runId).zrem(prq, runId).zadd(pdl, run.availableAt, runId);
+    } else {
+      pipeline.zrem(pend, runId).zrem(pdl, runId).zrem(prq, runId);
+      if (run?.status === RunStatus.RUNNING && run.lease !== null) {
+        pipeline.zadd(act, run.lease.expiresAt, runId);
+      } else pipeline.zrem(act, runId);
+    }
+    await pipeline.exec().catch((e: unknown) => {
+      throw toUnavailable(e);
+    });
+  }
+
+  /** The record, version, steps, answers and checkpoint a claim needs, in one round trip. */
   async readForClaim(runId: string): Promise<ClaimRead> {
     const rk = this.key("run", runId);
     const answers = ((await this.redis
       .pipeline([
-        ["hmget", rk, "fix", "doc", "v", "job", "claim"],
+        ["hmget", rk, "fix", "doc", "v", "claim"],
         ["hgetall", this.key("steps", runId)],
         ["hgetall", this.key("in", runId)],
         ["get", this.key("cp", runId)],
@@ -245,11 +273,10 @@ export class RedisRecords {
         throw toUnavailable(e);
       })) ?? []) as [unknown, unknown][];
     const [fields, steps, inputs, checkpoint] = answers.map((a) => a[1]);
-    const [fix, doc, v, job, claim] = (fields as unknown[] | undefined) ?? [];
+    const [fix, doc, v, claim] = (fields as unknown[] | undefined) ?? [];
     return {
       run: parseRecord(fix, doc, claim),
       v: Number(v),
-      job,
       steps: new Map(Object.entries((steps as Record<string, string> | null) ?? {})),
       inputs: new Map(Object.entries((inputs as Record<string, string> | null) ?? {})),
       checkpoint: typeof checkpoint === "string" ? checkpoint : null,

@@ -332,7 +332,7 @@ describe("RedisRunStore options", () => {
 });
 
 describe("RedisRunStore without its optional packages", () => {
-  it.each(["bullmq", "ioredis"])("throws MISSING_DEPENDENCY naming %s", async (name) => {
+  it.each(["ioredis"])("throws MISSING_DEPENDENCY naming %s", async (name) => {
     const hook = fileURLToPath(
       new URL("../../../test/fixtures/hide-required-packages.mjs", import.meta.url),
     );

@@ -1,9 +1,8 @@
 // The RunStore on Redis. This file holds the RunStore methods and the leases this process holds;
 // each seam has a file of its own: options.ts (options, opening the connection), records.ts
 // (reading records, compare-and-set writes), scripts.ts (the Lua and the key layout),
-// delivery.ts (BullMQ queues, workers, the sweep), claim.ts (a delivered job becomes a claim),
+// delivery.ts (claims and the wait for a run), claim.ts (the read-and-write path of a claim),
 // tails.ts (pub/sub: event waiters, cancel watchers), unavailable.ts (connection errors).
-import type { Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { z } from "zod";
 import { ErrorCode, NervaError, parseOrThrow } from "../../errors.js";
@@ -46,8 +45,8 @@ import {
   type RunPause,
   type RunRecord,
 } from "../types.js";
-import { takeJob, type Held } from "./claim.js";
-import { RedisDelivery, jobIdFor } from "./delivery.js";
+import type { Held } from "./claim.js";
+import { RedisDelivery } from "./delivery.js";
 import { RedisRunStoreOptionsSchema, openRedis, type RedisRunStoreOptions } from "./options.js";
 import { RedisRecords, type Op } from "./records.js";
 import { RedisTails } from "./tails.js";
@@ -55,11 +54,11 @@ import { RedisTails } from "./tails.js";
 export { RedisRunStoreOptionsSchema, type RedisRunStoreOptions } from "./options.js";
 
 /**
- * A {@link RunStore} on Redis with BullMQ 6 delivering the runs (its delayed set holds backoffs
- * and `delaySeconds`, its priorities order claims, its job lock is the lease and its stalled
- * checker hands a dead worker's runs to another). Records (each with its run's events), steps,
- * answers and checkpoints live under `prefix`, written by a compare-and-set Lua script, so a
- * worker whose lease was taken over cannot write. Needs the optional packages `bullmq` and `ioredis`.
+ * A {@link RunStore} on Redis. Records (each with its run's events), steps, answers and
+ * checkpoints live under `prefix`, written by a compare-and-set Lua script, so a worker whose
+ * lease was taken over cannot write; the same script keeps the queue (due runs by priority and
+ * due time, delayed ones until due, running ones by lease expiry), so a claim is one script and a
+ * dead worker's runs are reclaimed when their lease lapses. Needs the optional package `ioredis`.
  *
  * The server must keep what it is given: `maxmemory-policy noeviction` and AOF persistence
  * (see docs/scaling-out.md).
@@ -70,10 +69,7 @@ export { RedisRunStoreOptionsSchema, type RedisRunStoreOptions } from "./options
  */
 export class RedisRunStore implements RunStore {
   readonly prefix: string;
-  /**
-   * A claim is one script (the job comes with the previous finish, or from one blocking fetch at
-   * a time): a Runner overlaps as many as it has slots, as BullMQ's own workers do.
-   */
+  /** A claim is one script: a Runner overlaps as many as it has slots. */
   readonly claimConcurrency = Infinity;
   readonly #options: z.output<typeof RedisRunStoreOptionsSchema>;
   readonly #redis: Redis;
@@ -92,11 +88,10 @@ export class RedisRunStore implements RunStore {
       'Pass { url?: "redis://127.0.0.1:6379", connection?: ioredis options, prefix?: string }.',
     );
     this.prefix = this.#options.prefix;
-    const { redis, bull } = openRedis(this.#options);
-    this.#redis = redis;
+    this.#redis = openRedis(this.#options);
     const closed = (): boolean => this.#closed;
     this.#records = new RedisRecords(this.#redis, this.prefix);
-    this.#delivery = new RedisDelivery(bull, this.#records, closed);
+    this.#delivery = new RedisDelivery(this.#records, closed);
     this.#tails = new RedisTails(this.#records, closed);
   }
 
@@ -104,38 +99,17 @@ export class RedisRunStore implements RunStore {
 
   async create(init: NewRun): Promise<{ run: RunRecord; created: boolean }> {
     const t = createRun(init, Date.now());
-    const job = init.id;
-    const commit = this.#records.commit(
-      t.run,
-      null,
-      t.events,
-      { kind: "create", idem: init.idempotencyKey },
-      job,
-    );
-    // A run that starts paused has nothing to deliver until it is resumed.
-    const deliver = init.pause === undefined;
-    if (init.idempotencyKey === null) {
-      // Nothing to refuse: the job goes out in the same tick, on the same connection, behind the
-      // record (Redis runs them in order), so an enqueue costs one round trip. A job whose
-      // record write failed finds no record and is dropped as an orphan.
-      const [[code]] = await Promise.all([
-        commit,
-        deliver ? this.#delivery.addJob(t.run, job) : undefined,
-      ]);
-      if (code !== 1) {
-        throw new NervaError(ErrorCode.INTERNAL, `Run id ${init.id} already exists.`);
-      }
-      return { run: t.run, created: true };
-    }
-    const [code, value] = await commit;
+    // One script writes the record and puts the run in its queue (a paused one in none).
+    const [code, value] = await this.#records.commit(t.run, null, t.events, {
+      kind: "create",
+      idem: init.idempotencyKey,
+    });
     if (code === 3) {
       const other = await this.#records.load(String(value));
       if (other !== null) return { run: other.run, created: false };
       return this.create(init);
     }
     if (code !== 1) throw new NervaError(ErrorCode.INTERNAL, `Run id ${init.id} already exists.`);
-    // The record is the truth; a job lost here (crash) is re-added by the sweep.
-    if (deliver) await this.#delivery.addJob(t.run, job);
     return { run: t.run, created: true };
   }
 
@@ -154,18 +128,10 @@ export class RedisRunStore implements RunStore {
       ...(before === null ? {} : { held: { run: before.run, v: before.v } }),
     });
     if (t.run.cancelRequested) await this.#tails.publishCancel(runId);
-    if (t.run.status === RunStatus.CANCELLED && before?.job) {
-      // Best effort: a job left behind is dropped when claimed (its run is final).
-      await this.#delivery
-        .queue(t.run.queue)
-        .remove(before.job)
-        .catch(() => undefined);
-    }
     return t.run;
   }
 
   async resume(runId: string, key: string | null, value: string): Promise<RunRecord> {
-    const job = jobIdFor(runId);
     let answered = "";
     const { t } = await this.#records.mutate(
       runId,
@@ -175,11 +141,9 @@ export class RedisRunStore implements RunStore {
       },
       {
         missing: () => runNotFound(runId),
-        job,
         op: () => ({ kind: "input", key: answered, value }),
       },
     );
-    await this.#delivery.addJob(t.run, job);
     return t.run;
   }
 
@@ -195,20 +159,11 @@ export class RedisRunStore implements RunStore {
       const read = await this.#records.readForClaim(runId);
       if (read.run === null) throw runNotFound(runId);
       answers = read.inputs;
-      const { run, v, job } = read;
+      const { run, v } = read;
       const t = finishPendingRun(run, () => outcome(answers, run), Date.now());
       if (t.events.length === 0) return { run, answers };
       const [code] = await this.#records.commit(t.run, v, t.events, { kind: "" });
-      if (code === 1) {
-        if (typeof job === "string" && job !== "") {
-          // Best effort: a job left behind is dropped when claimed (its run is final).
-          await this.#delivery
-            .queue(t.run.queue)
-            .remove(job)
-            .catch(() => undefined);
-        }
-        return { run: t.run, answers };
-      }
+      if (code === 1) return { run: t.run, answers };
       if (code === -1) throw runNotFound(runId);
     }
     throw new NervaError(
@@ -221,12 +176,9 @@ export class RedisRunStore implements RunStore {
   }
 
   async redrive(runId: string): Promise<RunRecord> {
-    const job = jobIdFor(runId);
     const { t } = await this.#records.mutate(runId, (run) => redriveRun(run, Date.now()), {
       missing: () => runNotFound(runId),
-      job,
     });
-    await this.#delivery.addJob(t.run, job);
     return t.run;
   }
 
@@ -262,11 +214,7 @@ export class RedisRunStore implements RunStore {
 
   async claim(request: ClaimRequest): Promise<ClaimedRun | null> {
     if (this.#closed) throw closedStore();
-    return this.#delivery.claim(request, (job, token) => this.#take(job, token, request));
-  }
-
-  async #take(job: Job, token: string, request: ClaimRequest): Promise<ClaimedRun | null> {
-    const taken = await takeJob(this.#records, job, token, request, this.#options.orphanSeconds);
+    const taken = await this.#delivery.claim(request);
     if (taken === null) return null;
     this.#held.set(taken.claimed.lease.runId, taken.held);
     return taken.claimed;
@@ -297,15 +245,11 @@ export class RedisRunStore implements RunStore {
   }
 
   async heartbeat(lease: LeaseRef, leaseSeconds: number): Promise<{ cancelRequested: boolean }> {
-    const held = this.#holder(lease);
     const leaseMs = Math.round(leaseSeconds * 1000);
-    const [{ t }] = await Promise.all([
-      this.#leased(lease, (run) => ({
-        run: heartbeatRun(run, lease, leaseMs, Date.now()),
-        events: [],
-      })),
-      held.job.extendLock(held.token, leaseMs).catch(() => 0),
-    ]);
+    const { t } = await this.#leased(lease, (run) => ({
+      run: heartbeatRun(run, lease, leaseMs, Date.now()),
+      events: [],
+    }));
     return { cancelRequested: t.run.cancelRequested };
   }
 
@@ -347,76 +291,35 @@ export class RedisRunStore implements RunStore {
     );
   }
 
-  async pause(lease: LeaseRef, pause: RunPause): Promise<RunRecord> {
-    return this.#end(
-      lease,
-      (run) => pauseRun(run, lease, pause, Date.now()),
-      (h, run) => this.#delivery.completeAndFetch(h.job, h.token, run.queue),
-      true,
-    );
+  pause(lease: LeaseRef, pause: RunPause): Promise<RunRecord> {
+    return this.#end(lease, (run) => pauseRun(run, lease, pause, Date.now()));
   }
 
-  async finish(lease: LeaseRef, outcome: RunOutcome): Promise<RunRecord> {
-    return this.#end(
-      lease,
-      (run) => finishRun(run, lease, outcome, Date.now()),
-      (h, run) => this.#delivery.completeAndFetch(h.job, h.token, run.queue),
-      true,
-    );
+  finish(lease: LeaseRef, outcome: RunOutcome): Promise<RunRecord> {
+    return this.#end(lease, (run) => finishRun(run, lease, outcome, Date.now()));
   }
 
-  async retry(lease: LeaseRef, delaySeconds: number, error: RunError): Promise<RunRecord> {
+  retry(lease: LeaseRef, delaySeconds: number, error: RunError): Promise<RunRecord> {
     const delayMs = Math.round(delaySeconds * 1000);
-    return this.#end(
-      lease,
-      (run) => retryRun(run, lease, delayMs, error, Date.now()),
-      (h, run) =>
-        run.status === RunStatus.PENDING
-          ? h.job.moveToDelayed(run.availableAt, h.token)
-          : h.job.moveToCompleted(null, h.token, false),
-    );
+    return this.#end(lease, (run) => retryRun(run, lease, delayMs, error, Date.now()));
   }
 
-  async release(lease: LeaseRef): Promise<RunRecord> {
-    return this.#end(
-      lease,
-      (run) => releaseRun(run, lease, Date.now()),
-      (h, run) =>
-        run.status === RunStatus.PENDING
-          ? h.job.moveToWait(h.token)
-          : h.job.moveToCompleted(null, h.token, false),
-    );
+  release(lease: LeaseRef): Promise<RunRecord> {
+    return this.#end(lease, (run) => releaseRun(run, lease, Date.now()));
   }
 
-  /**
-   * A write that ends this worker's hold: the record (the truth) and the job's move. A move that
-   * does not depend on the outcome (`together`: finish and pause complete the job whatever the
-   * record says) goes out with the record write, one round trip for both; the others follow it.
-   * Either order is safe: a refused write (LEASE_LOST) means another worker holds the job under
-   * its own lock, so this worker's move fails; a move that fails or never ran leaves a job that
-   * stalls or comes back, and its claim drops it (the run is no longer claimable) or delays it
-   * to the run's due time; a record left running with its job gone is found by the sweep.
-   */
-  async #end(
-    lease: LeaseRef,
-    apply: (run: RunRecord) => Transition,
-    move: (held: Held, run: RunRecord) => Promise<unknown>,
-    together = false,
-  ): Promise<RunRecord> {
-    const held = this.#holder(lease);
-    const moving = together ? move(held, held.run).catch(() => undefined) : null;
+  /** A write that ends this worker's hold; the same script puts the run back in its queue or not. */
+  async #end(lease: LeaseRef, apply: (run: RunRecord) => Transition): Promise<RunRecord> {
     const { t } = await this.#leased(lease, apply);
     this.#held.delete(lease.runId);
-    await (moving ?? move(held, t.run).catch(() => undefined));
     return t.run;
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#delivery.stop();
+    this.#delivery.close();
     this.#tails.wakeAll();
-    await this.#delivery.close();
     this.#tails.close();
     await this.#redis.quit().catch(() => this.#redis.disconnect());
   }

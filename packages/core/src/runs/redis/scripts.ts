@@ -6,7 +6,7 @@
 //   p:run:<id>              hash: fix (JSON of the record's fields that never change, written
 //                           once at creation), doc (JSON of the others; a record written before
 //                           the split holds the whole record in doc and has no fix and no fx),
-//                           fx ("1": fix is written), v (version), status, seq, job, idem, the
+//                           fx ("1": fix is written), v (version), status, seq, pri, idem, the
 //                           run's events as #<seq> (event JSON; one field each, never rewritten), and
 //                           what the claim script needs without parsing doc: fence, att
 //                           (attempt), avail (availableAt), ca (createdAt), nx ("1" while the
@@ -22,10 +22,15 @@
 //   p:st:<queue>:<status>   zset of the queue's runs of that status by createdAt (a list of all
 //                           statuses merges them); runs written before that change are also in
 //                           p:list:<queue>, which pruning still cleans
-//   p:pend:<queue>          zset of pending runs by availableAt; p:act:<queue> running runs by
-//                           lease expiry; p:fin:<queue> final runs by finishedAt
+//   p:pend:<queue>          zset of pending runs of priority 0 by availableAt: the queue itself
+//   p:pdl:<queue>           zset of pending runs of priority > 0 not yet due, by availableAt
+//   p:prq:<queue>           zset of due runs of priority > 0, by priority * 2^32 + the order they
+//                           fell due (p:pseq:<queue> counts it); a claim moves them from pdl
+//   p:act:<queue>           zset of running runs by lease expiry (a lapsed one is reclaimed)
+//   p:fin:<queue>           zset of final runs by finishedAt
+//   p:mark:<queue>          zset holding one member while there may be a run to claim: written
+//                           with every pending run, popped by a waiting claim (BZPOPMIN)
 //   p:cancel                channel of cancel requests (message: the run id)
-//   p:bull:...              BullMQ's own keys
 
 /** The key `<prefix>:<parts...>` (see the layout above). */
 export function redisKey(prefix: string, ...parts: string[]): string {
@@ -36,7 +41,7 @@ export function redisKey(prefix: string, ...parts: string[]): string {
  * Applies one transition. KEYS[1]: the run hash. ARGV: 1 prefix, 2 run id, 3 queue,
  * 4 expected version ("" for a new run), 5 record JSON, 6 status, 7 last seq, 8 createdAt,
  * 9 pending score (availableAt) or "", 10 running score (lease expiry) or "", 11 finishedAt or "",
- * 12 BullMQ job id to record or "", 13 op ("", step, input, checkpoint), 14 op key, 15 op value,
+ * 12 priority, 13 op ("", step, input, checkpoint), 14 op key, 15 op value,
  * 16 idempotency key name or "", 17 fence, 18 attempt, 19 availableAt, 20 fixed fields JSON
  * or "" (sent at creation, and to a record written before the split), 21 event count, then
  * (seq, event JSON) pairs. ARGV[5] holds the fields that change (record-fields.ts): written, it
@@ -67,7 +72,7 @@ local h = {'doc', ARGV[5], 'v', (tonumber(v) or 0) + 1, 'status', ARGV[6], 'seq'
   'fence', ARGV[17], 'att', ARGV[18], 'avail', ARGV[19], 'claim', ''}
 if fix ~= '' then
   h[#h + 1] = 'fix'; h[#h + 1] = fix; h[#h + 1] = 'fx'; h[#h + 1] = '1'
-  h[#h + 1] = 'ca'; h[#h + 1] = ARGV[8]
+  h[#h + 1] = 'ca'; h[#h + 1] = ARGV[8]; h[#h + 1] = 'pri'; h[#h + 1] = ARGV[12]
 end
 if op == 'step' then
   local sk = p .. ':steps:' .. id
@@ -96,17 +101,27 @@ if not v then
     h[#h + 1] = 'idem'; h[#h + 1] = ARGV[16]
   end
 end
--- A run is in pend while pending, in act while running, in fin once final (finishedAt is set
--- then only): an index it cannot be in is not touched.
+-- A pending run is in the queue (pend for priority 0, else pdl until due, then prq), a running
+-- one in act, a final one in fin (finishedAt is set then only): an index it cannot be in is not
+-- touched. Every write of a pending run sets the queue's marker, which wakes a waiting claim.
+local pri = tonumber(ARGV[12])
 local function index(name, score, was)
   if score ~= '' then redis.call('ZADD', p .. ':' .. name .. ':' .. q, score, id)
   elseif was then redis.call('ZREM', p .. ':' .. name .. ':' .. q, id) end
 end
-index('pend', ARGV[9], old == 'pending')
+if pri == 0 then
+  index('pend', ARGV[9], old == 'pending')
+else
+  index('pdl', ARGV[9], old == 'pending')
+  if old == 'pending' then
+    redis.call('ZREM', p .. ':prq:' .. q, id)
+    redis.call('ZREM', p .. ':pend:' .. q, id)
+  end
+end
+if ARGV[9] ~= '' then redis.call('ZADD', p .. ':mark:' .. q, 0, '0') end
 index('act', ARGV[10], old == 'running')
 index('fin', ARGV[11], old == 'succeeded' or old == 'failed' or old == 'cancelled' or
   old == 'timed_out')
-if ARGV[12] ~= '' then h[#h + 1] = 'job'; h[#h + 1] = ARGV[12] end
 -- The events are fields of the run hash ('#<seq>'), written by the same HSET as the record.
 local n = tonumber(ARGV[21])
 for i = 0, n - 1 do
@@ -120,43 +135,77 @@ return {1, h[4]}
 `;
 
 /**
- * Claims a run in one call, in the common case only: its record exists, names the delivered job
- * (ARGV[4]), is pending and due at ARGV[7]. It then does what `claimRun` does to a pending run
- * (fence + 1, running, leased to worker ARGV[5] until ARGV[6], `run.started`) on the hash fields,
- * and records {w, at, exp} as `claim` rather than rewriting doc (readers apply it). KEYS[1]: the
- * run hash. ARGV: 1 prefix, 2 run id, 3 queue, 4 job id, 5 worker id as JSON, 6 lease expiry,
- * 7 now. Returns {1, version, doc, fix, steps (flat), answers (flat), checkpoint or false}, or
- * just {1, version, doc, fix} when the run has none of those (nx), or {0} for any other case
- * (a record written before the split among them): the caller then reads the record and decides
- * (claim.ts).
+ * Takes the most urgent claimable run of queue ARGV[2] in one call. A running run whose lease
+ * lapsed comes first and is answered {2, id}: the caller reclaims it (or fails it, past its
+ * maxReclaims) by the read-and-write path, as it does a candidate this script does not claim
+ * itself (a record written before the split). Else the first due run of priority 0 (pend by
+ * availableAt), else the most urgent due run of priority > 0 (moved from pdl to prq as they fall
+ * due). It then does what `claimRun` does to a pending run (fence + 1, running, leased to worker
+ * ARGV[4] until ARGV[5], `run.started`) on the hash fields, records {w, at, exp} as `claim` rather
+ * than rewriting doc (readers apply it), and sets the marker again when another run is due, so
+ * that one more waiting claim wakes. ARGV: 1 prefix, 2 queue, 3 now, 4 worker id as JSON,
+ * 5 lease expiry. Returns {1, id, version, doc, fix, steps (flat), answers (flat), checkpoint or
+ * false} (only the first five when the run has none of those: nx), {2, id}, or {0, next} when
+ * nothing is due: next is the earliest time one will be (a due time or a lease expiry), or ''.
  */
 export const CLAIM_LUA = `
-local p, id, q, now = ARGV[1], ARGV[2], ARGV[3], ARGV[7]
-local rk = KEYS[1]
-local f = redis.call('HMGET', rk, 'v', 'job', 'status', 'avail', 'fence', 'att', 'seq', 'ca', 'doc',
-  'nx', 'fx', 'fix')
-if not f[1] or f[2] ~= ARGV[4] or f[3] ~= 'pending' or f[11] ~= '1' or not (f[4] and f[5] and f[8])
-then
-  return {0}
+local p, q, now = ARGV[1], ARGV[2], ARGV[3]
+local pend, pdl, prq, act = p .. ':pend:' .. q, p .. ':pdl:' .. q, p .. ':prq:' .. q, p .. ':act:' .. q
+local lapsed = redis.call('ZRANGEBYSCORE', act, '-inf', now, 'LIMIT', 0, 1)[1]
+if lapsed then return {2, lapsed} end
+local from = pend
+local due = redis.call('ZRANGEBYSCORE', pend, '-inf', now, 'LIMIT', 0, 2)
+local id, more = due[1], due[2] ~= nil
+if not id or not more then
+  local fell = redis.call('ZRANGEBYSCORE', pdl, '-inf', now, 'LIMIT', 0, 100)
+  if fell[1] then
+    for _, r in ipairs(fell) do
+      local n = redis.call('INCR', p .. ':pseq:' .. q) % 4294967296
+      local rp = tonumber(redis.call('HGET', p .. ':run:' .. r, 'pri') or '1') or 1
+      redis.call('ZADD', prq, rp * 4294967296 + n, r)
+    end
+    redis.call('ZREM', pdl, unpack(fell))
+  end
+  if id then
+    more = redis.call('EXISTS', prq) == 1
+  else
+    local top = redis.call('ZRANGE', prq, 0, 1)
+    id, more, from = top[1], top[2] ~= nil, prq
+  end
 end
-if tonumber(f[4]) > tonumber(now) then return {0} end
+if not id then
+  local next = nil
+  for _, k in ipairs({pend, pdl, act}) do
+    local first = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')[2]
+    if first and (next == nil or tonumber(first) < next) then next = tonumber(first) end
+  end
+  return {0, next and string.format('%.0f', next) or ''}
+end
+if more then redis.call('ZADD', p .. ':mark:' .. q, 0, '0') end
+local rk = p .. ':run:' .. id
+local f = redis.call('HMGET', rk, 'v', 'status', 'avail', 'fence', 'att', 'seq', 'ca', 'doc',
+  'nx', 'fx', 'fix')
+if not f[1] or f[2] ~= 'pending' or f[10] ~= '1' or not (f[3] and f[4] and f[7]) or
+  tonumber(f[3]) > tonumber(now) then
+  return {2, id}
+end
 local nv = tonumber(f[1]) + 1
-local fence = tonumber(f[5]) + 1
-local seq = tonumber(f[7]) + 1
-local w = ARGV[5]
+local fence = tonumber(f[4]) + 1
+local seq = tonumber(f[6]) + 1
+local w = ARGV[4]
 redis.call('HSET', rk, 'v', nv, 'status', 'running', 'seq', seq, 'fence', fence,
-  'claim', '{"w":' .. w .. ',"at":' .. now .. ',"exp":' .. ARGV[6] .. '}',
-  '#' .. seq, '{"type":"run.started","at":' .. now .. ',"attempt":' .. f[6] ..
+  'claim', '{"w":' .. w .. ',"at":' .. now .. ',"exp":' .. ARGV[5] .. '}',
+  '#' .. seq, '{"type":"run.started","at":' .. now .. ',"attempt":' .. f[5] ..
   ',"data":{"fence":' .. fence .. ',"workerId":' .. w .. '}}')
 redis.call('ZREM', p .. ':st:' .. q .. ':pending', id)
-redis.call('ZADD', p .. ':st:' .. q .. ':running', f[8], id)
-redis.call('ZREM', p .. ':pend:' .. q, id)
-redis.call('ZADD', p .. ':act:' .. q, ARGV[6], id)
+redis.call('ZADD', p .. ':st:' .. q .. ':running', f[7], id)
+redis.call('ZREM', from, id)
+redis.call('ZADD', act, ARGV[5], id)
 redis.call('PUBLISH', p .. ':ev:' .. id, seq .. ':running')
 -- A run written with nx = 1 has no steps, answers or checkpoint: three reads saved.
-if f[10] == '1' then return {1, nv, f[9], f[12]} end
+if f[9] == '1' then return {1, id, nv, f[8], f[11]} end
 local cp = redis.call('GET', p .. ':cp:' .. id)
-return {1, nv, f[9], f[12], redis.call('HGETALL', p .. ':steps:' .. id),
+return {1, id, nv, f[8], f[11], redis.call('HGETALL', p .. ':steps:' .. id),
   redis.call('HGETALL', p .. ':in:' .. id), cp}
 `;
 
