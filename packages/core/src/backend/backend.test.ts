@@ -147,7 +147,7 @@ describe("redisBackend", () => {
       await backend.queue("runs").enqueue({ handler: "x", input: { message: "m" } });
       const keys = await client.keys(`${prefix}:*`);
       expect(keys.some((k) => k.startsWith(`${prefix}:memory:`))).toBe(true);
-      expect(keys.some((k) => k.startsWith(`${prefix}:bull:`))).toBe(true);
+      expect(keys.some((k) => k.startsWith(`${prefix}:run:`))).toBe(true);
     } finally {
       await backend.close();
     }

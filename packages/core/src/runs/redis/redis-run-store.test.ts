@@ -84,6 +84,114 @@ describe("RedisRunStore claim script", () => {
   });
 });
 
+describe("RedisRunStore queue", () => {
+  const ctx = ExecContext.create({ userId: "u1" });
+  const claimOf = (store: RedisRunStore, workerId: string, waitSeconds = 10) =>
+    store.claim({ queue: "q", workerId, leaseSeconds: 30, waitSeconds });
+
+  it("wakes a claim asleep on another connection as soon as a run is enqueued", async () => {
+    const prefix = testPrefix("wake");
+    prefixes.push(prefix);
+    const producer = new RedisRunStore({ url: REDIS_URL, prefix });
+    const worker = new RedisRunStore({ url: REDIS_URL, prefix });
+    try {
+      const waiting = claimOf(worker, "w1");
+      await new Promise((r) => setTimeout(r, 300));
+      const t0 = performance.now();
+      const { id } = await new RunQueue({ store: producer, name: "q" }).enqueue({
+        handler: "h",
+        input: { message: "m" },
+        ctx,
+      });
+      const claimed = await waiting;
+      // A claim that missed the marker would look again only after its 5 s sleep.
+      expect(performance.now() - t0).toBeLessThan(1_000);
+      expect(claimed?.run.id).toBe(id);
+    } finally {
+      await Promise.all([producer.close(), worker.close()]);
+    }
+  });
+
+  it("wakes every claim asleep in a process for a burst of runs, one marker after another", async () => {
+    const prefix = testPrefix("burst");
+    prefixes.push(prefix);
+    const producer = new RedisRunStore({ url: REDIS_URL, prefix });
+    const worker = new RedisRunStore({ url: REDIS_URL, prefix });
+    try {
+      const claims = Array.from({ length: 16 }, (_, i) => claimOf(worker, `w${i}`));
+      await new Promise((r) => setTimeout(r, 300));
+      const t0 = performance.now();
+      const queue = new RunQueue({ store: producer, name: "q" });
+      const ids = await Promise.all(
+        Array.from({ length: 16 }, async (_, i) => {
+          const run = await queue.enqueue({ handler: "h", input: { message: `m${i}` }, ctx });
+          return run.id;
+        }),
+      );
+      const claimed = await Promise.all(claims);
+      expect(performance.now() - t0).toBeLessThan(2_000);
+      expect(claimed.map((c) => c?.run.id).sort()).toEqual([...ids].sort());
+    } finally {
+      await Promise.all([producer.close(), worker.close()]);
+    }
+  });
+
+  it("removes queue entries of runs that are gone and claims the next run", async () => {
+    const prefix = testPrefix("ghost");
+    prefixes.push(prefix);
+    const store = new RedisRunStore({ url: REDIS_URL, prefix });
+    const raw = new Redis(REDIS_URL);
+    try {
+      // Entries no record justifies (a run pruned by hand, say): one due, one lapsed lease.
+      await raw.zadd(`${prefix}:pend:q`, 1, "ghost-pending");
+      await raw.zadd(`${prefix}:act:q`, 1, "ghost-running");
+      const { id } = await new RunQueue({ store, name: "q" }).enqueue({
+        handler: "h",
+        input: { message: "m" },
+        ctx,
+      });
+      const claimed = await claimOf(store, "w1", 1);
+      expect(claimed?.run.id).toBe(id);
+      expect(await raw.zscore(`${prefix}:pend:q`, "ghost-pending")).toBeNull();
+      expect(await raw.zscore(`${prefix}:act:q`, "ghost-running")).toBeNull();
+      // What a run leaves in Redis: its own keys, no other queue's.
+      const keys = await raw.keys(`${prefix}:*`);
+      const kinds = new Set(keys.map((k) => k.slice(prefix.length + 1).split(":")[0]));
+      expect([...kinds].sort()).toEqual(["act", "mark", "run", "st"]);
+    } finally {
+      await store.close();
+      raw.disconnect();
+    }
+  });
+
+  it("orders priorities above 0 after every due run of priority 0, lower first, delays kept", async () => {
+    const prefix = testPrefix("prio");
+    prefixes.push(prefix);
+    const store = new RedisRunStore({ url: REDIS_URL, prefix });
+    try {
+      const queue = new RunQueue({ store, name: "q" });
+      const add = async (message: string, priority: number, delaySeconds = 0) =>
+        (await queue.enqueue({ handler: "h", input: { message }, ctx, priority, delaySeconds }))
+          .id;
+      const p7 = await add("p7", 7);
+      const p3late = await add("p3-late", 3, 0.4);
+      const p3 = await add("p3", 3);
+      const p0 = await add("p0", 0);
+      const p0late = await add("p0-late", 0, 0.4);
+      const order: string[] = [];
+      const next = async () => order.push((await claimOf(store, "w1", 5))!.run.id);
+      for (let i = 0; i < 3; i++) await next();
+      // Both delayed runs are due now: priority 0 first, though it was enqueued second.
+      await new Promise((r) => setTimeout(r, 500));
+      await next();
+      await next();
+      expect(order).toEqual([p0, p3, p7, p0late, p3late]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe("RedisRunStore layout", () => {
   it("keeps events in the run hash, still reads runs whose events are in an older stream, and claims a run with steps with its steps", async () => {
     const prefix = testPrefix("layout");
