@@ -11,7 +11,7 @@ import { retryDelaySeconds } from "./backoff.js";
 import { watchLocalCancel } from "./cancel-watchers.js";
 import { RunPaused, type ActiveRun, type ThrownError } from "./run-context.js";
 import { inRunSpan } from "./run-span.js";
-import type { ClaimedRun, RunOutcome, RunStore } from "./store.js";
+import type { ClaimRequest, ClaimedRun, RunOutcome, RunStore } from "./store.js";
 import { RunStatus, type RunError } from "./types.js";
 
 /** One run this worker is executing. */
@@ -32,6 +32,10 @@ export interface AttemptScope {
   readonly leaseMs: number;
   readonly heartbeatMs: number;
   readonly onError: (err: unknown) => void;
+  /** The claim the slot an attempt frees would make next, or `null` (the Runner is stopping). */
+  readonly nextClaim?: () => ClaimRequest | null;
+  /** Starts a run claimed with a finish, in the slot that finish freed. */
+  readonly begin?: (claimed: ClaimedRun) => void;
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
@@ -129,13 +133,31 @@ export async function executeAttempt(
       const error = outcome.error;
       await persist(a, active, () => a.store.retry(active.lease, delaySeconds, error));
     } else {
-      await persist(a, active, () => a.store.finish(active.lease, outcome));
+      await persist(a, active, () => finishAndNext(a, active, outcome));
     }
   } finally {
     clearInterval(beat);
     unwatchLocal();
     unwatch?.();
   }
+}
+
+/**
+ * Records the outcome; where the store can claim in the same call (`finishAndClaim`), also claims
+ * the run this slot takes next and starts it.
+ */
+async function finishAndNext(
+  a: AttemptScope,
+  active: ActiveRun,
+  outcome: RunOutcome,
+): Promise<void> {
+  const request = a.store.finishAndClaim === undefined ? null : (a.nextClaim?.() ?? null);
+  if (request === null || a.begin === undefined) {
+    await a.store.finish(active.lease, outcome);
+    return;
+  }
+  const { next } = await a.store.finishAndClaim!(active.lease, outcome, request);
+  if (next !== null) a.begin(next);
 }
 
 /** A permanent reason not to run `handlers` at all (unknown or not permitted), or `null`. */

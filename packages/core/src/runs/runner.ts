@@ -23,7 +23,7 @@ import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import type { AgentHandler, AgentRuntime } from "../runtime/types.js";
 import { InMemoryRunStore } from "./memory/in-memory-store.js";
 import { RunQueue } from "./run-queue.js";
-import type { ClaimedRun, RunStore } from "./store.js";
+import type { ClaimRequest, ClaimedRun, RunStore } from "./store.js";
 import { RunStatus, type RunError, type RunEventType } from "./types.js";
 import type { TraceSink } from "../tracing/sink.js";
 
@@ -104,6 +104,11 @@ export class Runner {
       leaseMs: this.#leaseMs,
       heartbeatMs: this.#heartbeatMs,
       onError: this.#onError,
+      nextClaim: () => {
+        const signal = this.#stopping?.signal;
+        return signal === undefined || signal.aborted ? null : this.#claimRequest(0, signal);
+      },
+      begin: (claimed) => this.#beginClaimed(claimed),
     };
   }
 
@@ -184,14 +189,7 @@ export class Runner {
       let claimed: ClaimedRun | null;
       this.#claiming += 1;
       try {
-        claimed = await this.#store.claim({
-          queue: this.#queue.name,
-          workerId: this.workerId,
-          leaseSeconds: this.#leaseMs / 1000,
-          waitSeconds: this.#idleMs / 1000,
-          heartbeatSeconds: this.#heartbeatMs / 1000,
-          signal,
-        });
+        claimed = await this.#store.claim(this.#claimRequest(this.#idleMs / 1000, signal));
         failures = 0;
       } catch (err) {
         this.#onError(err);
@@ -211,6 +209,26 @@ export class Runner {
       }
       this.#begin(claimed);
     }
+  }
+
+  #claimRequest(waitSeconds: number, signal: AbortSignal): ClaimRequest {
+    return {
+      queue: this.#queue.name,
+      workerId: this.workerId,
+      leaseSeconds: this.#leaseMs / 1000,
+      waitSeconds,
+      heartbeatSeconds: this.#heartbeatMs / 1000,
+      signal,
+    };
+  }
+
+  /** A run claimed with a finish: started in the freed slot, or handed back when stopping. */
+  #beginClaimed(claimed: ClaimedRun): void {
+    if (this.#stopping?.signal.aborted !== false) {
+      void this.#store.release(claimed.lease).catch((err: unknown) => this.#onError(err));
+      return;
+    }
+    this.#begin(claimed);
   }
 
   #begin(claimed: ClaimedRun): void {

@@ -126,6 +126,16 @@ export interface RunStore {
    */
   claim(request: ClaimRequest): Promise<ClaimedRun | null>;
   /**
+   * Optional: `finish`, then a claim of `next` (which does not wait) in the same call, for a store
+   * where that saves a round trip. A Runner whose slot frees with the finish uses it instead of
+   * `finish` followed by `claim`; `next` is `null` when no run was due.
+   */
+  finishAndClaim?(
+    lease: LeaseRef,
+    outcome: RunOutcome,
+    next: ClaimRequest,
+  ): Promise<{ run: RunRecord; next: ClaimedRun | null }>;
+  /**
    * Extends the lease to `leaseSeconds` from now; says whether a cancel was asked. LEASE_LOST
    * when it is stale.
    */

@@ -5,7 +5,14 @@ import { claimRun, type Transition } from "../transitions.js";
 import { RunStatus, type RunEvent, type RunPage, type RunRecord } from "../types.js";
 import { listRuns } from "./list.js";
 import { changingJson, fixedJson, parseRecord } from "./record-fields.js";
-import { CLAIM_LUA, COMMIT_LUA, PRUNE_LUA, READ_EVENTS_LUA, redisKey } from "./scripts.js";
+import {
+  CLAIM_LUA,
+  COMMIT_CLAIM_LUA,
+  COMMIT_LUA,
+  PRUNE_LUA,
+  READ_EVENTS_LUA,
+  redisKey,
+} from "./scripts.js";
 import { toUnavailable } from "./unavailable.js";
 
 /** A record as read, with its version (for compare-and-set). */
@@ -48,7 +55,40 @@ export interface FastClaim {
   readonly checkpoint: string | null;
 }
 
+/** A claim made by the same call as a commit: for `workerId`, leased `leaseMs` from `now`. */
+export interface NextClaim {
+  readonly queue: string;
+  readonly workerId: string;
+  readonly leaseMs: number;
+  readonly now: number;
+}
+
+/** The commit script's answer (see COMMIT_LUA), with the claim's when one was made. */
+export type CommitAnswer = [number, string | number | undefined, ClaimAnswer?];
+
 const MAX_CAS_TRIES = 50;
+
+/** The claim script's raw answer, read (see CLAIM_LUA). */
+function claimAnswer(
+  answer: unknown[],
+  workerId: string,
+  leaseMs: number,
+  now: number,
+): ClaimAnswer {
+  if (answer[0] === 0) {
+    return { kind: "none", next: answer[1] === "" ? null : Number(answer[1]) };
+  }
+  if (answer[0] === 2) return { kind: "check", runId: String(answer[1]) };
+  const stored = parseRecord(answer[4], answer[3], null)!;
+  return {
+    kind: "claimed",
+    run: claimRun(stored, workerId, leaseMs, now).run,
+    v: Number(answer[2]),
+    steps: pairs(answer[5]),
+    inputs: pairs(answer[6]),
+    checkpoint: typeof answer[7] === "string" ? answer[7] : null,
+  };
+}
 
 /** A flat [k1, v1, k2, v2...] answer as a Map. */
 function pairs(flat: unknown): Map<string, string> {
@@ -73,6 +113,7 @@ export class RedisRecords {
     this.prefix = prefix;
     redis.defineCommand("nervaCommit", { numberOfKeys: 1, lua: COMMIT_LUA });
     redis.defineCommand("nervaClaim", { numberOfKeys: 0, lua: CLAIM_LUA });
+    redis.defineCommand("nervaCommitClaim", { numberOfKeys: 1, lua: COMMIT_CLAIM_LUA });
     redis.defineCommand("nervaPrune", { numberOfKeys: 0, lua: PRUNE_LUA });
     redis.defineCommand("nervaReadEvents", { numberOfKeys: 2, lua: READ_EVENTS_LUA });
   }
@@ -101,10 +142,11 @@ export class RedisRecords {
     expected: number | null,
     events: Transition["events"],
     op: Op,
-  ): Promise<[number, string | number | undefined]> {
-    const answer = await this.#commit(run, expected, events, op, expected === null);
+    claim?: NextClaim,
+  ): Promise<CommitAnswer> {
+    const answer = await this.#commit(run, expected, events, op, expected === null, claim);
     if (answer[0] !== 4) return answer;
-    return this.#commit(run, expected, events, op, true);
+    return this.#commit(run, expected, events, op, true, claim);
   }
 
   async #commit(
@@ -113,7 +155,8 @@ export class RedisRecords {
     events: Transition["events"],
     op: Op,
     withFixed: boolean,
-  ): Promise<[number, string | number | undefined]> {
+    claim: NextClaim | undefined,
+  ): Promise<CommitAnswer> {
     const args: (string | number)[] = [
       this.prefix,
       run.id,
@@ -144,15 +187,42 @@ export class RedisRecords {
       );
     }
     try {
-      const commit = (
+      const key = this.key("run", run.id);
+      if (claim === undefined) {
+        const commit = (
+          this.redis as unknown as {
+            nervaCommit: (...a: unknown[]) => Promise<[number, string | number]>;
+          }
+        ).nervaCommit;
+        return await commit.call(this.redis, key, ...args);
+      }
+      const commitClaim = (
         this.redis as unknown as {
-          nervaCommit: (...a: unknown[]) => Promise<[number, string | number]>;
+          nervaCommitClaim: (...a: unknown[]) => Promise<[number, string | number, unknown[]?]>;
         }
-      ).nervaCommit;
-      return await commit.call(this.redis, this.key("run", run.id), ...args);
+      ).nervaCommitClaim;
+      const [code, value, claimed] = await commitClaim.call(
+        this.redis,
+        key,
+        ...this.#claimArgs(claim),
+        ...args,
+      );
+      return claimed === undefined
+        ? [code, value]
+        : [code, value, claimAnswer(claimed, claim.workerId, claim.leaseMs, claim.now)];
     } catch (err) {
       throw toUnavailable(err);
     }
+  }
+
+  #claimArgs(claim: NextClaim): (string | number)[] {
+    return [
+      this.prefix,
+      claim.queue,
+      claim.now,
+      JSON.stringify(claim.workerId),
+      claim.now + claim.leaseMs,
+    ];
   }
 
   /**
@@ -167,8 +237,10 @@ export class RedisRecords {
       op?: Op | (() => Op);
       held?: { run: RunRecord; v: number };
       missing: () => NervaError;
+      /** A claim to make in the same call once the write is made (see COMMIT_CLAIM_LUA). */
+      claim?: NextClaim;
     },
-  ): Promise<{ t: Transition; v: number; existing?: string }> {
+  ): Promise<{ t: Transition; v: number; existing?: string; claimed?: ClaimAnswer }> {
     let current: { run: RunRecord; v: number } | null = options.held ?? null;
     for (let i = 0; i < MAX_CAS_TRIES; i++) {
       current ??= await this.load(runId);
@@ -176,8 +248,15 @@ export class RedisRecords {
       const t = apply(current.run);
       if (t.events.length === 0 && t.run === current.run) return { t, v: current.v };
       const op = typeof options.op === "function" ? options.op() : (options.op ?? { kind: "" });
-      const [code, value] = await this.commit(t.run, current.v, t.events, op);
-      if (code === 1) return { t, v: Number(value) };
+      const [code, value, claimed] = await this.commit(
+        t.run,
+        current.v,
+        t.events,
+        op,
+        options.claim,
+      );
+      if (code === 1)
+        return claimed === undefined ? { t, v: Number(value) } : { t, v: Number(value), claimed };
       if (code === 2) return { t, v: current.v, existing: String(value) };
       if (code === -1) throw options.missing();
       current = null;
@@ -201,35 +280,19 @@ export class RedisRecords {
     leaseMs: number,
     now: number,
   ): Promise<ClaimAnswer> {
-    let answer: unknown[];
+    const claim: NextClaim = { queue, workerId, leaseMs, now };
     try {
-      const claim = (
-        this.redis as unknown as { nervaClaim: (...a: unknown[]) => Promise<unknown[]> }
-      ).nervaClaim;
-      answer = await claim.call(
-        this.redis,
-        this.prefix,
-        queue,
+      const run = (this.redis as unknown as { nervaClaim: (...a: unknown[]) => Promise<unknown[]> })
+        .nervaClaim;
+      return claimAnswer(
+        await run.call(this.redis, ...this.#claimArgs(claim)),
+        workerId,
+        leaseMs,
         now,
-        JSON.stringify(workerId),
-        now + leaseMs,
       );
     } catch (err) {
       throw toUnavailable(err);
     }
-    if (answer[0] === 0) {
-      return { kind: "none", next: answer[1] === "" ? null : Number(answer[1]) };
-    }
-    if (answer[0] === 2) return { kind: "check", runId: String(answer[1]) };
-    const stored = parseRecord(answer[4], answer[3], null)!;
-    return {
-      kind: "claimed",
-      run: claimRun(stored, workerId, leaseMs, now).run,
-      v: Number(answer[2]),
-      steps: pairs(answer[5]),
-      inputs: pairs(answer[6]),
-      checkpoint: typeof answer[7] === "string" ? answer[7] : null,
-    };
   }
 
   /**

@@ -45,10 +45,10 @@ import {
   type RunPause,
   type RunRecord,
 } from "../types.js";
-import type { Held } from "./claim.js";
+import { claimChecked, takenFrom, type Held, type Taken } from "./claim.js";
 import { RedisDelivery } from "./delivery.js";
 import { RedisRunStoreOptionsSchema, openRedis, type RedisRunStoreOptions } from "./options.js";
-import { RedisRecords, type Op } from "./records.js";
+import { RedisRecords, type ClaimAnswer, type NextClaim, type Op } from "./records.js";
 import { RedisTails } from "./tails.js";
 
 export { RedisRunStoreOptionsSchema, type RedisRunStoreOptions } from "./options.js";
@@ -231,12 +231,14 @@ export class RedisRunStore implements RunStore {
     lease: LeaseRef,
     apply: (run: RunRecord) => Transition,
     op?: Op,
-  ): Promise<{ t: Transition; existing?: string }> {
+    claim?: NextClaim,
+  ): Promise<{ t: Transition; existing?: string; claimed?: ClaimAnswer }> {
     const held = this.#holder(lease);
     const result = await this.#records.mutate(lease.runId, apply, {
       held,
       missing: () => leaseLost(lease, null),
       ...(op === undefined ? {} : { op }),
+      ...(claim === undefined ? {} : { claim }),
     });
     // A step committed before wrote nothing: the held record stays as it is (no seq used).
     if (result.existing === undefined) held.run = result.t.run;
@@ -297,6 +299,31 @@ export class RedisRunStore implements RunStore {
 
   finish(lease: LeaseRef, outcome: RunOutcome): Promise<RunRecord> {
     return this.#end(lease, (run) => finishRun(run, lease, outcome, Date.now()));
+  }
+
+  /** The finish and the claim of `next` in one script (COMMIT_CLAIM_LUA): one round trip. */
+  async finishAndClaim(
+    lease: LeaseRef,
+    outcome: RunOutcome,
+    next: ClaimRequest,
+  ): Promise<{ run: RunRecord; next: ClaimedRun | null }> {
+    if (this.#closed) throw closedStore();
+    const leaseMs = Math.round(next.leaseSeconds * 1000);
+    const claim = { queue: next.queue, workerId: next.workerId, leaseMs, now: Date.now() };
+    const { t, claimed } = await this.#leased(
+      lease,
+      (run) => finishRun(run, lease, outcome, Date.now()),
+      undefined,
+      claim,
+    );
+    this.#held.delete(lease.runId);
+    let taken: Taken | null = null;
+    if (claimed?.kind === "claimed") taken = takenFrom(claimed, next.workerId);
+    else if (claimed?.kind === "check") {
+      taken = await claimChecked(this.#records, claimed.runId, next, leaseMs);
+    }
+    if (taken !== null) this.#held.set(taken.claimed.lease.runId, taken.held);
+    return { run: t.run, next: taken?.claimed ?? null };
   }
 
   retry(lease: LeaseRef, delaySeconds: number, error: RunError): Promise<RunRecord> {

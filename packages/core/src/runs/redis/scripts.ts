@@ -210,6 +210,27 @@ return {1, id, nv, f[8], f[11], redis.call('HGETALL', p .. ':steps:' .. id),
 `;
 
 /**
+ * A finish and the claim that follows it, in one call: the commit script's transition (ARGV 6
+ * onwards, as COMMIT_LUA's ARGV; KEYS[1] the run hash) and, when it was written, the claim
+ * script (ARGV 1-5, as CLAIM_LUA's). Returns the commit's answer with the claim's as its third
+ * element when the commit was written.
+ */
+export const COMMIT_CLAIM_LUA = `
+local function commit(ARGV)
+${COMMIT_LUA}
+end
+local function claim(ARGV)
+${CLAIM_LUA}
+end
+local c, a = {}, {}
+for i = 1, 5 do c[i] = ARGV[i] end
+for i = 6, #ARGV do a[i - 5] = ARGV[i] end
+local r = commit(a)
+if r[1] == 1 then r[3] = claim(c) end
+return r
+`;
+
+/**
  * Reads the events of a run after seq ARGV[1], at most ARGV[2] of them. KEYS[1]: the run hash,
  * KEYS[2]: the run's old event stream (see the layout). Returns the event JSONs in seq order from
  * ARGV[1] + 1; a gap (none is ever written) ends the answer early.
