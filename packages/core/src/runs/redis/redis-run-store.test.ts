@@ -469,6 +469,29 @@ describe("RedisRunStore when Redis is down", () => {
   });
 });
 
+describe("RedisRunStore when Redis is down, worker side", () => {
+  it("refuses a claim and a wait with UNAVAILABLE", async () => {
+    const closed = createServer().listen(0, "127.0.0.1");
+    await once(closed, "listening");
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const store = new RedisRunStore({
+      url: `redis://127.0.0.1:${port}`,
+      prefix: testPrefix("down2"),
+    });
+    try {
+      await expect(
+        store.claim({ queue: "q", workerId: "w", leaseSeconds: 30, waitSeconds: 1 }),
+      ).rejects.toMatchObject({ code: "UNAVAILABLE" });
+      await expect(store.waitForEvents("run-1", 0, { timeoutSeconds: 1 })).rejects.toMatchObject({
+        code: "UNAVAILABLE",
+      });
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe("RedisRunStore options", () => {
   it("validates its options", () => {
     expect(() => new RedisRunStore({ prefix: "bad prefix" })).toThrow(/options\.prefix/);

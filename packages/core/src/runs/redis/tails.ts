@@ -92,7 +92,11 @@ export class RedisTails {
     const waiting = wakeups.wait(key, (options.timeoutSeconds ?? Infinity) * 1000, signal);
     try {
       // Every record has seq and status: none means no run (gone, or never written).
-      const value = await this.#records.redis.hget(this.#records.key("run", runId), field);
+      const value = await this.#records.redis
+        .hget(this.#records.key("run", runId), field)
+        .catch((e: unknown) => {
+          throw toUnavailable(e);
+        });
       if (value === null || ready(value)) done.abort();
       await waiting;
     } finally {
