@@ -8,7 +8,7 @@ import type { ExampleConfig } from "./config.js";
  * The backend of an example app: `redisBackend` on `config.redisUrl` with every key under
  * `config.redisPrefix` (memory, registry, rate limits and budgets, approvals and durable runs,
  * shared by every replica), or `embeddedBackend()` without it (this process; a restart forgets
- * it). `@nerva/core/redis` (and so ioredis and bullmq) is loaded only for Redis.
+ * it). `@nerva/core/redis` (and so ioredis) is loaded only for Redis.
  *
  * @example
  * const backend = await exampleBackend(exampleConfigOf({}));

@@ -30,12 +30,12 @@ export type RedisBackendOptions = z.input<typeof RedisBackendOptionsSchema>;
 
 /**
  * Every piece of shared state on one Redis, so an app is correct on any number of replicas:
- * runs (delivered by BullMQ) under `<prefix>:`, memory under `<prefix>:memory:`, the registry
+ * runs under `<prefix>:`, memory under `<prefix>:memory:`, the registry
  * under `<prefix>:registry:`, rate limits and budgets under `<prefix>:limits:`, graphs' shared
  * state under `<prefix>:shared:` (the defaults of
  * each part when `prefix` is `nerva`). Memory, registry, limits and shared state share one client (yours when
- * you pass `client`, left open by `close()`); the run store opens its own connections, as BullMQ
- * needs, to the same server. Needs the optional peer dependencies ioredis (^5) and bullmq (^6).
+ * you pass `client`, left open by `close()`); the run store opens its own connections (commands, pub/sub
+ * and a blocking wait per queue) to the same server. Needs the optional peer dependency ioredis (^5).
  *
  * @example
  * const backend = redisBackend({ url: process.env.REDIS_URL });

@@ -1,7 +1,7 @@
-// Public entry of @nerva/core/redis: durable runs on Redis (delivered by BullMQ), and memory, the
-// registry, the policy's rate limits and budgets and graphs' shared state on Redis, so that every replica of an app
-// shares them. Loads the optional peer dependencies ioredis (^5) and, for runs, bullmq (^6) on
-// first use and throws NervaError MISSING_DEPENDENCY naming the one that is missing.
+// Public entry of @nerva/core/redis: durable runs on Redis, and memory, the registry, the policy's
+// rate limits and budgets and graphs' shared state on Redis, so that every replica of an app
+// shares them. Loads the optional peer dependency ioredis (^5) on first use and throws NervaError
+// MISSING_DEPENDENCY when it is missing.
 
 export {
   RedisRunStore,
