@@ -1,17 +1,11 @@
 // Drives the chat page in Debian's headless Chromium (playwright-core) as a person would, for the
 // page's own test and for the apps that serve it: build it with Vite, open a chat, type, read the
 // answer, record every text the answer showed on its way.
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { build } from "vite";
 
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
+/** Debian's chromium, headless: the one launcher of the repository's browser tests. */
+export { launchChromium } from "@nerva/test-chromium";
 
 /** Builds the page from `root` (apps/chat-web) into `outDir` as `pnpm build` does. */
 export async function buildPage(root: string, outDir: string): Promise<void> {
@@ -22,11 +16,6 @@ export async function buildPage(root: string, outDir: string): Promise<void> {
     logLevel: "warn",
     build: { outDir, emptyOutDir: true },
   });
-}
-
-/** Debian's chromium, headless. */
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS });
 }
 
 /** Opens the page at `pageUrl` on chat `chatId` as the token's user, once it is ready. */

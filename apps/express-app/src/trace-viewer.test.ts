@@ -10,7 +10,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { launchChromium, type Browser, type Page } from "@nerva/test-chromium";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecContext } from "@nerva/core";
 import { type Span } from "@nerva/core/context";
@@ -139,17 +139,7 @@ beforeAll(async () => {
     expect(res.status, label).toBe(status);
     requestIds[label] = res.headers.get("x-request-id")!;
   }
-  browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {

@@ -4,7 +4,7 @@
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type Browser } from "playwright-core";
+import { launchChromium, type Browser } from "@nerva/test-chromium";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InMemoryRunStore, InProcessRuntime, RunQueue, GraphHost } from "@nerva/core";
 import { startDashboard, type Dashboard } from "../src/index.js";
@@ -29,17 +29,7 @@ const runtime = new GraphHost({
 beforeAll(async () => {
   await runtime.start();
   dashboard = await startDashboard(runtime, store);
-  browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();

@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ErrorCode, NervaError } from "../errors.js";
+import { SharedState } from "../graph/execute/shared-state.js";
 import type { SharedStateStore } from "../graph/execute/shared-state-store.js";
+import type { SharedStateView } from "../graph/define/types.js";
 import type { JsonValue } from "../types/agent.js";
 
 /**
@@ -28,6 +30,37 @@ export interface SharedStateStoreContractOptions {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/** One call on a key of shared state: a write of `value`, or an update adding `add`. */
+type Op = { kind: "set"; value: number } | { kind: "update"; add: number };
+
+/**
+ * What each serial order of `ops` (every permutation) gives, starting from `initial`: the
+ * values the updates return (by index in `ops`) and the final value.
+ */
+function serialOutcomes(initial: number, ops: readonly Op[]): string[] {
+  const outcomes = new Set<string>();
+  const permute = (done: number[], rest: number[]) => {
+    if (rest.length === 0) {
+      let value = initial;
+      const returned: (number | null)[] = ops.map(() => null);
+      for (const i of done) {
+        const op = ops[i] as Op;
+        value = op.kind === "set" ? op.value : value + op.add;
+        if (op.kind === "update") returned[i] = value;
+      }
+      outcomes.add(JSON.stringify({ returned, final: value }));
+      return;
+    }
+    for (const i of rest)
+      permute(
+        [...done, i],
+        rest.filter((j) => j !== i),
+      );
+  };
+  permute([], [...ops.keys()]);
+  return [...outcomes];
+}
+
 async function refusal(p: Promise<unknown>): Promise<NervaError> {
   const err = await p.then(
     () => null,
@@ -40,9 +73,10 @@ async function refusal(p: Promise<unknown>): Promise<NervaError> {
 /**
  * The behaviour every {@link SharedStateStore} must show: round trips, copies in and out, bad
  * keys and values refused with INVALID_INPUT naming the key, writes seen at once by another
- * handle, and `update`s of one key from several handles (replicas) that run one at a time and
- * lose nothing even when `fn` awaits; with `holderDeath`, a holder that dies blocks nobody past
- * its lock's expiry.
+ * handle, `update`s of one key from several handles (replicas) that run one at a time and
+ * lose nothing even when `fn` awaits, and `synchronized` SharedState sets and updates from two
+ * hosts that end as some serial order of them would; with `holderDeath`, a holder that dies
+ * blocks nobody past its lock's expiry.
  *
  * @example
  * describeSharedStateStoreContract("InMemorySharedStateStore", async () => {
@@ -174,6 +208,49 @@ export function describeSharedStateStoreContract(
       // Other keys are not held up by one key's lock.
       await Promise.all([bump(store), store.update("g", "other", () => 1)]);
       expect(await store.get("g", "other")).toBe(1);
+    });
+
+    it("orders synchronized sets with updates of the key across hosts: the result is some serial order", async () => {
+      const { store, another } = await make();
+      // Two hosts of one graph, each with its own handle on the store (two replicas).
+      const hosts = [store, await another()].map(
+        (s) => new SharedState({ isolation: "synchronized", initial: { n: 0 }, store: s }, "g"),
+      );
+      const [a, b] = hosts.map((h) => h.forExecution()) as [SharedStateView, SharedStateView];
+      let entered!: () => void;
+      const inside = new Promise<void>((r) => (entered = r));
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      // Op 0 holds the key: it has read the value and awaits before writing.
+      const ops: Op[] = [
+        { kind: "update", add: 1 },
+        { kind: "set", value: 100 },
+        { kind: "update", add: 10 },
+        { kind: "set", value: 200 },
+      ];
+      const first = a.update<number>("n", async (n) => {
+        entered();
+        await gate;
+        return (n as number) + 1;
+      });
+      await inside;
+      // While it holds the key, sets and another update arrive from both hosts.
+      const rest = [
+        b.set("n", 100),
+        b.update<number>("n", (n) => (n as number) + 10),
+        a.set("n", 200),
+      ];
+      const settled = Promise.allSettled(rest);
+      await Promise.race([settled, sleep(100)]);
+      release();
+      const results = await Promise.all([first, ...rest]);
+      const outcome = {
+        returned: ops.map((op, i) => (op.kind === "update" ? (results[i] as number) : null)),
+        final: await b.get<number>("n"),
+      };
+      // A set written while op 0 held the key would be lost under op 0's write.
+      expect(serialOutcomes(0, ops)).toContain(JSON.stringify(outcome));
+      expect(await hosts[0]?.snapshot()).toEqual({ n: outcome.final });
     });
 
     it("writes nothing when fn throws, hands its error back and releases the key", async () => {

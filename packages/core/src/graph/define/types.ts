@@ -104,11 +104,15 @@ export interface InputRequest {
  */
 export interface SharedStateView {
   get<T = JsonValue>(key: string): Promise<T | undefined>;
+  /**
+   * Replaces `key` by `value`. Under `synchronized` isolation it takes the key's lock: it waits
+   * for an update of the key in progress (on any replica), so neither overwrites the other.
+   */
   set(key: string, value: JsonValue): Promise<void>;
   /**
-   * Replaces `key` by `fn(current)`. Under `synchronized` isolation, updates of one key run one
-   * at a time (even when `fn` is async, and across replicas on one store); under `shared` they
-   * may interleave.
+   * Replaces `key` by `fn(current)`. Under `synchronized` isolation, updates and sets of one key
+   * run one at a time (even when `fn` is async, and across replicas on one store); under
+   * `shared` they may interleave.
    */
   update<T extends JsonValue>(
     key: string,

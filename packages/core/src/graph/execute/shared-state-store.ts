@@ -23,7 +23,10 @@ export interface SharedStateStore {
   seed(namespace: string, initial: Readonly<Record<string, JsonValue>>): Promise<void>;
   /** The value of `key`, or `undefined`. */
   get(namespace: string, key: string): Promise<JsonValue | undefined>;
-  /** Replaces the value of `key`, at once and for every handle. */
+  /**
+   * Replaces the value of `key`, at once and for every handle, without waiting for the key's
+   * lock (a `synchronized` SharedState writes through `update` instead, to be ordered with them).
+   */
   set(namespace: string, key: string, value: JsonValue): Promise<void>;
   /**
    * Replaces `key` by `fn(current)` holding the key's lock: updates of one key run one at a

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ErrorCode, parseOrThrow } from "../../errors.js";
 import type { JsonValue } from "../../types/agent.js";
 import type { SharedStateView } from "../define/types.js";
 import {
@@ -16,8 +17,8 @@ import {
  *   run writes is seen by another.
  * - `shared`: one store (in this process, or Redis for every replica); a write is seen at once
  *   by every run; read-modify-write updates may interleave (last writer wins).
- * - `synchronized`: one store, and `update(key, fn)` calls on one key run one at a time (across
- *   every replica on the store), so no update is lost even when `fn` awaits.
+ * - `synchronized`: one store, and `update(key, fn)` and `set(key, value)` calls on one key run
+ *   one at a time (across every replica on the store), so no write is lost even when `fn` awaits.
  *
  * @example
  * new GraphHost({ graph, runtime, queue, sharedState: { isolation: IsolationLevel.SYNCHRONIZED, initial: { handled: 0 } } });
@@ -87,7 +88,13 @@ export class SharedState {
   #seeded: Promise<void> | null = null;
 
   constructor(options: SharedStateOptions = {}, namespace = "graph") {
-    const o = SharedStateOptionsSchema.parse(options);
+    const o = parseOrThrow(
+      SharedStateOptionsSchema,
+      options,
+      ErrorCode.INVALID_OPTIONS,
+      "options",
+      'Pass { isolation: "isolated" | "shared" | "synchronized", initial: { key: JSON value }, store?: a SharedStateStore (not with "isolated") }.',
+    );
     this.isolation = o.isolation;
     for (const [k, v] of Object.entries(o.initial)) checked(k, v);
     this.#initial = copyJson(o.initial) as Record<string, JsonValue>;
@@ -129,7 +136,10 @@ export class SharedState {
     const set = async (key: string, value: JsonValue) => {
       const v = checked(key, value);
       await this.#seed();
-      await store().set(ns, key, v);
+      // Synchronized: through the store's update, so the write takes the key's lock (of any
+      // store, the app's own too) and cannot land inside another replica's update and be lost.
+      if (this.isolation === "synchronized") await store().update(ns, key, () => v);
+      else await store().set(ns, key, v);
     };
     return {
       get,
