@@ -1,5 +1,5 @@
 import type { ExecContext } from "../context/exec-context.js";
-import { kRunMarks, type RunMarks } from "../context/run-slot.js";
+import { kRunMarks } from "../context/run-slot.js";
 import type { TokenUsage } from "../types/usage.js";
 import { Budgets } from "./budgets.js";
 import type { PolicyDocument } from "./document.js";
@@ -8,14 +8,6 @@ import { RateLimits, type LimitHit } from "./rate-limits.js";
 import type { Target } from "./rules.js";
 import type { Checkpoint, PolicyDecision } from "./types.js";
 
-/**
- * The mark of an admission into `fresh` inside a durable run: its windows' ids, which hold no
- * "," (their parts are URI-encoded), under the `$rate/` prefix no user key can take.
- */
-function admissionKey(fresh: readonly LimitHit[]): `$${string}` {
-  return `$rate/${fresh.map((h) => h.window.id).join(",")}`;
-}
-
 /** How long a hold outlives its request's deadline: time for the settlement to arrive. */
 export const HOLD_GRACE_MS = 5000;
 
@@ -23,8 +15,8 @@ export const HOLD_GRACE_MS = 5000;
  * The rate limits and budgets of a policy document, checked against a {@link LimitStore}: one
  * store call per check (none when nothing applies). `per: request` budgets need no shared state
  * and are checked here first. Inside a durable run, the admissions of its requests into rate
- * windows are also marks of the run ({@link RunMarks}), so that executing the run again does not
- * count them again.
+ * windows are also marks of the run (`RunMarks`, beside the run's slot), so that executing the
+ * run again does not count them again.
  */
 export class LimitChecks {
   readonly rates: RateLimits;
@@ -127,4 +119,12 @@ export class LimitChecks {
     }
     return this.rates.refusal(fresh[verdict.index] as LimitHit, verdict.retryAfterMs, cp);
   }
+}
+
+/**
+ * The mark of an admission into `fresh` inside a durable run: its windows' ids, which hold no
+ * "," (their parts are URI-encoded), under the `$rate/` prefix no user key can take.
+ */
+function admissionKey(fresh: readonly LimitHit[]): `$${string}` {
+  return `$rate/${fresh.map((h) => h.window.id).join(",")}`;
 }

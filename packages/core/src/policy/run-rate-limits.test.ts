@@ -137,7 +137,11 @@ describe.each(storeBackends("run-rate"))("a durable run's rate limits on %s", (_
 
     // Two requests (two child contexts) in one execution are two requests, then the run pauses
     // and executes again: still two.
-    const { queue: q2, enqueue: e2, room: room2 } = await app(make, LIMITS, (orchestrator) => {
+    const {
+      queue: q2,
+      enqueue: e2,
+      room: room2,
+    } = await app(make, LIMITS, (orchestrator) => {
       return async (input, ctx) => {
         const a = await orchestrator.handle(input.message, ctx.child("first"));
         const b = await orchestrator.handle(input.message, ctx.child("second"));
