@@ -98,3 +98,25 @@ export type RunInputAsker = (
 
 /** The request-local slot holding the {@link RunInputAsker} of the run a request executes in. */
 export const kRunAsk = new ContextKey<RunInputAsker>("nerva.run.ask");
+
+/**
+ * Marks the policy makes in the run a request executes in, so that what it did once for the run
+ * is not done again when the run executes again (a resume, a retry, a reclaim by another worker):
+ * a request's rate-limit admissions. A mark is a step of the run under a key Nerva derives (`$…`),
+ * numbered by its uses in one execution as step keys are (`key`, then `key#2`…), so the n-th
+ * use of a key in an execution finds the n-th use of an earlier one. Set by the Runner beside
+ * {@link kRunContext}; read by the policy, which sits below runs/.
+ */
+export interface RunMarks {
+  /**
+   * The numbered key of the next use of mark `key` in this execution, or `null` when an
+   * execution of this run already made that mark. `take` uses it up (the next call gets the use
+   * after it); without it, the call only looks.
+   */
+  nextMark(key: `$${string}`, take: boolean): string | null;
+  /** Makes mark `key`, as {@link nextMark} numbered it: committed in the run before it resolves. */
+  mark(key: string): Promise<void>;
+}
+
+/** The request-local slot holding the {@link RunMarks} of the run a request executes in. */
+export const kRunMarks = new ContextKey<RunMarks>("nerva.run.marks");

@@ -1,4 +1,5 @@
 import type { ExecContext } from "../context/exec-context.js";
+import { kRunMarks } from "../context/run-slot.js";
 import type { TokenUsage } from "../types/usage.js";
 import { Budgets } from "./budgets.js";
 import type { PolicyDocument } from "./document.js";
@@ -13,7 +14,9 @@ export const HOLD_GRACE_MS = 5000;
 /**
  * The rate limits and budgets of a policy document, checked against a {@link LimitStore}: one
  * store call per check (none when nothing applies). `per: request` budgets need no shared state
- * and are checked here first.
+ * and are checked here first. Inside a durable run, the admissions of its requests into rate
+ * windows are also marks of the run (`RunMarks`, beside the run's slot), so that executing the
+ * run again does not count them again.
  */
 export class LimitChecks {
   readonly rates: RateLimits;
@@ -77,7 +80,19 @@ export class LimitChecks {
       const refused = this.#budgets.checkRequest(ctx, cp);
       if (refused !== null) return refused;
     }
-    const fresh = this.rates.fresh(hits, ctx);
+    let fresh = this.rates.fresh(hits, ctx);
+    // Inside a durable run, each admission is also a mark of the run: an execution of the run
+    // again (a resume, a retry, a reclaim) finds it made and does not count the request again.
+    // Its budgets are checked and held as in any execution (each settles its own usage).
+    const marks = fresh.length === 0 ? undefined : ctx.local(kRunMarks);
+    let mark: string | null = null;
+    if (marks !== undefined) {
+      mark = marks.nextMark(admissionKey(fresh), record);
+      if (mark === null) {
+        if (record) this.rates.counted(fresh, ctx);
+        fresh = [];
+      }
+    }
     const usage = this.#budgets.usage(ctx);
     const ledgers = budgets ? this.#budgets.ledgers(ctx, usage) : [];
     if (fresh.length === 0 && ledgers.length === 0) return null;
@@ -93,7 +108,10 @@ export class LimitChecks {
         ctx.timeoutAt === null ? now + this.#holdMs : Math.max(ctx.timeoutAt, now) + HOLD_GRACE_MS,
     });
     if (verdict.admitted) {
-      if (record) this.rates.counted(fresh, ctx);
+      if (record) {
+        this.rates.counted(fresh, ctx);
+        if (mark !== null) await marks?.mark(mark);
+      }
       return null;
     }
     if (verdict.refusedBy === "ledger") {
@@ -101,4 +119,12 @@ export class LimitChecks {
     }
     return this.rates.refusal(fresh[verdict.index] as LimitHit, verdict.retryAfterMs, cp);
   }
+}
+
+/**
+ * The mark of an admission into `fresh` inside a durable run: its windows' ids, which hold no
+ * "," (their parts are URI-encoded), under the `$rate/` prefix no user key can take.
+ */
+function admissionKey(fresh: readonly LimitHit[]): `$${string}` {
+  return `$rate/${fresh.map((h) => h.window.id).join(",")}`;
 }

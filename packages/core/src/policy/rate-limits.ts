@@ -34,7 +34,7 @@ const enc = encodeURIComponent;
  * `LimitStore`. Each request is counted once per limit: what a request was counted against is
  * request-local state (a slot of the context, one per engine), so evaluating the same request
  * again (a middleware and the orchestrator, the kit and a runtime's delegation hook) does not
- * count it twice.
+ * count it twice. A durable run executed again is one request too: see `LimitChecks`.
  */
 export class RateLimits {
   readonly #perUser: readonly Limit[];

@@ -135,6 +135,33 @@ describe.each(backends)("step starts and commits on %s", (_label, make) => {
   });
 });
 
+describe.each(backends)("marks on %s", (_label, make) => {
+  it("numbers the uses of a mark, looks without taking one, and finds those made before", async () => {
+    const { run, real, history } = await activeRun(make);
+    expect(run.nextMark("$rate/w", false)).toBe("$rate/w");
+    expect(run.nextMark("$rate/w", false)).toBe("$rate/w"); // looking takes no use
+    expect(run.nextMark("$rate/w", true)).toBe("$rate/w");
+    expect(run.nextMark("$rate/w", true)).toBe("$rate/w#2");
+    await run.mark("$rate/w");
+    expect(await history()).toEqual(["step.started $rate/w", "step.completed $rate/w"]);
+
+    // The next execution (another claim of the run) finds the first use made, not the second.
+    await real.release(run.lease);
+    const claimed = await real.claim({
+      queue: "ctx",
+      workerId: "w2",
+      leaseSeconds: 30,
+      waitSeconds: 0,
+    });
+    if (claimed === null) throw new Error("nothing to claim");
+    const again = new ActiveRun(real, claimed, DEFAULT_MAX_STEP_BYTES);
+    expect(again.nextMark("$rate/w", false)).toBeNull();
+    expect(again.nextMark("$rate/w", true)).toBeNull();
+    expect(again.nextMark("$rate/w", false)).toBe("$rate/w#2");
+    expect(again.nextMark("$rate/w", true)).toBe("$rate/w#2");
+  });
+});
+
 describe("step starts on a store without commitStartedStep", () => {
   it("writes the start before the step runs, then the commit", async () => {
     class TwoWriteStore extends InMemoryRunStore {}

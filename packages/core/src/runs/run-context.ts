@@ -3,7 +3,12 @@ import type { JsonValue } from "../types/agent.js";
 import { toJsonText } from "./json-value.js";
 import type { ClaimedRun, LeaseRef, RunStore } from "./store.js";
 import { RESERVED_EVENT_PREFIXES, RunEventType, type RunPause } from "./types.js";
-import type { RunAnswerers, RunContext, WaitForInputOptions } from "../context/run-slot.js";
+import type {
+  RunAnswerers,
+  RunContext,
+  RunMarks,
+  WaitForInputOptions,
+} from "../context/run-slot.js";
 
 export type { RunContext, WaitForInputOptions } from "../context/run-slot.js";
 
@@ -62,7 +67,7 @@ export interface ThrownError {
  * One execution of a claimed run: the {@link RunContext} the Runner puts in `ctx.run`. Holds the
  * lease, the committed steps and answers loaded at claim, and the write path to the store.
  */
-export class ActiveRun implements RunContext {
+export class ActiveRun implements RunContext, RunMarks {
   readonly runId: string;
   readonly attempt: number;
   readonly fence: number;
@@ -391,12 +396,24 @@ export class ActiveRun implements RunContext {
     this.onLost(err);
   }
 
-  /** `key` the first time in this execution, then `key#2`, `key#3`… (per kind of key). */
-  unique(space: "s" | "i", key: string): string {
+  /**
+   * `key` the first time in this execution, then `key#2`, `key#3`… (per kind of key). Without
+   * `take`, the key the next use would get, leaving it unused.
+   */
+  unique(space: "s" | "i", key: string, take = true): string {
     const used = this.#used[space];
     const n = (used.get(key) ?? 0) + 1;
-    used.set(key, n);
+    if (take) used.set(key, n);
     return n === 1 ? key : `${key}#${n}`;
+  }
+
+  nextMark(key: `$${string}`, take: boolean): string | null {
+    const numbered = this.unique("s", key, take);
+    return this.#steps.has(numbered) ? null : numbered;
+  }
+
+  async mark(key: string): Promise<void> {
+    await this.memo(key, () => true, false);
   }
 
   async #guard<T>(fn: () => Promise<T>): Promise<T> {

@@ -18,7 +18,7 @@ import {
   type Execution,
 } from "./run-attempt.js";
 import { ActiveRun } from "./run-context.js";
-import { kRunAsk, kRunContext, kRunRecorder } from "../context/run-slot.js";
+import { kRunAsk, kRunContext, kRunMarks, kRunRecorder } from "../context/run-slot.js";
 import { InProcessRuntime } from "../runtime/in-process-runtime.js";
 import type { AgentHandler, AgentRuntime } from "../runtime/types.js";
 import { InMemoryRunStore } from "./memory/in-memory-store.js";
@@ -270,6 +270,7 @@ export class Runner {
     ctx.setLocal(kRunContext, active);
     ctx.setLocal(kRunRecorder, (type, data) => active.record(type as RunEventType, data));
     ctx.setLocal(kRunAsk, (key, o) => active.askDerived(key, o));
+    ctx.setLocal(kRunMarks, active);
     const execution: Execution = {
       active,
       ctx,
