@@ -2,7 +2,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode } from "../errors.js";
 import { RunQueue, newRunId } from "../runs/run-queue.js";
-import type { ClaimedRun, LeaseRef, NewRun, RunStore } from "../runs/store.js";
+import type {
+  ClaimRequest,
+  ClaimedRun,
+  LeaseRef,
+  NewRun,
+  RunOutcome,
+  RunStore,
+} from "../runs/store.js";
 import { RunEventType, RunStatus, type RunEvent, type RunRecord } from "../runs/types.js";
 import { rejection } from "./rejection.js";
 import { describePendingRunContract } from "./run-store-contract-pending.js";
@@ -46,6 +53,21 @@ const claimOf = (store: RunStore, workerId = "w1", leaseSeconds = 5, waitSeconds
   store.claim({ queue: "contract", workerId, leaseSeconds, waitSeconds });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The store's `finishAndClaim`, or what a Runner does without it: the finish, then a claim that
+ * does not wait (the observable outcome is the same).
+ */
+async function finishThenClaim(
+  store: RunStore,
+  lease: LeaseRef,
+  outcome: RunOutcome,
+  next: ClaimRequest,
+): Promise<{ run: RunRecord; next: ClaimedRun | null }> {
+  if (store.finishAndClaim !== undefined) return store.finishAndClaim(lease, outcome, next);
+  const run = await store.finish(lease, outcome);
+  return { run, next: await store.claim(next) };
+}
 
 /**
  * The store's `commitStartedStep`, or what a worker does without it: the start, then the commit
@@ -281,6 +303,39 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
         waitSeconds: 0,
       });
       expect(Object.fromEntries(next?.steps ?? [])).toEqual({ a: '{"n":1}' });
+    });
+
+    it("finishes a run and claims the next due one by priority (finishAndClaim), nothing for a stale lease", async () => {
+      const { store } = await make();
+      const a = (await store.create(newRun())).run;
+      await sleep(5); // due after `a`, whatever the ids of runs created in the same millisecond
+      const later = (await store.create(newRun({ priority: 5 }))).run;
+      const urgent = (await store.create(newRun())).run;
+      const first = (await claimOf(store)) as ClaimedRun;
+      expect(first.run.id).toBe(a.id);
+      const outcome: RunOutcome = {
+        status: RunStatus.SUCCEEDED,
+        result: { status: "success", output: "ok", data: {}, error: null, handler: "echo" },
+      };
+      const next: ClaimRequest = {
+        queue: "contract",
+        workerId: "w1",
+        leaseSeconds: 5,
+        waitSeconds: 0,
+      };
+      const one = await finishThenClaim(store, first.lease, outcome, next);
+      expect(one.run).toMatchObject({ id: a.id, status: RunStatus.SUCCEEDED });
+      expect(one.next?.run).toMatchObject({ id: urgent.id, status: RunStatus.RUNNING, fence: 1 });
+      expect(await store.get(urgent.id)).toEqual(one.next?.run);
+      expect(await rejection(finishThenClaim(store, first.lease, outcome, next))).toMatchObject({
+        code: ErrorCode.LEASE_LOST,
+      });
+      expect((await store.get(later.id))?.status).toBe(RunStatus.PENDING);
+      const two = await finishThenClaim(store, (one.next as ClaimedRun).lease, outcome, next);
+      expect(two.next?.run.id).toBe(later.id);
+      const three = await finishThenClaim(store, (two.next as ClaimedRun).lease, outcome, next);
+      expect(three.next).toBeNull();
+      expect((await store.get(later.id))?.status).toBe(RunStatus.SUCCEEDED);
     });
 
     it("reclaims an expired lease and fails a run that lost its worker more than maxReclaims times", async () => {

@@ -164,44 +164,6 @@ describe("RedisRunStore queue", () => {
     }
   });
 
-  it("finishes a run and claims the next in one call, and claims nothing for a stale lease", async () => {
-    const prefix = testPrefix("finish-claim");
-    prefixes.push(prefix);
-    const store = new RedisRunStore({ url: REDIS_URL, prefix });
-    try {
-      const queue = new RunQueue({ store, name: "q" });
-      const add = async (message: string) =>
-        (await queue.enqueue({ handler: "h", input: { message }, ctx })).id;
-      const a = await add("a");
-      const b = await add("b");
-      const request = { queue: "q", workerId: "w1", leaseSeconds: 30, waitSeconds: 0 };
-      const first = (await claimOf(store, "w1", 1))!;
-      expect(first.run.id).toBe(a);
-      const success = {
-        status: "succeeded" as const,
-        result: { status: "success" as const, output: "done", data: {}, error: null, handler: "h" },
-      };
-      const one = await store.finishAndClaim(first.lease, success, request);
-      expect(one.run).toMatchObject({ id: a, status: "succeeded" });
-      expect(one.next?.run).toMatchObject({ id: b, status: "running", fence: 1 });
-      expect(await store.get(b)).toEqual(one.next?.run);
-      const c = await add("c");
-      await expect(store.finishAndClaim(first.lease, success, request)).rejects.toMatchObject({
-        code: "LEASE_LOST",
-      });
-      expect((await store.get(c))?.status).toBe("pending");
-      const two = await store.finishAndClaim(one.next!.lease, success, request);
-      expect(two.next?.run.id).toBe(c);
-      const three = await store.finishAndClaim(two.next!.lease, success, request);
-      expect(three.next).toBeNull();
-      expect((await store.list({ queue: "q", status: "succeeded", limit: 10 })).runs).toHaveLength(
-        3,
-      );
-    } finally {
-      await store.close();
-    }
-  });
-
   it("orders priorities above 0 after every due run of priority 0, lower first, delays kept", async () => {
     const prefix = testPrefix("prio");
     prefixes.push(prefix);
