@@ -14,6 +14,7 @@ import { parsePolicyDocument, type PolicyDocument } from "./document.js";
 import { InMemoryLimitStore } from "./in-memory-limit-store.js";
 import type { LimitStore } from "./limit-store.js";
 import { RedisLimitStore } from "./redis-limit-store.js";
+import { refusal } from "../testing/rejection.js";
 
 const prefixes: string[] = [];
 afterAll(() => dropPrefixes(prefixes));
@@ -41,16 +42,6 @@ describeLimitStoreContract("a custom LimitStore", async () => {
   };
   return { store, another: async () => store };
 });
-
-function refusal(fn: () => unknown): NervaError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(NervaError);
-    return err as NervaError;
-  }
-  throw new Error("expected a NervaError");
-}
 
 describe("RedisLimitStore options", () => {
   it("refuses bad options with INVALID_OPTIONS naming the field", () => {

@@ -17,3 +17,20 @@ export async function rejection(promise: Promise<unknown>): Promise<NervaError> 
   }
   throw new Error("expected the call to reject");
 }
+
+/**
+ * The NervaError `fn` throws; fails the test if it returns or throws anything else. The
+ * synchronous twin of {@link rejection}, for constructors that refuse their options.
+ *
+ * @example
+ * expect(refusal(() => new SharedState({ isolation: "locked" } as never)).code).toBe("INVALID_OPTIONS");
+ */
+export function refusal(fn: () => unknown): NervaError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(NervaError);
+    return err as NervaError;
+  }
+  throw new Error("expected a NervaError");
+}

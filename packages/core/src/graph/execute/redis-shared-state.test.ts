@@ -6,6 +6,7 @@ import { REDIS_URL, dropPrefixes, testPrefix } from "../../runs/redis/redis.test
 import { describeSharedStateStoreContract } from "../../testing/shared-state-store-contract.js";
 import { RedisSharedStateStore } from "./redis-shared-state.js";
 import { InMemorySharedStateStore, type SharedStateStore } from "./shared-state-store.js";
+import { refusal } from "../../testing/rejection.js";
 
 const prefixes: string[] = [];
 afterAll(() => dropPrefixes(prefixes));
@@ -53,16 +54,6 @@ describeSharedStateStoreContract("a custom SharedStateStore", async () => {
   };
   return { store, another: async () => store };
 });
-
-function refusal(fn: () => unknown): NervaError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(NervaError);
-    return err as NervaError;
-  }
-  throw new Error("expected a NervaError");
-}
 
 describe("RedisSharedStateStore", () => {
   it("refuses bad options with INVALID_OPTIONS naming the field", () => {

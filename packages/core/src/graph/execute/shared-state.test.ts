@@ -1,17 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { ErrorCode, NervaError } from "../../errors.js";
+import { ErrorCode } from "../../errors.js";
 import { SharedState } from "./shared-state.js";
 import { InMemorySharedStateStore } from "./shared-state-store.js";
-
-function refusal(fn: () => unknown): NervaError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(NervaError);
-    return err as NervaError;
-  }
-  throw new Error("expected a NervaError");
-}
+import { refusal } from "../../testing/rejection.js";
 
 describe("new SharedState", () => {
   it("refuses bad options with INVALID_OPTIONS naming the field and the fix", () => {

@@ -88,13 +88,24 @@ describe("RedisRunStore queue", () => {
   const ctx = ExecContext.create({ userId: "u1" });
   const claimOf = (store: RedisRunStore, workerId: string, waitSeconds = 10) =>
     store.claim({ queue: "q", workerId, leaseSeconds: 30, waitSeconds });
-
-  it("wakes a claim asleep on another connection as soon as a run is enqueued", async () => {
-    const prefix = testPrefix("wake");
+  /** A producer and a worker store on a fresh prefix (two connections, as two processes). */
+  async function withStores(
+    name: string,
+    fn: (producer: RedisRunStore, worker: RedisRunStore) => Promise<void>,
+  ): Promise<void> {
+    const prefix = testPrefix(name);
     prefixes.push(prefix);
     const producer = new RedisRunStore({ url: REDIS_URL, prefix });
     const worker = new RedisRunStore({ url: REDIS_URL, prefix });
     try {
+      await fn(producer, worker);
+    } finally {
+      await Promise.all([producer.close(), worker.close()]);
+    }
+  }
+
+  it("wakes a claim asleep on another connection as soon as a run is enqueued", async () => {
+    await withStores("wake", async (producer, worker) => {
       const waiting = claimOf(worker, "w1");
       await new Promise((r) => setTimeout(r, 300));
       const t0 = performance.now();
@@ -107,17 +118,11 @@ describe("RedisRunStore queue", () => {
       // A claim that missed the marker would look again only after its 5 s sleep.
       expect(performance.now() - t0).toBeLessThan(1_000);
       expect(claimed?.run.id).toBe(id);
-    } finally {
-      await Promise.all([producer.close(), worker.close()]);
-    }
+    });
   });
 
   it("wakes every claim asleep in a process for a burst of runs, one marker after another", async () => {
-    const prefix = testPrefix("burst");
-    prefixes.push(prefix);
-    const producer = new RedisRunStore({ url: REDIS_URL, prefix });
-    const worker = new RedisRunStore({ url: REDIS_URL, prefix });
-    try {
+    await withStores("burst", async (producer, worker) => {
       const claims = Array.from({ length: 16 }, (_, i) => claimOf(worker, `w${i}`));
       await new Promise((r) => setTimeout(r, 300));
       const t0 = performance.now();
@@ -131,9 +136,7 @@ describe("RedisRunStore queue", () => {
       const claimed = await Promise.all(claims);
       expect(performance.now() - t0).toBeLessThan(2_000);
       expect(claimed.map((c) => c?.run.id).sort()).toEqual([...ids].sort());
-    } finally {
-      await Promise.all([producer.close(), worker.close()]);
-    }
+    });
   });
 
   it("removes queue entries of runs that are gone and claims the next run", async () => {
