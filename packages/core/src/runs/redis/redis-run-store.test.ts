@@ -391,16 +391,20 @@ describe("RedisRunStore waiters", () => {
 });
 
 describe("RedisRunStore when Redis is down", () => {
-  it("answers 503 UNAVAILABLE over HTTP without the Redis client's own message", async () => {
-    // A port nothing listens on: the client gives up after its retries.
+  /** A store on a port nothing listens on: the client gives up after its retries. */
+  async function unreachable(name: string): Promise<{ store: RedisRunStore; port: number }> {
     const closed = createServer().listen(0, "127.0.0.1");
     await once(closed, "listening");
     const port = (closed.address() as AddressInfo).port;
     await new Promise((r) => closed.close(r));
-    const store = new RedisRunStore({
-      url: `redis://127.0.0.1:${port}`,
-      prefix: testPrefix("down"),
-    });
+    return {
+      store: new RedisRunStore({ url: `redis://127.0.0.1:${port}`, prefix: testPrefix(name) }),
+      port,
+    };
+  }
+
+  it("answers 503 UNAVAILABLE over HTTP without the Redis client's own message", async () => {
+    const { store, port } = await unreachable("down");
     const reported: unknown[] = [];
     const server = createServer((req, res) => {
       store.get("run-1").then(
@@ -432,18 +436,9 @@ describe("RedisRunStore when Redis is down", () => {
       await store.close();
     }
   });
-});
 
-describe("RedisRunStore when Redis is down, worker side", () => {
   it("refuses a claim and a wait with UNAVAILABLE", async () => {
-    const closed = createServer().listen(0, "127.0.0.1");
-    await once(closed, "listening");
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise((r) => closed.close(r));
-    const store = new RedisRunStore({
-      url: `redis://127.0.0.1:${port}`,
-      prefix: testPrefix("down2"),
-    });
+    const { store } = await unreachable("down2");
     try {
       await expect(
         store.claim({ queue: "q", workerId: "w", leaseSeconds: 30, waitSeconds: 1 }),
