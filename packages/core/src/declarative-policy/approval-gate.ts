@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { ExecContext } from "../context/exec-context.js";
-import { kRunMarks, type RunMarks } from "../context/run-slot.js";
+import { kRunMarks } from "../context/run-slot.js";
 import { ErrorCode, isNervaError } from "../errors.js";
 import type { ParsedAction } from "../policy/action.js";
 import { denyDecision, pendingDecision } from "../policy/decision.js";
@@ -24,7 +24,7 @@ type Rule = PolicyDocument["approvals"][number];
 
 /**
  * What a gated call inside a durable run leaves as its mark of the run once it used an approval
- * (see {@link RunMarks}): the approval and its decision, which later executions of the run take
+ * (see `RunMarks`): the approval and its decision, which later executions of the run take
  * as their own. Under `$approval/<fingerprint>`, a prefix no user key can take.
  */
 interface UsedApproval {
@@ -81,7 +81,7 @@ function denied(cp: Checkpoint, rule: Rule, m: UsedApproval): PolicyDecision {
  * step, so of concurrent attempts in any processes one uses it). Which approval a request
  * already used is request-local state (a slot of the context, one per engine), so rechecks
  * within that request pass without using another. Inside a durable run, the approval a gated
- * call used (or the denial it met) is also a mark of the run ({@link RunMarks}): the same call
+ * call used (or the denial it met) is also a mark of the run (`RunMarks`): the same call
  * when the run executes again (a resume, a retry, a reclaim) takes it, and neither asks again
  * nor uses another.
  */

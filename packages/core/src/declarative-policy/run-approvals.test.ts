@@ -1,10 +1,11 @@
 // An approval used inside a durable run holds for the run, however often it executes: a handler
 // that calls a gated agent through `orchestrator.handle` calls it again when the run executes
-// again (a resume, a retry), in a new context, and the agent's approval, granted and used once,
-// still lets it through: no new approval is asked, none is used twice. A different run, or a
-// request outside the run, asks for its own. A real Runner on the in-memory, SQLite and Redis
-// run stores, a real DeclarativePolicyEngine whose approvals queue lives on the same store.
-import { afterEach, describe, expect, it } from "vitest";
+// again (a resume, a retry, another worker taking it over), in a new context, and the agent's
+// approval, granted and used once, still lets it through: no new approval is asked, none is used
+// twice. A different run, or a request outside the run, asks for its own. A real Runner on the
+// in-memory, SQLite and Redis run stores, a real DeclarativePolicyEngine whose approvals queue
+// lives on the same store.
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { ExecContext } from "../context/exec-context.js";
 import { ErrorCode, isNervaError } from "../errors.js";
 import { Orchestrator } from "../orchestrator/orchestrator.js";
@@ -18,10 +19,10 @@ import type { RunStore } from "../runs/store.js";
 import type { AgentHandler } from "../runtime/types.js";
 import { DeclarativePolicyEngine } from "./declarative-engine.js";
 
-const open: { store: RunStore; runner: Runner }[] = [];
+const open: { store: RunStore; runners: Runner[] }[] = [];
 afterEach(async () => {
-  for (const { store, runner } of open.splice(0)) {
-    await runner.stop({ graceSeconds: 0 });
+  for (const { store, runners } of open.splice(0)) {
+    for (const runner of runners) await runner.stop({ graceSeconds: 0 });
     await store.close();
   }
 });
@@ -29,7 +30,9 @@ afterEach(async () => {
 /** The agent `echo` needs a manager's approval. */
 const DOC: PolicyDocumentInit = {
   version: 1,
-  approvals: [{ name: "echo-approval", kind: "agent", names: ["echo"], approverRoles: ["manager"] }],
+  approvals: [
+    { name: "echo-approval", kind: "agent", names: ["echo"], approverRoles: ["manager"] },
+  ],
 };
 
 const user = () => ExecContext.create({ userId: "u1" });
@@ -40,7 +43,11 @@ const manager = () => ExecContext.create({ userId: "boss", permissions: { roles:
  * approval was decided (a pause keyed by the approval's id, so a new approval is a new pause).
  * Returns the answer's text, or the code of a refusal.
  */
-async function gated(orchestrator: Orchestrator, message: string, ctx: ExecContext): Promise<string> {
+async function gated(
+  orchestrator: Orchestrator,
+  message: string,
+  ctx: ExecContext,
+): Promise<string> {
   try {
     return (await orchestrator.handle(message, ctx)).text;
   } catch (err) {
@@ -85,14 +92,16 @@ async function app(make: () => RunStore, chat: (orchestrator: Orchestrator) => A
   // the handler, so three pauses in a row (the control below makes them) would open it.
   const runtime = new InProcessRuntime({ circuitBreaker: false });
   runtime.register("chat", chat(orchestrator));
-  const runner = new Runner({
-    queue,
-    runtime,
-    leaseSeconds: 5,
-    heartbeatSeconds: 1,
-  });
-  open.push({ store, runner });
-  await runner.start();
+  const runners: Runner[] = [];
+  open.push({ store, runners });
+  /** Starts one more worker on the queue; returns it. */
+  const worker = async () => {
+    const runner = new Runner({ queue, runtime, leaseSeconds: 5, heartbeatSeconds: 1 });
+    runners.push(runner);
+    await runner.start();
+    return runner;
+  };
+  const first = await worker();
   const enqueue = async (message = "hi") =>
     (await queue.enqueue({ handler: "chat", input: { message }, ctx: user() })).id;
   /** Waits for run `id` to pause on an approval; returns the approval's id. */
@@ -134,6 +143,8 @@ async function app(make: () => RunStore, chat: (orchestrator: Orchestrator) => A
     (await policy.approvals.list({ userId: "u1", limit: 100 })).runs.map((r) => r.id);
   return {
     queue,
+    first,
+    worker,
     policy,
     orchestrator,
     enqueue,
@@ -145,129 +156,162 @@ async function app(make: () => RunStore, chat: (orchestrator: Orchestrator) => A
   };
 }
 
-describe.each(storeBackends("run-approvals"))("an approval inside a durable run on %s", (_n, make) => {
-  it("holds when the run executes again after a resume: no new approval, none used twice", async () => {
-    let executions = 0;
-    const a = await app(make, (orchestrator) => async (input, ctx) => {
-      executions += 1;
-      const answer = await gated(orchestrator, input.message, ctx);
-      const go = await ctx.run!.waitForInput<string>("go");
-      return `${answer} ${go}`;
-    });
-    const id = await a.enqueue();
-    const approvalId = await a.pausedOnApproval(id);
-    expect(a.echoes()).toBe(0);
-    await a.decide(id, approvalId, "approve");
+describe.each(storeBackends("run-approvals"))(
+  "an approval inside a durable run on %s",
+  (_n, make) => {
+    it("holds when the run executes again after a resume: no new approval, none used twice", async () => {
+      let executions = 0;
+      const a = await app(make, (orchestrator) => async (input, ctx) => {
+        executions += 1;
+        const answer = await gated(orchestrator, input.message, ctx);
+        const go = await ctx.run!.waitForInput<string>("go");
+        return `${answer} ${go}`;
+      });
+      const id = await a.enqueue();
+      const approvalId = await a.pausedOnApproval(id);
+      expect(a.echoes()).toBe(0);
+      await a.decide(id, approvalId, "approve");
 
-    // Executed again: the approval is used, the agent runs, then the run pauses for "go".
-    expect(await a.settled(id)).toMatchObject({ status: "paused", paused: "go" });
-    expect(a.echoes()).toBe(1);
-    expect((await a.policy.approvals.get(approvalId))?.status).toBe("succeeded");
+      // Executed again: the approval is used, the agent runs, then the run pauses for "go".
+      expect(await a.settled(id)).toMatchObject({ status: "paused", paused: "go" });
+      expect(a.echoes()).toBe(1);
+      expect((await a.policy.approvals.get(approvalId))?.status).toBe("succeeded");
 
-    // Executed a third time: the run's approval still holds, nothing new is asked.
-    await a.queue.resume(id, "ok", { key: "go" });
-    expect(await a.settled(id)).toMatchObject({
-      status: "succeeded",
-      paused: null,
-      output: "echo hi ok",
-    });
-    expect(executions).toBe(3);
-    expect(a.echoes()).toBe(2); // once in each execution past the approval
-    expect(await a.approvals()).toEqual([approvalId]);
+      // Executed a third time: the run's approval still holds, nothing new is asked.
+      await a.queue.resume(id, "ok", { key: "go" });
+      expect(await a.settled(id)).toMatchObject({
+        status: "succeeded",
+        paused: null,
+        output: "echo hi ok",
+      });
+      expect(executions).toBe(3);
+      expect(a.echoes()).toBe(2); // once in each execution past the approval
+      expect(await a.approvals()).toEqual([approvalId]);
 
-    // Used once: the same request outside the run cannot reuse it, it asks anew.
-    const outside = await a.orchestrator.handle("hi", user()).catch((e: unknown) => e);
-    expect(isNervaError(outside, ErrorCode.APPROVAL_PENDING)).toBe(true);
-    const again = (outside as { details: { approvalId: string } }).details.approvalId;
-    expect(again).not.toBe(approvalId);
-    expect(a.echoes()).toBe(2);
-  });
+      // Used once: the same request outside the run cannot reuse it, it asks anew.
+      const outside = await a.orchestrator.handle("hi", user()).catch((e: unknown) => e);
+      expect(isNervaError(outside, ErrorCode.APPROVAL_PENDING)).toBe(true);
+      const again = (outside as { details: { approvalId: string } }).details.approvalId;
+      expect(again).not.toBe(approvalId);
+      expect(a.echoes()).toBe(2);
+    });
 
-  it("holds for the attempt retried after the approved call threw", async () => {
-    const a = await app(make, (orchestrator) => async (input, ctx) => {
-      const answer = await gated(orchestrator, input.message, ctx);
-      if (ctx.run!.attempt === 1) throw new Error("connection reset");
-      return answer;
+    it("holds for the attempt retried after the approved call threw", async () => {
+      const a = await app(make, (orchestrator) => async (input, ctx) => {
+        const answer = await gated(orchestrator, input.message, ctx);
+        if (ctx.run!.attempt === 1) throw new Error("connection reset");
+        return answer;
+      });
+      const id = await a.enqueue();
+      const approvalId = await a.pausedOnApproval(id);
+      await a.decide(id, approvalId, "approve");
+      expect(await a.settled(id)).toMatchObject({
+        status: "succeeded",
+        attempt: 2,
+        paused: null,
+        output: "echo hi",
+      });
+      expect(a.echoes()).toBe(2);
+      expect(await a.approvals()).toEqual([approvalId]);
     });
-    const id = await a.enqueue();
-    const approvalId = await a.pausedOnApproval(id);
-    await a.decide(id, approvalId, "approve");
-    expect(await a.settled(id)).toMatchObject({
-      status: "succeeded",
-      attempt: 2,
-      paused: null,
-      output: "echo hi",
-    });
-    expect(a.echoes()).toBe(2);
-    expect(await a.approvals()).toEqual([approvalId]);
-  });
 
-  it("keeps a denial for the run: executed again, it is refused again without asking", async () => {
-    const a = await app(make, (orchestrator) => async (input, ctx) => {
-      const answer = await gated(orchestrator, input.message, ctx);
-      const go = await ctx.run!.waitForInput<string>("go");
-      return `${answer} ${go}`;
+    it("holds for the worker that takes the run over from one that stopped after the approved call", async () => {
+      let hold = true;
+      const a = await app(make, (orchestrator) => async (input, ctx) => {
+        const answer = await gated(orchestrator, input.message, ctx);
+        if (hold) {
+          // The first worker keeps the run until it stops, which hands the run back.
+          await new Promise((_resolve, reject) => {
+            ctx.signal.addEventListener("abort", () => reject(new Error("worker stopped")));
+          });
+        }
+        return answer;
+      });
+      const id = await a.enqueue();
+      const approvalId = await a.pausedOnApproval(id);
+      await a.decide(id, approvalId, "approve");
+      await vi.waitFor(() => expect(a.echoes()).toBe(1), { timeout: 10_000 });
+      hold = false;
+      await a.first.stop({ graceSeconds: 0 });
+      expect((await a.queue.get(id))?.status).toBe("pending");
+      await a.worker();
+      expect(await a.settled(id)).toMatchObject({
+        status: "succeeded",
+        attempt: 1,
+        paused: null,
+        output: "echo hi",
+      });
+      expect(a.echoes()).toBe(2);
+      expect(await a.approvals()).toEqual([approvalId]);
     });
-    const id = await a.enqueue();
-    const approvalId = await a.pausedOnApproval(id);
-    await a.decide(id, approvalId, "deny");
-    expect(await a.settled(id)).toMatchObject({ status: "paused", paused: "go" });
-    await a.queue.resume(id, "ok", { key: "go" });
-    expect(await a.settled(id)).toMatchObject({
-      status: "succeeded",
-      paused: null,
-      output: `${ErrorCode.POLICY_DENIED} ok`,
-    });
-    expect(a.echoes()).toBe(0);
-    expect(await a.approvals()).toEqual([approvalId]);
-  });
 
-  it("asks a different run for its own approval", async () => {
-    const a = await app(make, (orchestrator) => async (input, ctx) => {
-      const answer = await gated(orchestrator, input.message, ctx);
-      const go = await ctx.run!.waitForInput<string>("go");
-      return `${answer} ${go}`;
+    it("keeps a denial for the run: executed again, it is refused again without asking", async () => {
+      const a = await app(make, (orchestrator) => async (input, ctx) => {
+        const answer = await gated(orchestrator, input.message, ctx);
+        const go = await ctx.run!.waitForInput<string>("go");
+        return `${answer} ${go}`;
+      });
+      const id = await a.enqueue();
+      const approvalId = await a.pausedOnApproval(id);
+      await a.decide(id, approvalId, "deny");
+      expect(await a.settled(id)).toMatchObject({ status: "paused", paused: "go" });
+      await a.queue.resume(id, "ok", { key: "go" });
+      expect(await a.settled(id)).toMatchObject({
+        status: "succeeded",
+        paused: null,
+        output: `${ErrorCode.POLICY_DENIED} ok`,
+      });
+      expect(a.echoes()).toBe(0);
+      expect(await a.approvals()).toEqual([approvalId]);
     });
-    const first = await a.enqueue();
-    const firstApproval = await a.pausedOnApproval(first);
-    await a.decide(first, firstApproval, "approve");
-    expect(await a.settled(first)).toMatchObject({ status: "paused", paused: "go" });
 
-    // Another run of the same user, same message: its own approval, not the first run's.
-    const second = await a.enqueue();
-    const secondApproval = await a.pausedOnApproval(second);
-    expect(secondApproval).not.toBe(firstApproval);
-    // The first run, executed again, neither takes the second's approval nor asks again.
-    await a.queue.resume(first, "ok", { key: "go" });
-    expect(await a.settled(first)).toMatchObject({ status: "succeeded", output: "echo hi ok" });
-    expect((await a.policy.approvals.get(secondApproval))?.status).toBe("paused");
-    await a.decide(second, secondApproval, "approve");
-    expect(await a.settled(second)).toMatchObject({ status: "paused", paused: "go" });
-    expect(new Set(await a.approvals())).toEqual(new Set([firstApproval, secondApproval]));
-    expect(a.echoes()).toBe(3);
-  });
+    it("asks a different run for its own approval", async () => {
+      const a = await app(make, (orchestrator) => async (input, ctx) => {
+        const answer = await gated(orchestrator, input.message, ctx);
+        const go = await ctx.run!.waitForInput<string>("go");
+        return `${answer} ${go}`;
+      });
+      const first = await a.enqueue();
+      const firstApproval = await a.pausedOnApproval(first);
+      await a.decide(first, firstApproval, "approve");
+      expect(await a.settled(first)).toMatchObject({ status: "paused", paused: "go" });
 
-  it("counts the gated calls of one execution in order: each finds its own approval", async () => {
-    // Two gated calls of the same action in one execution (two requests) are two approvals;
-    // executed again, each finds its own.
-    const a = await app(make, (orchestrator) => async (input, ctx) => {
-      const one = await gated(orchestrator, input.message, ctx.child("first"));
-      const two = await gated(orchestrator, input.message, ctx.child("second"));
-      const go = await ctx.run!.waitForInput<string>("go");
-      return `${one} ${two} ${go}`;
+      // Another run of the same user, same message: its own approval, not the first run's.
+      const second = await a.enqueue();
+      const secondApproval = await a.pausedOnApproval(second);
+      expect(secondApproval).not.toBe(firstApproval);
+      // The first run, executed again, neither takes the second's approval nor asks again.
+      await a.queue.resume(first, "ok", { key: "go" });
+      expect(await a.settled(first)).toMatchObject({ status: "succeeded", output: "echo hi ok" });
+      expect((await a.policy.approvals.get(secondApproval))?.status).toBe("paused");
+      await a.decide(second, secondApproval, "approve");
+      expect(await a.settled(second)).toMatchObject({ status: "paused", paused: "go" });
+      expect(new Set(await a.approvals())).toEqual(new Set([firstApproval, secondApproval]));
+      expect(a.echoes()).toBe(3);
     });
-    const id = await a.enqueue();
-    const one = await a.pausedOnApproval(id);
-    await a.decide(id, one, "approve");
-    const two = await a.pausedOnApproval(id);
-    expect(two).not.toBe(one);
-    await a.decide(id, two, "approve");
-    expect(await a.settled(id)).toMatchObject({ status: "paused", paused: "go" });
-    await a.queue.resume(id, "ok", { key: "go" });
-    expect(await a.settled(id)).toMatchObject({
-      status: "succeeded",
-      output: "echo hi echo hi ok",
+
+    it("counts the gated calls of one execution in order: each finds its own approval", async () => {
+      // Two gated calls of the same action in one execution (two requests) are two approvals;
+      // executed again, each finds its own.
+      const a = await app(make, (orchestrator) => async (input, ctx) => {
+        const one = await gated(orchestrator, input.message, ctx.child("first"));
+        const two = await gated(orchestrator, input.message, ctx.child("second"));
+        const go = await ctx.run!.waitForInput<string>("go");
+        return `${one} ${two} ${go}`;
+      });
+      const id = await a.enqueue();
+      const one = await a.pausedOnApproval(id);
+      await a.decide(id, one, "approve");
+      const two = await a.pausedOnApproval(id);
+      expect(two).not.toBe(one);
+      await a.decide(id, two, "approve");
+      expect(await a.settled(id)).toMatchObject({ status: "paused", paused: "go" });
+      await a.queue.resume(id, "ok", { key: "go" });
+      expect(await a.settled(id)).toMatchObject({
+        status: "succeeded",
+        output: "echo hi echo hi ok",
+      });
+      expect(new Set(await a.approvals())).toEqual(new Set([one, two]));
     });
-    expect(new Set(await a.approvals())).toEqual(new Set([one, two]));
-  });
-});
+  },
+);
