@@ -102,7 +102,8 @@ export const kRunAsk = new ContextKey<RunInputAsker>("nerva.run.ask");
 /**
  * Marks the policy makes in the run a request executes in, so that what it did once for the run
  * is not done again when the run executes again (a resume, a retry, a reclaim by another worker):
- * a request's rate-limit admissions. A mark is a step of the run under a key Nerva derives (`$…`),
+ * a request's rate-limit admissions, the approvals its gated calls used. A mark is a step of the
+ * run under a key Nerva derives (`$…`),
  * numbered by its uses in one execution as step keys are (`key`, then `key#2`…), so the n-th
  * use of a key in an execution finds the n-th use of an earlier one. Set by the Runner beside
  * {@link kRunContext}; read by the policy, which sits below runs/.
@@ -114,8 +115,16 @@ export interface RunMarks {
    * after it); without it, the call only looks.
    */
   nextMark(key: `$${string}`, take: boolean): string | null;
-  /** Makes mark `key`, as {@link nextMark} numbered it: committed in the run before it resolves. */
-  mark(key: string): Promise<void>;
+  /**
+   * What an execution of this run made the next use of mark `key` with, taking that use; or
+   * `undefined` when none made it, taking nothing (then {@link nextMark} numbers the use).
+   */
+  madeMark(key: `$${string}`): JsonValue | undefined;
+  /**
+   * Makes mark `key`, as {@link nextMark} numbered it, holding `value` (`true` by default):
+   * committed in the run before it resolves.
+   */
+  mark(key: string, value?: JsonValue): Promise<void>;
 }
 
 /** The request-local slot holding the {@link RunMarks} of the run a request executes in. */

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { ExecContext } from "../context/exec-context.js";
+import { kRunMarks } from "../context/run-slot.js";
 import { ErrorCode, isNervaError } from "../errors.js";
 import type { ParsedAction } from "../policy/action.js";
 import { denyDecision, pendingDecision } from "../policy/decision.js";
@@ -21,6 +22,35 @@ import {
 
 type Rule = PolicyDocument["approvals"][number];
 
+/**
+ * What a gated call inside a durable run leaves as its mark of the run once it used an approval
+ * (see `RunMarks`): the approval and its decision, which later executions of the run take
+ * as their own. Under `$approval/<fingerprint>`, a prefix no user key can take.
+ */
+interface UsedApproval {
+  readonly approvalId: string;
+  readonly decision: "approve" | "deny";
+  readonly decidedBy: string | null;
+  readonly note: string | null;
+}
+
+/** The key of the marks of gated calls of the action `fingerprint`. */
+function markOf(fingerprint: string): `$${string}` {
+  return `$approval/${fingerprint}`;
+}
+
+/** The mark `made` as an {@link UsedApproval}; anything else is a denial (fail closed). */
+function usedApproval(made: unknown): UsedApproval {
+  const m = (typeof made === "object" && made !== null ? made : {}) as Record<string, unknown>;
+  const text = (v: unknown) => (typeof v === "string" ? v : null);
+  return {
+    approvalId: text(m["approvalId"]) ?? "?",
+    decision: m["decision"] === "approve" ? "approve" : "deny",
+    decidedBy: text(m["decidedBy"]),
+    note: m["decision"] === "approve" ? null : (text(m["note"]) ?? "the mark was not a decision"),
+  };
+}
+
 /** JSON with object keys sorted, so equal arguments always hash alike. */
 function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
@@ -33,6 +63,16 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? "null";
 }
 
+/** The refusal of a gated call whose approval `m` was denied. */
+function denied(cp: Checkpoint, rule: Rule, m: UsedApproval): PolicyDecision {
+  return denyDecision(
+    cp,
+    ErrorCode.POLICY_DENIED,
+    `Approval "${m.approvalId}" was denied${m.decidedBy === null ? "" : ` by ${m.decidedBy}`}${m.note === null ? "" : `: ${m.note}`}.`,
+    rule.name,
+  );
+}
+
 /**
  * The `approvals` of a policy document: a matching action is `pending` until someone holding
  * one of the rule's `approverRoles` approves it; the approved action then proceeds once, for
@@ -40,7 +80,10 @@ function canonicalJson(value: unknown): string {
  * `queue.resume`; the attempt that uses the answer ends the run (`finishPending`: one atomic
  * step, so of concurrent attempts in any processes one uses it). Which approval a request
  * already used is request-local state (a slot of the context, one per engine), so rechecks
- * within that request pass without using another.
+ * within that request pass without using another. Inside a durable run, the approval a gated
+ * call used (or the denial it met) is also a mark of the run (`RunMarks`): the same call
+ * when the run executes again (a resume, a retry, a reclaim) takes it, and neither asks again
+ * nor uses another.
  */
 export class ApprovalGate {
   readonly #queue: RunQueue;
@@ -96,6 +139,19 @@ export class ApprovalGate {
     const usedKey = `${ctx.requestId}\n${fingerprint}`;
     const used = ctx.local(this.#used)?.get(usedKey);
     if (used !== undefined) return used;
+    // Inside a durable run: the n-th gated call of this action in an execution takes what the
+    // n-th one of an earlier execution used (numbered like step keys).
+    const marks = ctx.local(kRunMarks);
+    if (marks !== undefined) {
+      const made = marks.madeMark(markOf(fingerprint));
+      if (made !== undefined) {
+        const m = usedApproval(made);
+        if (m.decision === "deny") return denied(cp, rule, m);
+        const by = m.decidedBy ?? "an approver";
+        ctx.local(this.#used, () => new Map()).set(usedKey, by);
+        return by;
+      }
+    }
     const now = this.#clock();
     const open = await this.#open(fingerprint, name, ctx, now);
     if (open?.status === RunStatus.PAUSED) {
@@ -103,19 +159,24 @@ export class ApprovalGate {
     }
     if (open !== null) {
       const outcome = await this.#use(open, ctx);
-      if (outcome !== null && outcome.decision.decision === "approve") {
-        const by = outcome.decision.decidedBy ?? "an approver";
-        ctx.local(this.#used, () => new Map()).set(usedKey, by);
-        return by;
-      }
       if (outcome !== null) {
         const d = outcome.decision;
-        return denyDecision(
-          cp,
-          ErrorCode.POLICY_DENIED,
-          `Approval "${open.id}" was denied${d.decidedBy === null ? "" : ` by ${d.decidedBy}`}${d.note === null ? "" : `: ${d.note}`}.`,
-          rule.name,
-        );
+        const m: UsedApproval = {
+          approvalId: open.id,
+          decision: d.decision,
+          decidedBy: d.decidedBy,
+          note: d.note,
+        };
+        // Used, then marked: a worker dying between the two leaves the run to ask anew, never
+        // an approval used twice.
+        if (marks !== undefined) {
+          const numbered = marks.nextMark(markOf(fingerprint), true);
+          if (numbered !== null) await marks.mark(numbered, { ...m });
+        }
+        if (d.decision === "deny") return denied(cp, rule, m);
+        const by = d.decidedBy ?? "an approver";
+        ctx.local(this.#used, () => new Map()).set(usedKey, by);
+        return by;
       }
       // Another attempt used it first: this one asks anew.
     }

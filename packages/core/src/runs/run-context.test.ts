@@ -160,6 +160,28 @@ describe.each(backends)("marks on %s", (_label, make) => {
     expect(again.nextMark("$rate/w", false)).toBe("$rate/w#2");
     expect(again.nextMark("$rate/w", true)).toBe("$rate/w#2");
   });
+
+  it("keeps a mark's value, which a later execution takes with its use", async () => {
+    const { run, real } = await activeRun(make);
+    expect(run.madeMark("$approval/f")).toBeUndefined(); // none made: no use taken
+    const first = run.nextMark("$approval/f", true);
+    expect(first).toBe("$approval/f");
+    await run.mark(first as string, { approvalId: "a1", decision: "approve" });
+
+    await real.release(run.lease);
+    const claimed = await real.claim({
+      queue: "ctx",
+      workerId: "w2",
+      leaseSeconds: 30,
+      waitSeconds: 0,
+    });
+    if (claimed === null) throw new Error("nothing to claim");
+    const again = new ActiveRun(real, claimed, DEFAULT_MAX_STEP_BYTES);
+    expect(again.madeMark("$approval/f")).toEqual({ approvalId: "a1", decision: "approve" });
+    // That use is taken: the next one is the second, which nobody made.
+    expect(again.madeMark("$approval/f")).toBeUndefined();
+    expect(again.nextMark("$approval/f", false)).toBe("$approval/f#2");
+  });
 });
 
 describe("step starts on a store without commitStartedStep", () => {

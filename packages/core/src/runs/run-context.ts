@@ -412,8 +412,15 @@ export class ActiveRun implements RunContext, RunMarks {
     return this.#steps.has(numbered) ? null : numbered;
   }
 
-  async mark(key: string): Promise<void> {
-    await this.memo(key, () => true, false);
+  madeMark(key: `$${string}`): JsonValue | undefined {
+    const made = this.#steps.get(this.unique("s", key, false));
+    if (made === undefined) return undefined;
+    this.unique("s", key);
+    return parse<JsonValue>(made);
+  }
+
+  async mark(key: string, value: JsonValue = true): Promise<void> {
+    await this.memo(key, () => value, false);
   }
 
   async #guard<T>(fn: () => Promise<T>): Promise<T> {
