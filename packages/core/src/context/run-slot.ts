@@ -129,3 +129,16 @@ export interface RunMarks {
 
 /** The request-local slot holding the {@link RunMarks} of the run a request executes in. */
 export const kRunMarks = new ContextKey<RunMarks>("nerva.run.marks");
+
+/**
+ * Marks an error thrown to unwind a handler on purpose (a run pausing to wait for input): it ends
+ * the call but is no failure of the handler, so a circuit breaker does not count it.
+ */
+export const kUnwind: unique symbol = Symbol.for("nerva.unwind");
+
+/** Whether `err` unwinds a handler on purpose (see {@link kUnwind}). */
+export function isUnwind(err: unknown): boolean {
+  return (
+    typeof err === "object" && err !== null && (err as { [kUnwind]?: unknown })[kUnwind] === true
+  );
+}

@@ -9,12 +9,15 @@ import type {
   RunMarks,
   WaitForInputOptions,
 } from "../context/run-slot.js";
+import { kUnwind } from "../context/run-slot.js";
 
 export type { RunContext, WaitForInputOptions } from "../context/run-slot.js";
 
 /** Thrown by `waitForInput` after the run paused: unwinds the handler. Not an agent failure. */
 export class RunPaused extends Error {
   override readonly name = "RunPaused";
+  /** A pause is no failure of the handler: a circuit breaker does not count it. */
+  readonly [kUnwind] = true;
   constructor(readonly key: string) {
     super(`The run paused to wait for input "${key}"; rethrow this so the handler unwinds.`);
   }

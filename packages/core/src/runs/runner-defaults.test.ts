@@ -34,6 +34,35 @@ describe("Runner defaults", () => {
     }
   });
 
+  it("does not count pauses as failures in the default runtime's circuit breaker", async () => {
+    // The default breaker opens after 3 failures in a row: 8 runs all waiting on a person must
+    // all pause, and all finish once answered.
+    const runner = new Runner({
+      concurrency: 4,
+      handlers: {
+        chat: async (input, ctx) =>
+          `${await ctx.run!.waitForInput<string>("ok", { prompt: "Go?" })} ${input.message}`,
+      },
+    });
+    await runner.start();
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 8; i++) {
+        const { id } = await runner.queue.enqueue({ handler: "chat", input: { message: `m${i}` } });
+        expect((await runner.queue.wait(id, { until: ["paused", "failed"] })).status).toBe(
+          "paused",
+        );
+        ids.push(id);
+      }
+      for (const id of ids) await runner.queue.resume(id, "yes");
+      const done = await Promise.all(ids.map((id) => runner.queue.wait(id)));
+      expect(done.map((r) => r.status)).toEqual(Array(8).fill("succeeded"));
+      expect(done.map((r) => r.result?.output)).toEqual(ids.map((_, i) => `yes m${i}`));
+    } finally {
+      await runner.stop();
+    }
+  });
+
   it("takes a queue and a runtime as before, and refuses both or neither of runtime and handlers", () => {
     const queue = new RunQueue({ store: new InMemoryRunStore() });
     const runtime = new InProcessRuntime();

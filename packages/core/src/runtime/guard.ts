@@ -1,4 +1,5 @@
 import { checkContext } from "../context/check.js";
+import { isUnwind } from "../context/run-slot.js";
 import type { ExecContext } from "../context/exec-context.js";
 import type { Span, SpanKind } from "../context/span.js";
 import type { StartSpanOptions } from "../context/options.js";
@@ -137,11 +138,12 @@ export function invokeGuarded(
 
   return new Promise<AgentResult>((resolve) => {
     let settled = false;
-    let cancelled = false;
+    // Neither outcome counts in the breaker: a cancel, or a handler unwound on purpose (a pause).
+    let uncounted = false;
     const finish = (result: AgentResult): void => {
       if (settled) return;
       settled = true;
-      if (permit !== null) handler.breaker?.record(permit, cancelled ? null : result.status);
+      if (permit !== null) handler.breaker?.record(permit, uncounted ? null : result.status);
       resolve(endInvokeSpan(span, result));
     };
     const scoped = ctx.fork({
@@ -149,7 +151,7 @@ export function invokeGuarded(
       agentName: name,
       timeoutSeconds: handler.timeoutSeconds,
       onEnd: (reason) => {
-        cancelled = reason.code === ErrorCode.CANCELLED;
+        uncounted = reason.code === ErrorCode.CANCELLED;
         finish(endedResult(name, reason, span.startMs));
       },
     });
@@ -173,6 +175,7 @@ export function invokeGuarded(
       },
       (err: unknown) => {
         endIfPastDeadline(scoped);
+        if (isUnwind(err)) uncounted = true;
         finish(thrownResult(name, err));
         scoped.dispose();
       },
