@@ -136,7 +136,7 @@ export async function enqueueAll(queue, n, handler, concurrency = 64) {
       while (next < n) {
         const i = next++;
         // One context per enqueue, as one per request in an app: a context records a span for
-        // each enqueue, and one shared by every enqueue would hold them all (20,000 spans here).
+        // each enqueue, and one shared by every enqueue would hold up to 10,000 of them.
         const ctx = ExecContext.create({ userId: "bench" });
         ids[i] = (await queue.enqueue({ handler, input: { message: `m${i}` }, ctx })).id;
       }

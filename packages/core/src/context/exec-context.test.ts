@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { ErrorCode, NervaError } from "../errors.js";
 import { Permissions } from "../types/permissions.js";
+import { MemoryTraceSink } from "../tracing/memory-sink.js";
 import { ExecContext } from "./exec-context.js";
 import { formatTraceparent, parseTraceparent } from "./ids.js";
 
@@ -502,5 +503,24 @@ describe("error codes: options are configuration, wire documents are input", () 
       expect((err as NervaError).code).toBe(ErrorCode.INVALID_INPUT);
       expect((err as NervaError).message).toMatch(/^Invalid context: nested deeper than/);
     }
+  });
+});
+
+describe("ExecContext kept for many calls", () => {
+  it("keeps the first 10,000 spans and events of its tree; its trace sink gets every one", () => {
+    const sink = new MemoryTraceSink({ maxSpans: 20_000, maxEvents: 20_000 });
+    const ctx = ExecContext.create({ traceSink: sink });
+    const child = ctx.fork({});
+    for (let i = 0; i < 10_050; i++) {
+      (i % 2 === 0 ? ctx : child).startSpan(`call-${i}`).end();
+      ctx.event(`e-${i}`);
+    }
+    expect(ctx.spans).toHaveLength(10_000);
+    expect(ctx.spans[0]?.name).toBe("call-0");
+    expect(ctx.spans.at(-1)?.name).toBe("call-9999");
+    expect(ctx.events).toHaveLength(10_000);
+    expect(sink.started).toBe(10_050);
+    expect(sink.spans).toHaveLength(10_050);
+    expect(sink.events).toHaveLength(10_050);
   });
 });

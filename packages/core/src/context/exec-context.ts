@@ -57,6 +57,13 @@ interface Recorder {
 }
 
 /**
+ * How many spans, and how many events, one context tree keeps in `spans` and `events`: the first
+ * ones. Past it they still go to the trace sink, so a context kept for a long time (a worker's
+ * own, used for every call) holds a bounded amount of memory instead of one span per call.
+ */
+const MAX_RECORDED_PER_TREE = 10_000;
+
+/**
  * The one object that flows through every Nerva call: identity, permissions, memory scope, spans,
  * events, token usage, deadline and cancellation, and an optional stream sink.
  *
@@ -299,12 +306,15 @@ export class ExecContext extends ContextLifecycle {
     return (ExecContext.#rootOf(this).#recorder ??= { spans: [], events: [] });
   }
 
-  /** Every span of this context's tree (root, children and forks), in start order. */
+  /**
+   * The spans of this context's tree (root, children and forks), in start order: the first
+   * 10,000; a trace sink gets every one.
+   */
   get spans(): readonly Span[] {
     return this.#rec().spans;
   }
 
-  /** Every event of this context's tree, in order. */
+  /** The events of this context's tree, in order: the first 10,000, as {@link spans}. */
   get events(): readonly ContextEvent[] {
     return this.#rec().events;
   }
@@ -358,7 +368,8 @@ export class ExecContext extends ContextLifecycle {
    */
   startSpan(name: string, attributes?: Attributes, options?: StartSpanOptions): Span {
     const span = new Span(this.#span, this.#id, this.requestId, name, attributes, options?.kind);
-    this.#rec().spans.push(span);
+    const spans = this.#rec().spans;
+    if (spans.length < MAX_RECORDED_PER_TREE) spans.push(span);
     const sink = this.#id.sink;
     if (sink !== null) sink.spanStart(span);
     return span;
@@ -372,7 +383,8 @@ export class ExecContext extends ContextLifecycle {
    */
   adoptSpan(parent: Span, init: MeasuredSpanInit): Span {
     const span = Span.measured(parent, this.requestId, init);
-    this.#rec().spans.push(span);
+    const spans = this.#rec().spans;
+    if (spans.length < MAX_RECORDED_PER_TREE) spans.push(span);
     const sink = this.#id.sink;
     if (sink !== null) sink.spanStart(span);
     return span;
@@ -453,7 +465,8 @@ export class ExecContext extends ContextLifecycle {
       spanId,
       attributes: Object.freeze({ ...attributes }),
     });
-    this.#rec().events.push(event);
+    const events = this.#rec().events;
+    if (events.length < MAX_RECORDED_PER_TREE) events.push(event);
     const sink = this.#id.sink;
     if (sink !== null) sink.event(event);
     return event;
