@@ -46,6 +46,13 @@ const backends: [string, () => RunStore][] = [
   ["SqliteRunStore", () => new SqliteRunStore({ path: join(dir, `ctx-${++n}.db`) })],
 ];
 
+/** The next run of `real` claimed by `workerId`, as the Runner hands it to a handler (on `store`). */
+async function execution(store: RunStore, real: RunStore, workerId: string): Promise<ActiveRun> {
+  const claimed = await real.claim({ queue: "ctx", workerId, leaseSeconds: 30, waitSeconds: 0 });
+  if (claimed === null) throw new Error("nothing to claim");
+  return new ActiveRun(store, claimed, DEFAULT_MAX_STEP_BYTES);
+}
+
 /** A claimed run of a fresh store, as the Runner hands it to a handler. */
 async function activeRun(make: () => RunStore) {
   const real = make();
@@ -57,14 +64,7 @@ async function activeRun(make: () => RunStore) {
     input: { message: "x" },
     ctx: ExecContext.create(),
   });
-  const claimed = await real.claim({
-    queue: "ctx",
-    workerId: "w",
-    leaseSeconds: 30,
-    waitSeconds: 0,
-  });
-  if (claimed === null) throw new Error("nothing to claim");
-  const run = new ActiveRun(store, claimed, DEFAULT_MAX_STEP_BYTES);
+  const run = await execution(store, real, "w");
   const history = async () =>
     (await real.readEvents(id, 2, 1000)).map((e) =>
       e.type.startsWith("step.") ? `${e.type} ${String(e.data.key)}` : e.type,
@@ -147,14 +147,7 @@ describe.each(backends)("marks on %s", (_label, make) => {
 
     // The next execution (another claim of the run) finds the first use made, not the second.
     await real.release(run.lease);
-    const claimed = await real.claim({
-      queue: "ctx",
-      workerId: "w2",
-      leaseSeconds: 30,
-      waitSeconds: 0,
-    });
-    if (claimed === null) throw new Error("nothing to claim");
-    const again = new ActiveRun(real, claimed, DEFAULT_MAX_STEP_BYTES);
+    const again = await execution(real, real, "w2");
     expect(again.nextMark("$rate/w", false)).toBeNull();
     expect(again.nextMark("$rate/w", true)).toBeNull();
     expect(again.nextMark("$rate/w", false)).toBe("$rate/w#2");
@@ -169,14 +162,7 @@ describe.each(backends)("marks on %s", (_label, make) => {
     await run.mark(first as string, { approvalId: "a1", decision: "approve" });
 
     await real.release(run.lease);
-    const claimed = await real.claim({
-      queue: "ctx",
-      workerId: "w2",
-      leaseSeconds: 30,
-      waitSeconds: 0,
-    });
-    if (claimed === null) throw new Error("nothing to claim");
-    const again = new ActiveRun(real, claimed, DEFAULT_MAX_STEP_BYTES);
+    const again = await execution(real, real, "w2");
     expect(again.madeMark("$approval/f")).toEqual({ approvalId: "a1", decision: "approve" });
     // That use is taken: the next one is the second, which nobody made.
     expect(again.madeMark("$approval/f")).toBeUndefined();

@@ -3,13 +3,13 @@ import type { JsonValue } from "../types/agent.js";
 import { toJsonText } from "./json-value.js";
 import type { ClaimedRun, LeaseRef, RunStore } from "./store.js";
 import { RESERVED_EVENT_PREFIXES, RunEventType, type RunPause } from "./types.js";
-import type {
-  RunAnswerers,
-  RunContext,
-  RunMarks,
-  WaitForInputOptions,
+import {
+  kUnwind,
+  type RunAnswerers,
+  type RunContext,
+  type RunMarks,
+  type WaitForInputOptions,
 } from "../context/run-slot.js";
-import { kUnwind } from "../context/run-slot.js";
 
 export type { RunContext, WaitForInputOptions } from "../context/run-slot.js";
 

@@ -1,7 +1,7 @@
 import type { ClaimRequest, ClaimedRun } from "../store.js";
 import { claimRun } from "../transitions.js";
 import { RunStatus, type RunRecord } from "../types.js";
-import type { FastClaim, RedisRecords } from "./records.js";
+import type { ClaimAnswer, FastClaim, RedisRecords } from "./records.js";
 
 /** What this process holds of a run it claimed: the record as written, and its version. */
 export interface Held {
@@ -15,8 +15,24 @@ export interface Taken {
   readonly held: Held;
 }
 
+/**
+ * What the claim script's `answer` gives `request`: the run it claimed, or what the
+ * read-and-write path makes of the candidate it named; `null` for none (nothing due, or the
+ * candidate was not claimable after all).
+ */
+export function takeAnswer(
+  records: RedisRecords,
+  answer: ClaimAnswer,
+  request: ClaimRequest,
+  leaseMs: number,
+): Promise<Taken | null> | Taken | null {
+  if (answer.kind === "claimed") return takenFrom(answer, request.workerId);
+  if (answer.kind === "check") return claimChecked(records, answer.runId, request, leaseMs);
+  return null;
+}
+
 /** The claim of a run the claim script claimed. */
-export function takenFrom(fast: FastClaim, workerId: string): Taken {
+function takenFrom(fast: FastClaim, workerId: string): Taken {
   return {
     held: { run: fast.run, v: fast.v },
     claimed: {
@@ -36,7 +52,7 @@ export function takenFrom(fast: FastClaim, workerId: string): Taken {
  * its queue entries put right (a pruned run's removed, a stale score rewritten), so the script
  * does not name it again; a write that loses a race answers `null` and the caller looks again.
  */
-export async function claimChecked(
+async function claimChecked(
   records: RedisRecords,
   runId: string,
   request: ClaimRequest,

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import type { ClaimRequest } from "../store.js";
-import { claimChecked, takenFrom, type Taken } from "./claim.js";
+import { takeAnswer, type Taken } from "./claim.js";
 import type { RedisRecords } from "./records.js";
 
 /** The longest a claim sleeps before it looks at the queue again, marker or not. */
@@ -43,9 +43,9 @@ export class RedisDelivery {
         leaseMs,
         Date.now(),
       );
-      if (answer.kind === "claimed") return takenFrom(answer, request.workerId);
-      if (answer.kind === "check") {
-        const taken = await claimChecked(this.#records, answer.runId, request, leaseMs);
+      if (answer.kind !== "none") {
+        // A run claimed, or a candidate decided: none claimed means look again at once.
+        const taken = await takeAnswer(this.#records, answer, request, leaseMs);
         if (taken !== null) return taken;
         continue;
       }

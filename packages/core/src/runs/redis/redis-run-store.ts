@@ -45,7 +45,7 @@ import {
   type RunPause,
   type RunRecord,
 } from "../types.js";
-import { claimChecked, takenFrom, type Held, type Taken } from "./claim.js";
+import { takeAnswer, type Held } from "./claim.js";
 import { RedisDelivery } from "./delivery.js";
 import { RedisRunStoreOptionsSchema, openRedis, type RedisRunStoreOptions } from "./options.js";
 import { RedisRecords, type ClaimAnswer, type NextClaim, type Op } from "./records.js";
@@ -317,11 +317,8 @@ export class RedisRunStore implements RunStore {
       claim,
     );
     this.#held.delete(lease.runId);
-    let taken: Taken | null = null;
-    if (claimed?.kind === "claimed") taken = takenFrom(claimed, next.workerId);
-    else if (claimed?.kind === "check") {
-      taken = await claimChecked(this.#records, claimed.runId, next, leaseMs);
-    }
+    const taken =
+      claimed === undefined ? null : await takeAnswer(this.#records, claimed, next, leaseMs);
     if (taken !== null) this.#held.set(taken.claimed.lease.runId, taken.held);
     return { run: t.run, next: taken?.claimed ?? null };
   }
