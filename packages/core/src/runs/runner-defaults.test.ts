@@ -63,6 +63,40 @@ describe("Runner defaults", () => {
     }
   });
 
+  it("finishes through the store's finishAndClaim when it has one, and runs what that claimed", async () => {
+    const calls: string[] = [];
+    class ClaimingStore extends InMemoryRunStore {
+      override finish(...args: Parameters<InMemoryRunStore["finish"]>) {
+        calls.push("finish");
+        return super.finish(...args);
+      }
+      async finishAndClaim(
+        lease: Parameters<InMemoryRunStore["finish"]>[0],
+        outcome: Parameters<InMemoryRunStore["finish"]>[1],
+        next: Parameters<InMemoryRunStore["claim"]>[0],
+      ) {
+        calls.push("finishAndClaim");
+        const run = await super.finish(lease, outcome);
+        return { run, next: await this.claim({ ...next, waitSeconds: 0 }) };
+      }
+    }
+    const queue = new RunQueue({ store: new ClaimingStore() });
+    const runner = new Runner({ queue, handlers: { echo: async (input) => input.message } });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      ids.push((await queue.enqueue({ handler: "echo", input: { message: `m${i}` } })).id);
+    }
+    await runner.start();
+    try {
+      const done = await Promise.all(ids.map((id) => queue.wait(id)));
+      expect(done.map((r) => r.result?.output)).toEqual(["m0", "m1", "m2", "m3", "m4"]);
+      // Every finish went through finishAndClaim, and the runs it claimed ran.
+      expect(calls).toEqual(Array(5).fill("finishAndClaim"));
+    } finally {
+      await runner.stop();
+    }
+  });
+
   it("takes a queue and a runtime as before, and refuses both or neither of runtime and handlers", () => {
     const queue = new RunQueue({ store: new InMemoryRunStore() });
     const runtime = new InProcessRuntime();
