@@ -208,7 +208,7 @@ export class RunQueue {
           "options",
           "Pass { timeoutSeconds?, until?: RunStatus[], signal? }.",
         );
-    const until: readonly string[] = o.until ?? FINAL;
+    const until: readonly RunStatus[] = o.until ?? FINAL;
     const deadline =
       o.timeoutSeconds === undefined ? Infinity : Date.now() + o.timeoutSeconds * 1000;
     for (;;) {
@@ -227,10 +227,10 @@ export class RunQueue {
         throw new NervaError(ErrorCode.CANCELLED, `Waiting for run ${id} was cancelled.`);
       }
       const wake = { timeoutSeconds: Math.min(left, 30_000) / 1000, signal: o.signal };
-      // Only a status change can end this wait: a store that wakes on those alone spares the
-      // waiter a read after every step of the run.
+      // Only a change to a status in `until` can end this wait: a store that wakes on those alone
+      // spares the waiter a read after every step of the run and every status on the way.
       if (this.store.waitForStatusChange !== undefined) {
-        await this.store.waitForStatusChange(id, run.status, wake);
+        await this.store.waitForStatusChange(id, run.status, { ...wake, until });
       } else {
         await this.store.waitForEvents(id, run.lastSeq, wake);
       }

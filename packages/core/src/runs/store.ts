@@ -207,12 +207,13 @@ export interface RunStore {
    * aborted or `timeoutSeconds` passed: a wake-up like {@link waitForEvents}, which the events that
    * leave the status as it is (steps, output, custom events) do not cause. `RunQueue.wait` uses
    * it when present, so a waiter is not woken by every step of a long run; without it, it wakes
-   * on every event and reads the run again.
+   * on every event and reads the run again. With `until`, a change to a status outside it does
+   * not wake the waiter either: a waiter for the end of a run sleeps through `running`.
    */
   waitForStatusChange?(
     runId: string,
     status: RunStatus,
-    options: { signal?: AbortSignal; timeoutSeconds?: number },
+    options: { signal?: AbortSignal; timeoutSeconds?: number; until?: readonly RunStatus[] },
   ): Promise<void>;
   /**
    * Optional: calls `listener` as soon as a cancel of `runId` is asked, from any process, so the

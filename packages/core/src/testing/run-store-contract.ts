@@ -516,6 +516,33 @@ export function describeRunStoreContract(label: string, setup: RunStoreContractS
       expect(Date.now() - quiet).toBeGreaterThanOrEqual(80);
     });
 
+    it("wakes a status waiter with until only on a status in it", async () => {
+      const { store } = await make();
+      if (store.waitForStatusChange === undefined) return;
+      const { run } = await store.create(newRun());
+      const until = [RunStatus.SUCCEEDED, RunStatus.FAILED];
+      // Already in `until`, or no run: at once.
+      await store.waitForStatusChange("run_missing", RunStatus.PENDING, {
+        timeoutSeconds: 5,
+        until,
+      });
+      let woke = false;
+      const waited = store
+        .waitForStatusChange(run.id, RunStatus.PENDING, { timeoutSeconds: 5, until })
+        .then(() => (woke = true));
+      const lease = ((await claimOf(store)) as { lease: LeaseRef }).lease;
+      await sleep(50);
+      expect(woke).toBe(false);
+      await store.finish(lease, {
+        status: RunStatus.SUCCEEDED,
+        result: { status: "success", output: "", data: {}, error: null, handler: "echo" },
+      });
+      await waited;
+      expect((await store.get(run.id))?.status).toBe(RunStatus.SUCCEEDED);
+      // The run is in `until` now: at once.
+      await store.waitForStatusChange(run.id, RunStatus.PENDING, { timeoutSeconds: 5, until });
+    });
+
     it("redrives a failed run with fresh attempts and its steps", async () => {
       const { store } = await make();
       const { run } = await store.create(newRun());

@@ -321,12 +321,17 @@ export class InMemoryRunStore implements RunStore {
   async waitForStatusChange(
     runId: string,
     status: RunStatus,
-    options: { signal?: AbortSignal; timeoutSeconds?: number },
+    options: { signal?: AbortSignal; timeoutSeconds?: number; until?: readonly RunStatus[] },
   ): Promise<void> {
-    const entry = this.#runs.get(runId);
-    if (entry === undefined || entry.stored.status !== status || this.#closed) return;
-    const timeoutMs = (options.timeoutSeconds ?? Infinity) * 1000;
-    await this.#statuses.wait(runId, timeoutMs, options.signal);
+    const deadline = Date.now() + (options.timeoutSeconds ?? Infinity) * 1000;
+    for (;;) {
+      const now = this.#runs.get(runId)?.stored.status;
+      if (now === undefined || this.#closed || options.signal?.aborted === true) return;
+      if (now !== status && (options.until === undefined || options.until.includes(now))) return;
+      const left = deadline - Date.now();
+      if (left <= 0) return;
+      await this.#statuses.wait(runId, left, options.signal);
+    }
   }
 
   async close(): Promise<void> {

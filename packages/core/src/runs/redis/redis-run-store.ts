@@ -201,7 +201,7 @@ export class RedisRunStore implements RunStore {
   waitForStatusChange(
     runId: string,
     status: RunStatus,
-    options: { signal?: AbortSignal; timeoutSeconds?: number },
+    options: { signal?: AbortSignal; timeoutSeconds?: number; until?: readonly RunStatus[] },
   ): Promise<void> {
     return this.#tails.waitForStatusChange(runId, status, options);
   }

@@ -16,10 +16,11 @@ export class RedisTails {
   readonly #closed: () => boolean;
   readonly #sub: Redis;
   readonly #events = new Wakeups();
-  /** Waiters for a status change, keyed `<run id> <status they wait to leave>`. */
+  /** Waiters for a status change, each under a key of its own. */
   readonly #statusChanges = new Wakeups();
-  /** The statuses waited on per run, with how many waiters each. */
-  readonly #waitedStatuses = new Map<string, Map<string, number>>();
+  /** Per run, its status waiters by key: what each waits to leave, and for (null: any status). */
+  readonly #statusWaiters = new Map<string, Map<string, StatusWaiter>>();
+  #nextWaiter = 0;
   readonly #subscribed = new Map<string, number>();
   readonly #cancelWatchers = new Map<string, Set<() => void>>();
 
@@ -45,26 +46,23 @@ export class RedisTails {
   async waitForStatusChange(
     runId: string,
     status: RunStatus,
-    options: { signal?: AbortSignal; timeoutSeconds?: number },
+    options: { signal?: AbortSignal; timeoutSeconds?: number; until?: readonly RunStatus[] },
   ): Promise<void> {
-    let counts = this.#waitedStatuses.get(runId);
-    if (counts === undefined) this.#waitedStatuses.set(runId, (counts = new Map()));
-    counts.set(status, (counts.get(status) ?? 0) + 1);
+    const until: ReadonlySet<string> | null =
+      options.until === undefined ? null : new Set(options.until);
+    const waiter: StatusWaiter = { leave: status, until };
+    const key = `${runId} ${this.#nextWaiter++}`;
+    let waiters = this.#statusWaiters.get(runId);
+    if (waiters === undefined) this.#statusWaiters.set(runId, (waiters = new Map()));
+    waiters.set(key, waiter);
     try {
-      await this.#wait(
-        runId,
-        options,
-        this.#statusChanges,
-        `${runId} ${status}`,
-        "status",
-        (now) => now !== status,
+      await this.#wait(runId, options, this.#statusChanges, key, "status", (now) =>
+        ends(waiter, now),
       );
     } finally {
-      const n = (counts.get(status) ?? 1) - 1;
-      if (n > 0) counts.set(status, n);
-      else counts.delete(status);
-      if (counts.size === 0 && this.#waitedStatuses.get(runId) === counts) {
-        this.#waitedStatuses.delete(runId);
+      waiters.delete(key);
+      if (waiters.size === 0 && this.#statusWaiters.get(runId) === waiters) {
+        this.#statusWaiters.delete(runId);
       }
     }
   }
@@ -146,14 +144,14 @@ export class RedisTails {
     }
     const runId = channel.slice(this.#records.key("ev").length + 1);
     this.#events.wake(runId);
-    const waited = this.#waitedStatuses.get(runId);
-    if (waited === undefined) return;
+    const waiters = this.#statusWaiters.get(runId);
+    if (waiters === undefined) return;
     // "<seq>:<status>"; a message without a status (a prune, or a writer of an older version)
     // wakes every status waiter of the run.
     const colon = message.indexOf(":");
     const status = colon < 0 ? null : message.slice(colon + 1);
-    for (const s of [...waited.keys()]) {
-      if (s !== status) this.#statusChanges.wake(`${runId} ${s}`);
+    for (const [key, waiter] of [...waiters]) {
+      if (status === null || ends(waiter, status)) this.#statusChanges.wake(key);
     }
   }
 
@@ -167,3 +165,13 @@ export class RedisTails {
     this.#sub.disconnect();
   }
 }
+
+/** A waiter for a run's status to leave `leave`, for one in `until` (any, when null). */
+interface StatusWaiter {
+  leave: string;
+  until: ReadonlySet<string> | null;
+}
+
+/** Whether the run's status `now` ends the wait of `waiter`. */
+const ends = (waiter: StatusWaiter, now: string): boolean =>
+  now !== waiter.leave && (waiter.until === null || waiter.until.has(now));

@@ -383,13 +383,15 @@ export class SqliteRunStore implements RunStore {
   async waitForStatusChange(
     runId: string,
     status: RunStatus,
-    options: { signal?: AbortSignal; timeoutSeconds?: number },
+    options: { signal?: AbortSignal; timeoutSeconds?: number; until?: readonly RunStatus[] },
   ): Promise<void> {
     const deadline = Date.now() + (options.timeoutSeconds ?? Infinity) * 1000;
     for (;;) {
       if (this.#closed || options.signal?.aborted === true) return;
-      const row = this.#s.status.get(runId) as [string] | undefined;
-      if (row === undefined || row[0] !== status) return;
+      const row = this.#s.status.get(runId) as [RunStatus] | undefined;
+      if (row === undefined) return;
+      const now = row[0];
+      if (now !== status && (options.until === undefined || options.until.includes(now))) return;
       const left = deadline - Date.now();
       if (left <= 0) return;
       await this.#waiters.waitFor(this.#waiters.statuses, runId, left, options.signal);
