@@ -1,8 +1,9 @@
 // Issue 23 §4, side by side: raw BullMQ against RedisRunStore, each side in a fresh process
 // (bench/runs-redis.profile.mjs), ROUNDS rounds (8) of RUNS runs (5000) at CONCURRENCY (16), the
 // order of the sides rotated each round, ratios taken against the raw side of the same round.
-// BEFORE=<checkout> adds a third side: the same bench run from another checkout (its own
-// packages/core/dist), e.g. a worktree of an earlier commit, for a before/after.
+// BEFORE=<checkout> adds a side: the same bench run from another checkout (its own
+// packages/core/dist), e.g. a worktree of an earlier commit, for a before/after. SERIAL=1 adds
+// a side that reads the runs back one after another (WAIT=serial in runs-redis.mjs).
 //
 //   redis-server --port 6390 --save "" --appendonly no --daemonize yes
 //   pnpm build && NERVA_REDIS_URL=redis://127.0.0.1:6390 node bench/runs-redis-rounds.mjs
@@ -23,6 +24,16 @@ const sides = [
   ...(before === undefined
     ? []
     : [{ name: "before", script: join(before, "bench/runs-redis.profile.mjs"), side: "nerva" }]),
+  ...(process.env.SERIAL === "1"
+    ? [
+        {
+          name: "serial",
+          script: join(here, "runs-redis.profile.mjs"),
+          side: "nerva",
+          wait: "serial",
+        },
+      ]
+    : []),
 ];
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -34,7 +45,7 @@ for (let r = 0; r < rounds; r++) {
   const order = sides.map((_, i) => sides[(i + r) % sides.length]);
   for (const s of order) {
     const out = execFileSync(process.execPath, [s.script], {
-      env: { ...process.env, SIDE: s.side, RUNS: String(runs) },
+      env: { ...process.env, SIDE: s.side, RUNS: String(runs), WAIT: s.wait ?? "" },
       cwd: dirname(dirname(s.script)),
       encoding: "utf8",
     });

@@ -153,7 +153,32 @@ export async function waitAll(queue, ids) {
   }
 }
 
+/**
+ * Waits for the last run, then reads every run back, `concurrency` reads in flight (a run not
+ * finished yet is waited for); throws unless every one succeeded. Runs of one priority end in
+ * about the order they were queued, so most reads find their run finished: the bench pays one
+ * read per run, in parallel, where `waitAll` pays one network round trip after another.
+ */
+export async function collectAll(queue, ids, concurrency = 64) {
+  await queue.wait(ids[ids.length - 1], { timeoutSeconds: 300 });
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < ids.length) {
+        const id = ids[next++];
+        const run = await queue.wait(id, { timeoutSeconds: 300 });
+        if (run.status !== "succeeded") throw new Error(`run ${id} ended ${run.status}`);
+      }
+    }),
+  );
+}
+
+/**
+ * RunQueue + Runner on a RedisRunStore. The runs are read back with `collectAll`, or with
+ * `waitAll` (one after another, as before 2026-12-02 afternoon) when WAIT=serial.
+ */
 export async function nervaRedis(concurrency, n) {
+  const collect = process.env.WAIT === "serial" ? waitAll : collectAll;
   const prefix = `nerva-bench:${randomBytes(4).toString("hex")}`;
   const store = new RedisRunStore({ url: REDIS_URL, prefix });
   const queue = new RunQueue({ store, name: "bench" });
@@ -167,8 +192,8 @@ export async function nervaRedis(concurrency, n) {
     heartbeatSeconds: 10,
   });
   await runner.start();
-  await waitAll(queue, await enqueueAll(queue, 100, "trivial"));
-  const m = await measured(n, async () => waitAll(queue, await enqueueAll(queue, n, "trivial")));
+  await collect(queue, await enqueueAll(queue, 100, "trivial"));
+  const m = await measured(n, async () => collect(queue, await enqueueAll(queue, n, "trivial")));
   await runner.stop({ graceSeconds: 1 });
   await store.close();
   await dropPrefix(prefix);
