@@ -46,6 +46,7 @@ import {
   type RunRecord,
 } from "../types.js";
 import { takeAnswer, type Held } from "./claim.js";
+import { coalesceWrites } from "./coalesce.js";
 import { RedisDelivery } from "./delivery.js";
 import { RedisRunStoreOptionsSchema, openRedis, type RedisRunStoreOptions } from "./options.js";
 import { RedisRecords, type ClaimAnswer, type NextClaim, type Op } from "./records.js";
@@ -89,6 +90,7 @@ export class RedisRunStore implements RunStore {
     );
     this.prefix = this.#options.prefix;
     this.#redis = openRedis(this.#options);
+    coalesceWrites(this.#redis);
     const closed = (): boolean => this.#closed;
     this.#records = new RedisRecords(this.#redis, this.prefix);
     this.#delivery = new RedisDelivery(this.#records, closed);
