@@ -105,7 +105,8 @@ export const kRunAsk = new ContextKey<RunInputAsker>("nerva.run.ask");
  * a request's rate-limit admissions, the approvals its gated calls used. A mark is a step of the
  * run under a key Nerva derives (`$…`),
  * numbered by its uses in one execution as step keys are (`key`, then `key#2`…), so the n-th
- * use of a key in an execution finds the n-th use of an earlier one. Set by the Runner beside
+ * use of a key in an execution finds the n-th use of an earlier one; the uses a step's body took
+ * are committed with the step and taken again by an execution that skips it. Set by the Runner beside
  * {@link kRunContext}; read by the policy, which sits below runs/.
  */
 export interface RunMarks {

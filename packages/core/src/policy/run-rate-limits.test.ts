@@ -156,6 +156,39 @@ describe.each(storeBackends("run-rate"))("a durable run's rate limits on %s", (_
     expect(await room2()).toBe(0);
   });
 
+  it("count a request made inside a committed step once, and a new one after the resume", async () => {
+    // Windows of 3: the step's request and the one after it in the first execution, a new one
+    // in the second. The second execution skips the step; the request after it must still find
+    // its own admission, and the new one must be counted, not matched to an earlier admission.
+    const doc: PolicyDocumentInit = {
+      version: 1,
+      rateLimits: [{ name: "chats", per: "user", limit: 3, windowSeconds: 60 }],
+    };
+    const { queue, enqueue, room, echoes } = await app(make, doc, (orchestrator) => {
+      return async (input, ctx) => {
+        const asked = await ctx.run!.step(
+          "ask",
+          async () => (await orchestrator.handle(input.message, ctx.child("in-step"))).text,
+        );
+        const after = await orchestrator.handle(input.message, ctx.child("after"));
+        const go = await ctx.run!.waitForInput<string>("go");
+        const last = await orchestrator.handle(go, ctx.child("last"));
+        return `${asked}, ${after.text}, ${last.text}`;
+      };
+    });
+    const id = await enqueue();
+    await queue.wait(id, { until: ["paused"], timeoutSeconds: 10 });
+    await queue.resume(id, "bye", { key: "go" });
+    expect(await queue.wait(id, { timeoutSeconds: 10 })).toMatchObject({
+      status: "succeeded",
+      result: { output: "echo hi, echo hi, echo bye" },
+    });
+    // The step's agent call ran once, the one after it twice (once per execution), the last once.
+    expect(echoes()).toBe(4);
+    // Three requests, each counted once: the window of 3 is full.
+    expect(await room()).toBe(0);
+  });
+
   it("still hold every execution to the user's budget", async () => {
     // 100 tokens a day; the first execution spends all of them, then pauses.
     const doc: PolicyDocumentInit = {

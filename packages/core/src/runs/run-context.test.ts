@@ -170,6 +170,63 @@ describe.each(backends)("marks on %s", (_label, make) => {
   });
 });
 
+describe.each(backends)("marks inside steps on %s", (_label, make) => {
+  it("an execution that skips a committed step takes the mark uses its body took", async () => {
+    const { run, real } = await activeRun(make);
+    /** A use of mark `key`, made when no execution made it: its numbered key, or "made". */
+    const use = async (r: ActiveRun, key: `$${string}`) => {
+      const numbered = r.nextMark(key, true);
+      if (numbered !== null) await r.mark(numbered);
+      return numbered ?? "made";
+    };
+    // A user step and a derived one (a graph node's visit) each take a use; one more after them.
+    expect(await run.step("ask", () => use(run, "$rate/w"))).toBe("$rate/w");
+    expect(await run.derivedStep("$node/n", () => use(run, "$rate/w"))).toBe("$rate/w#2");
+    // A step that takes no mark commits no list.
+    expect(await run.step("plain", () => 1)).toBe(1);
+    expect(await use(run, "$rate/w")).toBe("$rate/w#3");
+
+    await real.release(run.lease);
+    const again = await execution(real, real, "w2");
+    // Both steps are skipped (their functions do not run), their uses taken again: the use
+    // after them is still the third, made already, and the next new one is the fourth.
+    const never = () => {
+      throw new Error("a committed step ran again");
+    };
+    expect(await again.step("ask", never)).toBe("$rate/w");
+    expect(await again.derivedStep("$node/n", never)).toBe("$rate/w#2");
+    expect(await again.step("plain", never)).toBe(1);
+    expect(await use(again, "$rate/w")).toBe("made");
+    expect(await use(again, "$rate/w")).toBe("$rate/w#4");
+    const steps = (await real.readEvents(again.runId, 0, 1000))
+      .filter((e) => e.type === "step.completed")
+      .map((e) => e.data.key);
+    expect(steps.filter((k) => String(k).startsWith("$marks/"))).toEqual([
+      "$marks/ask",
+      "$marks/$node/n",
+    ]);
+  });
+
+  it("a mark's value made after a skipped step goes to the same use again (approvals)", async () => {
+    const { run, real } = await activeRun(make);
+    const approve = async (r: ActiveRun, id: string) => {
+      const made = r.madeMark("$approval/f");
+      if (made !== undefined) return made;
+      await r.mark(r.nextMark("$approval/f", true) as string, { id });
+      return { id };
+    };
+    expect(await run.step("gate", () => approve(run, "a1"))).toEqual({ id: "a1" });
+    expect(await approve(run, "a2")).toEqual({ id: "a2" });
+
+    await real.release(run.lease);
+    const again = await execution(real, real, "w2");
+    expect(await again.step("gate", () => approve(again, "never"))).toEqual({ id: "a1" });
+    // The call after the step takes its own approval, not the step's; a new call gets none.
+    expect(again.madeMark("$approval/f")).toEqual({ id: "a2" });
+    expect(again.madeMark("$approval/f")).toBeUndefined();
+  });
+});
+
 describe("step starts on a store without commitStartedStep", () => {
   it("writes the start before the step runs, then the commit", async () => {
     class TwoWriteStore extends InMemoryRunStore {}

@@ -81,6 +81,12 @@ export class ActiveRun implements RunContext, RunMarks {
   readonly #inputs: ReadonlyMap<string, string>;
   /** How many times each step key (`s`) and input key (`i`) was used in this execution. */
   readonly #used = { s: new Map<string, number>(), i: new Map<string, number>() };
+  /**
+   * The marks whose uses this execution took, in order: a step whose body took some commits
+   * their list (`$marks/<step key>`), and an execution that skips the committed step takes them
+   * again, so the marks after it keep their numbers.
+   */
+  readonly #markUses: string[] = [];
   /** Steps begun whose `step.started` is not written yet: key → when it began (epoch ms). */
   readonly #unwritten = new Map<string, number>();
   #flushing = false;
@@ -124,7 +130,8 @@ export class ActiveRun implements RunContext, RunMarks {
           { issues: [{ path: "fn", message: "must be a function" }] },
         );
       }
-      return this.memo<T>(this.unique("s", prefix === null ? key : `${prefix}/${key}`), fn);
+      const numbered = this.unique("s", prefix === null ? key : `${prefix}/${key}`);
+      return this.#withMarks(numbered, () => this.memo<T>(numbered, this.#marking(numbered, fn)));
     });
   }
 
@@ -133,7 +140,51 @@ export class ActiveRun implements RunContext, RunMarks {
    * rules, made unique like a user key, its errors remembered like a step's.
    */
   derivedStep<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
-    return this.memo<T>(this.unique("s", key), fn, false);
+    const numbered = this.unique("s", key);
+    return this.#withMarks(numbered, () =>
+      this.memo<T>(numbered, this.#marking(numbered, fn), false),
+    );
+  }
+
+  /**
+   * Runs the step `key` by `run`; when it is committed already (`run` will not call its function),
+   * first takes again the mark uses its body took (see {@link #markUses}).
+   */
+  #withMarks<T>(key: string, run: () => Promise<T>): Promise<T> {
+    if (this.#steps.has(key)) {
+      const took = this.#steps.get(`$marks/${key}`);
+      if (took !== undefined) {
+        for (const mark of parse<string[]>(took)) {
+          this.unique("s", mark);
+          this.#markUses.push(mark);
+        }
+      }
+    }
+    return run();
+  }
+
+  /**
+   * `fn`, then, when it took mark uses, their list committed as `$marks/<key>` before the step
+   * is. (Uses another step running at the same time took count too: an execution that skips
+   * this step then numbers that step's uses past the ones made, and counts them again, never
+   * less.)
+   */
+  #marking<T>(key: string, fn: () => T | Promise<T>): () => T | Promise<T> {
+    return () => {
+      const from = this.#markUses.length;
+      const answer = fn();
+      // A synchronous answer that took no mark stays synchronous (memo commits it at once).
+      const settle = (value: T): T | Promise<T> =>
+        this.#markUses.length > from ? this.#tookMarks(key, from, value) : value;
+      return isPromiseLike(answer) ? answer.then(settle) : settle(answer);
+    };
+  }
+
+  /** `value`, after committing the mark uses taken since `from` as `$marks/<key>`. */
+  async #tookMarks<T>(key: string, from: number, value: T): Promise<T> {
+    const took = this.#markUses.slice(from);
+    await this.memo(`$marks/${key}`, () => took, false);
+    return value;
   }
 
   /**
@@ -412,6 +463,7 @@ export class ActiveRun implements RunContext, RunMarks {
 
   nextMark(key: `$${string}`, take: boolean): string | null {
     const numbered = this.unique("s", key, take);
+    if (take) this.#markUses.push(key);
     return this.#steps.has(numbered) ? null : numbered;
   }
 
@@ -419,6 +471,7 @@ export class ActiveRun implements RunContext, RunMarks {
     const made = this.#steps.get(this.unique("s", key, false));
     if (made === undefined) return undefined;
     this.unique("s", key);
+    this.#markUses.push(key);
     return parse<JsonValue>(made);
   }
 
