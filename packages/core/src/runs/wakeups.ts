@@ -45,3 +45,13 @@ export class Wakeups {
     return this.#waiters.size;
   }
 }
+
+/**
+ * Whether a run now in status `now` ends a wait to leave status `leave` (see
+ * `RunStore.waitForStatusChange`): another status, and one of `until` when it is given.
+ */
+export const endsStatusWait = (
+  now: string,
+  leave: string,
+  until: readonly string[] | undefined,
+): boolean => now !== leave && (until === undefined || until.includes(now));

@@ -41,7 +41,7 @@ import {
   type RunPause,
   type RunRecord,
 } from "../types.js";
-import { Wakeups } from "../wakeups.js";
+import { Wakeups, endsStatusWait } from "../wakeups.js";
 
 /**
  * One run: its record, history, step values, answers and checkpoint. A write that only adds
@@ -327,7 +327,7 @@ export class InMemoryRunStore implements RunStore {
     for (;;) {
       const now = this.#runs.get(runId)?.stored.status;
       if (now === undefined || this.#closed || options.signal?.aborted === true) return;
-      if (now !== status && (options.until === undefined || options.until.includes(now))) return;
+      if (endsStatusWait(now, status, options.until)) return;
       const left = deadline - Date.now();
       if (left <= 0) return;
       await this.#statuses.wait(runId, left, options.signal);

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import type { RunStatus } from "../types.js";
-import { Wakeups } from "../wakeups.js";
+import { Wakeups, endsStatusWait } from "../wakeups.js";
 import type { RedisRecords } from "./records.js";
 import { toUnavailable } from "./unavailable.js";
 
@@ -18,7 +18,7 @@ export class RedisTails {
   readonly #events = new Wakeups();
   /** Waiters for a status change, each under a key of its own. */
   readonly #statusChanges = new Wakeups();
-  /** Per run, its status waiters by key: what each waits to leave, and for (null: any status). */
+  /** Per run, its status waiters by key. */
   readonly #statusWaiters = new Map<string, Map<string, StatusWaiter>>();
   #nextWaiter = 0;
   readonly #subscribed = new Map<string, number>();
@@ -48,16 +48,14 @@ export class RedisTails {
     status: RunStatus,
     options: { signal?: AbortSignal; timeoutSeconds?: number; until?: readonly RunStatus[] },
   ): Promise<void> {
-    const until: ReadonlySet<string> | null =
-      options.until === undefined ? null : new Set(options.until);
-    const waiter: StatusWaiter = { leave: status, until };
+    const waiter: StatusWaiter = { leave: status, until: options.until };
     const key = `${runId} ${this.#nextWaiter++}`;
     let waiters = this.#statusWaiters.get(runId);
     if (waiters === undefined) this.#statusWaiters.set(runId, (waiters = new Map()));
     waiters.set(key, waiter);
     try {
       await this.#wait(runId, options, this.#statusChanges, key, "status", (now) =>
-        ends(waiter, now),
+        endsStatusWait(now, waiter.leave, waiter.until),
       );
     } finally {
       waiters.delete(key);
@@ -151,7 +149,9 @@ export class RedisTails {
     const colon = message.indexOf(":");
     const status = colon < 0 ? null : message.slice(colon + 1);
     for (const [key, waiter] of [...waiters]) {
-      if (status === null || ends(waiter, status)) this.#statusChanges.wake(key);
+      if (status === null || endsStatusWait(status, waiter.leave, waiter.until)) {
+        this.#statusChanges.wake(key);
+      }
     }
   }
 
@@ -166,12 +166,8 @@ export class RedisTails {
   }
 }
 
-/** A waiter for a run's status to leave `leave`, for one in `until` (any, when null). */
+/** A waiter for a run's status to leave `leave`, for one in `until` (any, when not given). */
 interface StatusWaiter {
   leave: string;
-  until: ReadonlySet<string> | null;
+  until: readonly string[] | undefined;
 }
-
-/** Whether the run's status `now` ends the wait of `waiter`. */
-const ends = (waiter: StatusWaiter, now: string): boolean =>
-  now !== waiter.leave && (waiter.until === null || waiter.until.has(now));

@@ -19,6 +19,7 @@ import {
   type RunRow,
   type Statements,
 } from "./sqlite-statements.js";
+import { endsStatusWait } from "../wakeups.js";
 import { SqliteWaiters } from "./sqlite-waiters.js";
 import type {
   ClaimRequest,
@@ -388,10 +389,8 @@ export class SqliteRunStore implements RunStore {
     const deadline = Date.now() + (options.timeoutSeconds ?? Infinity) * 1000;
     for (;;) {
       if (this.#closed || options.signal?.aborted === true) return;
-      const row = this.#s.status.get(runId) as [RunStatus] | undefined;
-      if (row === undefined) return;
-      const now = row[0];
-      if (now !== status && (options.until === undefined || options.until.includes(now))) return;
+      const row = this.#s.status.get(runId) as [string] | undefined;
+      if (row === undefined || endsStatusWait(row[0], status, options.until)) return;
       const left = deadline - Date.now();
       if (left <= 0) return;
       await this.#waiters.waitFor(this.#waiters.statuses, runId, left, options.signal);
