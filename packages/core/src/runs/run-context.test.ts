@@ -207,6 +207,40 @@ describe.each(backends)("marks inside steps on %s", (_label, make) => {
     ]);
   });
 
+  it("two steps running at once: an execution that skips them counts a use again, never skips one", async () => {
+    const { run, real } = await activeRun(make);
+    const use = async (r: ActiveRun) => {
+      const numbered = r.nextMark("$rate/w", true);
+      if (numbered !== null) await r.mark(numbered);
+      return numbered ?? "made";
+    };
+    // Step a's body spans step b's use, so a lists both uses, b its own.
+    let release = (): void => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const [a, b] = await Promise.all([
+      run.step("a", async () => {
+        const k = await use(run);
+        await gate;
+        return k;
+      }),
+      run.step("b", async () => {
+        await sleep(5);
+        const k = await use(run);
+        release();
+        return k;
+      }),
+    ]);
+    expect([a, b]).toEqual(["$rate/w", "$rate/w#2"]);
+    expect(await use(run)).toBe("$rate/w#3");
+
+    await real.release(run.lease);
+    const again = await execution(real, real, "w2");
+    await Promise.all([again.step("a", () => "never"), again.step("b", () => "never")]);
+    // Three uses taken back where two were made inside the steps: the use made third is passed
+    // over and the next one is new (counted again), where too few would have found it made.
+    expect(await use(again)).toBe("$rate/w#4");
+  });
+
   it("a mark's value made after a skipped step goes to the same use again (approvals)", async () => {
     const { run, real } = await activeRun(make);
     const approve = async (r: ActiveRun, id: string) => {

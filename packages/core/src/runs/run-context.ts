@@ -130,8 +130,7 @@ export class ActiveRun implements RunContext, RunMarks {
           { issues: [{ path: "fn", message: "must be a function" }] },
         );
       }
-      const numbered = this.unique("s", prefix === null ? key : `${prefix}/${key}`);
-      return this.#withMarks(numbered, () => this.memo<T>(numbered, this.#marking(numbered, fn)));
+      return this.#markedStep<T>(this.unique("s", prefix === null ? key : `${prefix}/${key}`), fn);
     });
   }
 
@@ -140,51 +139,38 @@ export class ActiveRun implements RunContext, RunMarks {
    * rules, made unique like a user key, its errors remembered like a step's.
    */
   derivedStep<T>(key: string, fn: () => T | Promise<T>): Promise<T> {
-    const numbered = this.unique("s", key);
-    return this.#withMarks(numbered, () =>
-      this.memo<T>(numbered, this.#marking(numbered, fn), false),
-    );
+    return this.#markedStep<T>(this.unique("s", key), fn, false);
   }
 
   /**
-   * Runs the step `key` by `run`; when it is committed already (`run` will not call its function),
-   * first takes again the mark uses its body took (see {@link #markUses}).
+   * `memo` of a step whose body may use marks (see {@link #markUses}): when it is committed, the
+   * uses its body took are taken again; when it runs and takes some, their list is committed as
+   * `$marks/<key>` before the step is. (Uses another step running at the same time took are
+   * listed too: an execution that skips this step then numbers that step's uses past the ones
+   * made, and counts them again, never less.)
    */
-  #withMarks<T>(key: string, run: () => Promise<T>): Promise<T> {
-    if (this.#steps.has(key)) {
-      const took = this.#steps.get(`$marks/${key}`);
-      if (took !== undefined) {
-        for (const mark of parse<string[]>(took)) {
-          this.unique("s", mark);
-          this.#markUses.push(mark);
-        }
-      }
+  #markedStep<T>(key: string, fn: () => T | Promise<T>, copy = true): Promise<T> {
+    const marksKey = `$marks/${key}`;
+    const took = this.#steps.has(key) ? this.#steps.get(marksKey) : undefined;
+    for (const mark of took === undefined ? [] : parse<string[]>(took)) {
+      this.unique("s", mark);
+      this.#markUses.push(mark);
     }
-    return run();
-  }
-
-  /**
-   * `fn`, then, when it took mark uses, their list committed as `$marks/<key>` before the step
-   * is. (Uses another step running at the same time took count too: an execution that skips
-   * this step then numbers that step's uses past the ones made, and counts them again, never
-   * less.)
-   */
-  #marking<T>(key: string, fn: () => T | Promise<T>): () => T | Promise<T> {
-    return () => {
-      const from = this.#markUses.length;
-      const answer = fn();
-      // A synchronous answer that took no mark stays synchronous (memo commits it at once).
-      const settle = (value: T): T | Promise<T> =>
-        this.#markUses.length > from ? this.#tookMarks(key, from, value) : value;
-      return isPromiseLike(answer) ? answer.then(settle) : settle(answer);
-    };
-  }
-
-  /** `value`, after committing the mark uses taken since `from` as `$marks/<key>`. */
-  async #tookMarks<T>(key: string, from: number, value: T): Promise<T> {
-    const took = this.#markUses.slice(from);
-    await this.memo(`$marks/${key}`, () => took, false);
-    return value;
+    return this.memo<T>(
+      key,
+      () => {
+        const from = this.#markUses.length;
+        // A synchronous answer that took no mark stays synchronous (memo commits it at once).
+        const settle = (value: T): T | Promise<T> => {
+          if (this.#markUses.length === from) return value;
+          const took = this.#markUses.slice(from);
+          return this.memo(marksKey, () => took, false).then(() => value);
+        };
+        const answer = fn();
+        return isPromiseLike(answer) ? answer.then(settle) : settle(answer);
+      },
+      copy,
+    );
   }
 
   /**
