@@ -1,6 +1,8 @@
+import { Socket } from "node:net";
 import { Redis } from "ioredis";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { coalesceWrites } from "./coalesce.js";
+import { RedisRunStore } from "./redis-run-store.js";
 import { REDIS_URL, dropPrefixes, testPrefix } from "./redis.test-support.js";
 
 const prefixes: string[] = [];
@@ -39,6 +41,24 @@ describe("coalesceWrites", () => {
     } finally {
       plain.disconnect();
       coalesced.disconnect();
+    }
+  });
+
+  it("is how RedisRunStore writes: a turn's reads leave through one corked socket", async () => {
+    const prefix = testPrefix("coalesce-store");
+    prefixes.push(prefix);
+    const store = new RedisRunStore({ url: REDIS_URL, prefix });
+    // The spy watches the real sockets' cork (it calls through); nothing stands in for them.
+    const cork = vi.spyOn(Socket.prototype, "cork");
+    try {
+      expect(await store.get("run_none")).toBeNull(); // connected, ready
+      cork.mockClear();
+      const reads = Array.from({ length: 20 }, (_, i) => store.get(`run_none_${i}`));
+      expect(cork).toHaveBeenCalledTimes(1);
+      expect(await Promise.all(reads)).toEqual(Array(20).fill(null));
+    } finally {
+      cork.mockRestore();
+      await store.close();
     }
   });
 });
