@@ -150,8 +150,7 @@ export class ActiveRun implements RunContext, RunMarks {
    * made, and counts them again, never less.)
    */
   #markedStep<T>(key: string, fn: () => T | Promise<T>, copy = true): Promise<T> {
-    const marksKey = `$marks/${key}`;
-    const took = this.#steps.has(key) ? this.#steps.get(marksKey) : undefined;
+    const took = this.#steps.has(key) ? this.#steps.get(`$marks/${key}`) : undefined;
     for (const mark of took === undefined ? [] : parse<string[]>(took)) {
       this.unique("s", mark);
       this.#markUses.push(mark);
@@ -163,8 +162,8 @@ export class ActiveRun implements RunContext, RunMarks {
         // A synchronous answer that took no mark stays synchronous (memo commits it at once).
         const settle = (value: T): T | Promise<T> => {
           if (this.#markUses.length === from) return value;
-          const took = this.#markUses.slice(from);
-          return this.memo(marksKey, () => took, false).then(() => value);
+          const used = this.#markUses.slice(from);
+          return this.memo(`$marks/${key}`, () => used, false).then(() => value);
         };
         const answer = fn();
         return isPromiseLike(answer) ? answer.then(settle) : settle(answer);
